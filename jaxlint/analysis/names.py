@@ -1,0 +1,62 @@
+"""Import aliases: from local spellings to qualified names.
+
+``import jax.numpy as jnp``            jnp   -> jax.numpy
+``import jax.numpy``                   jax   -> jax   (and jax.numpy.* resolves through it)
+``from jax import jit, random as jr``  jit   -> jax.jit, jr -> jax.random
+``from functools import partial``      partial -> functools.partial
+``from flax import nnx``               nnx   -> flax.nnx
+
+Imports anywhere in the file (module level, inside functions, under ``try``)
+are recorded; a later import of the same local name wins, which matches the
+common ``try: import a as x / except ImportError: import b as x`` idiom well
+enough for linting.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, Optional
+
+
+class ImportTable:
+    def __init__(self) -> None:
+        self.aliases: Dict[str, str] = {}
+        self.modules: set = set()
+
+    def add(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                self.modules.add(a.name.split(".")[0])
+                if a.asname:
+                    self.aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    self.aliases.setdefault(top, top)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:   # relative import: a sibling module of this package
+                base = "." * node.level + (node.module or "")
+            else:
+                base = node.module or ""
+            if base and not node.level:
+                self.modules.add(base.split(".")[0])
+            for a in node.names:
+                if a.name == "*":
+                    continue
+                self.aliases[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+
+    def resolve(self, name: str) -> Optional[str]:
+        return self.aliases.get(name)
+
+    def mentions_any(self, tops: Iterable[str]) -> bool:
+        return any(t in self.modules for t in tops)
+
+    def local_name_for(self, qualname: str) -> Optional[str]:
+        """A local spelling that reaches ``qualname`` (``jax.numpy`` -> ``jnp``)."""
+        best = None
+        for local, q in self.aliases.items():
+            if q == qualname:
+                return local
+            if qualname.startswith(q + "."):
+                cand = local + qualname[len(q):]
+                if best is None or len(cand) < len(best):
+                    best = cand
+        return best

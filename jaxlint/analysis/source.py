@@ -1,0 +1,182 @@
+"""Source text: decoding, line tables and offset conversion.
+
+``ast`` reports column offsets in UTF-8 *bytes* of the line; everything jaxlint
+prints or edits uses *characters*.  This module is the one place that converts
+between the two, and the one place that knows a file's encoding, BOM and line
+endings so that ``--fix`` can write the file back byte-for-byte outside the
+edited spans.
+"""
+from __future__ import annotations
+
+import ast
+import codecs
+import io
+import re
+import tokenize
+import warnings
+from typing import Dict, List, Optional, Set, Tuple
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
+
+
+class SourceError(Exception):
+    """A file that cannot be linted: the message is one line for the user."""
+
+
+class SourceFile:
+    """The decoded text of one file with line/offset tables."""
+
+    def __init__(self, path: str, text: str, encoding: str = "utf-8", raw: Optional[bytes] = None):
+        self.path = path
+        self.text = text
+        self.encoding = encoding
+        self.raw = raw
+        # start offset (in characters) of every line; line N (1-based) starts at _starts[N-1]
+        starts = [0]
+        for m in _NEWLINE.finditer(text):
+            starts.append(m.end())
+        self._starts = starts
+        self._byte_lines: Dict[int, bytes] = {}
+        self._noqa: Optional[Dict[int, Optional[Set[str]]]] = None
+
+    # ---------------------------------------------------------------- loading
+    @classmethod
+    def from_bytes(cls, path: str, raw: bytes) -> "SourceFile":
+        if b"\x00" in raw[:8192]:
+            raise SourceError("binary file (contains NUL bytes), not Python source")
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        except SyntaxError as exc:
+            raise SourceError(f"cannot determine encoding: {exc}") from None
+        try:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+            where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+            raise SourceError(f"cannot decode as {encoding}{where}: {reason}") from None
+        if encoding == "utf-8-sig" and text.startswith("\ufeff"):
+            text = text[1:]
+        return cls(path, text, encoding, raw)
+
+    @classmethod
+    def from_path(cls, path: str) -> "SourceFile":
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            raise SourceError("no such file or directory") from None
+        except IsADirectoryError:
+            raise SourceError("is a directory") from None
+        except PermissionError:
+            raise SourceError("permission denied") from None
+        except OSError as exc:
+            raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+        return cls.from_bytes(path, raw)
+
+    def parse(self) -> ast.Module:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escape sequences etc.
+                return ast.parse(self.text, filename=self.path, type_comments=False)
+        except SyntaxError as exc:
+            line = exc.lineno or 0
+            col = (exc.offset or 0)
+            raise SourceError(f"syntax error at {line}:{col}: {exc.msg}") from None
+        except (ValueError, RecursionError, MemoryError) as exc:
+            raise SourceError(f"cannot parse: {exc}") from None
+
+    def encode(self, text: str) -> bytes:
+        """Encode ``text`` the way this file was stored (keeping a BOM)."""
+        data = text.encode(self.encoding if self.encoding != "utf-8-sig" else "utf-8")
+        if self.encoding == "utf-8-sig":
+            data = codecs.BOM_UTF8 + data
+        return data
+
+    # ---------------------------------------------------------------- lines
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def line_text(self, lineno: int) -> str:
+        """Line ``lineno`` (1-based) without its line ending."""
+        if lineno < 1 or lineno > len(self._starts):
+            return ""
+        start = self._starts[lineno - 1]
+        end = self._starts[lineno] if lineno < len(self._starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def _line_bytes(self, lineno: int) -> bytes:
+        b = self._byte_lines.get(lineno)
+        if b is None:
+            b = self.line_text(lineno).encode("utf-8", "surrogatepass")
+            self._byte_lines[lineno] = b
+        return b
+
+    def char_col(self, lineno: int, byte_col: int) -> int:
+        """Convert an ``ast`` byte column to a character column."""
+        if byte_col <= 0:
+            return 0
+        line = self.line_text(lineno)
+        if line.isascii():
+            return byte_col
+        return len(self._line_bytes(lineno)[:byte_col].decode("utf-8", "replace"))
+
+    def offset(self, lineno: int, byte_col: int) -> int:
+        """Absolute character offset of an ``ast`` (line, byte column) position."""
+        if lineno > len(self._starts):
+            return len(self.text)
+        return self._starts[lineno - 1] + self.char_col(lineno, byte_col)
+
+    def node_span(self, node: ast.AST) -> Tuple[int, int]:
+        """Absolute character offsets [start, end) of a node."""
+        return (self.offset(node.lineno, node.col_offset),
+                self.offset(node.end_lineno, node.end_col_offset))
+
+    def segment(self, node: ast.AST) -> str:
+        start, end = self.node_span(node)
+        return self.text[start:end]
+
+    def position(self, offset: int) -> Tuple[int, int]:
+        """(line, character column), both line 1-based and column 0-based."""
+        lo, hi = 0, len(self._starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - self._starts[lo]
+
+    def newline(self) -> str:
+        m = _NEWLINE.search(self.text)
+        return m.group(0) if m else "\n"
+
+    def indentation(self, lineno: int) -> str:
+        line = self.line_text(lineno)
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    # ---------------------------------------------------------------- noqa
+    def noqa(self, lineno: int) -> Optional[Set[str]]:
+        """``None``: no noqa; empty set: blanket ``# noqa``; else the codes."""
+        if self._noqa is None:
+            self._noqa = {}
+            if "noqa" in self.text or "NOQA" in self.text:
+                for i in range(1, len(self._starts) + 1):
+                    line = self.line_text(i)
+                    if "#" not in line:
+                        continue
+                    m = _NOQA.search(line)
+                    if m:
+                        codes = m.group("codes")
+                        self._noqa[i] = (set(c.upper() for c in re.split(r"[,\s]+", codes) if c)
+                                         if codes else set())
+        return self._noqa.get(lineno)
+
+    def is_suppressed(self, lineno: int, code: str) -> bool:
+        codes = self.noqa(lineno)
+        if codes is None:
+            return False
+        if not codes:
+            return True
+        return any(code == c or code.startswith(c) for c in codes)

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ..analysis import CERTAIN, Function
+from ..fixes.edits import SAFE, Edit, Fix
+from .base import Context, Finding, Rule, register
+
+_AUG_METHODS = {
+    ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power",
+}
+_OP_TEXT = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
+            ast.FloorDiv: "//=", ast.Mod: "%=", ast.MatMult: "@=", ast.BitAnd: "&=", ast.BitOr: "|=",
+            ast.BitXor: "^=", ast.LShift: "<<=", ast.RShift: ">>="}
+
+
+@register
+class InPlaceArrayUpdate(Rule):
+    """
+    ## What it does
+    Flags item assignment on a JAX array — `x[i] = v` and augmented forms such
+    as `x[i] += v` — where `x` is a traced value or was produced by a
+    `jax.numpy`/`jax` call, inside or outside `jax.jit`. NumPy arrays and
+    Python lists/dicts mutated in place are not flagged.
+
+    ## Why is this bad?
+    PyTorch tensors and NumPy arrays can be written in place (`t[0] = 1`,
+    `t.add_(1)`). JAX arrays are immutable: `x[i] = v` raises
+    `TypeError: JAX arrays are immutable`, eagerly and under `jit` alike.
+    JAX's functional update `x.at[i].set(v)` returns a new array; under `jit`
+    XLA performs it in place when it can, so it costs no copy.
+
+    ## Example
+    ```python
+    x = jnp.zeros(10)
+    x[0] = 1.0
+    x[1:3] += 2.0
+    ```
+
+    ## Use instead
+    ```python
+    x = jnp.zeros(10)
+    x = x.at[0].set(1.0)
+    x = x.at[1:3].add(2.0)
+    ```
+
+    ## Fix safety
+    The fix rewrites `x[idx] = v` to `x = x.at[idx].set(v)` and `+=`, `-=`,
+    `*=`, `/=`, `**=` to `.add`, `.subtract`, `.multiply`, `.divide`,
+    `.power`. It is safe: the original statement always raises, so no working
+    behaviour changes; the index and value expressions are kept verbatim
+    (comments inside them included) and evaluated once, as before. Other
+    operators (`//=`, `%=`, ...) and chained assignments are reported without
+    a fix.
+    """
+
+    code = "JAX301"
+    symbol = "in-place-array-update"
+    summary = "item assignment on an immutable JAX array raises `TypeError`"
+    fix_title = "Use the functional `.at[...]` update"
+    fix_applicability = SAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        for fn in m.functions:
+            for node in fn.of_type(ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Subscript) and self._is_array_target(ctx, t, fn):
+                        fix = self._fix(ctx, node, t, "set") if len(node.targets) == 1 else None
+                        yield self._finding(ctx, fn, node, t, "=", fix)
+            for node in fn.of_type(ast.AugAssign):
+                t = node.target
+                if isinstance(t, ast.Subscript) and self._is_array_target(ctx, t, fn):
+                    method = _AUG_METHODS.get(type(node.op))
+                    fix = self._fix(ctx, node, t, method) if method else None
+                    yield self._finding(ctx, fn, node, t, _OP_TEXT.get(type(node.op), "="), fix)
+
+    @staticmethod
+    def _is_array_target(ctx: Context, t: ast.Subscript, fn: Function) -> bool:
+        sl = t.slice
+        if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+            return False
+        base = t.value
+        name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+        if name.lower().endswith(("ref", "refs")):
+            return False   # a Pallas/state ref: written through on purpose
+        return ctx.model.is_array(base, fn)
+
+    def _finding(self, ctx: Context, fn: Function, node: ast.stmt, t: ast.Subscript, op: str,
+                 fix: Optional[Fix]) -> Finding:
+        base = ast.unparse(t.value)
+        if len(base) > 30:
+            base = base[:27] + "..."
+        method = {"=": "set", "+=": "add", "-=": "subtract", "*=": "multiply", "/=": "divide",
+                  "**=": "power"}.get(op, "set")
+        where = f" inside {fn.trace_description()}" if fn.contexts else ""
+        msg = (f"`{base}[...] {op} ...` assigns into an immutable JAX array{where}; "
+               f"use `{base} = {base}.at[...].{method}(...)`")
+        conf = fn.confidence if fn.contexts else CERTAIN
+        return ctx.finding(self, node, msg, confidence=conf, fix=fix)
+
+    def _fix(self, ctx: Context, node: ast.stmt, t: ast.Subscript, method: str) -> Optional[Fix]:
+        src = ctx.source
+        base_text = src.segment(t.value)
+        if "\n" in base_text or "\r" in base_text:
+            return None
+        value_end = src.offset(t.value.end_lineno, t.value.end_col_offset)
+        sub_end = src.offset(t.end_lineno, t.end_col_offset)
+        index_text = src.text[value_end:sub_end]          # "[i, j]" with any comments inside
+        if not index_text.startswith("["):
+            return None
+        value_text = src.segment(node.value)
+        if isinstance(node.value, (ast.Tuple,)) and not value_text.startswith("("):
+            value_text = f"({value_text})"
+        new = f"{base_text} = {base_text}.at{index_text}.{method}({value_text})"
+        start, end = src.node_span(node)
+        return Fix(self.fix_title, (Edit(start, end, new),), SAFE)

@@ -1,0 +1,164 @@
+"""``[tool.jaxlint]`` in ``pyproject.toml``, found by walking up from the checked paths.
+
+Keys (all optional)::
+
+    [tool.jaxlint]
+    select = ["JAX1", "JAX201"]          # codes or prefixes; default: every default-enabled rule
+    ignore = ["JAX301"]
+    exclude = ["legacy/", "*_pb2.py"]     # gitignore-style, added to the defaults
+    per-file-ignores = { "tests/*" = ["JAX101"] }
+    unrolled-loop-threshold = 16          # JAX504
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore
+
+from .checkers import REGISTRY, Rule, Settings, all_rules
+
+KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
+              "unrolled-loop-threshold"}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    select: Optional[List[str]] = None
+    extend_select: List[str] = field(default_factory=list)
+    ignore: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)
+    per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
+    root: str = "."
+    path: Optional[str] = None
+
+    def rules(self) -> List[Rule]:
+        return select_rules(self.select, self.ignore, self.extend_select)
+
+    def ignored_for(self, path: str) -> List[str]:
+        if not self.per_file_ignores:
+            return []
+        rel = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+        base = os.path.basename(path)
+        out: List[str] = []
+        for pattern, codes in self.per_file_ignores.items():
+            p = pattern.rstrip("/")
+            if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(base, p) or rel.startswith(p + "/"):
+                out.extend(codes)
+        return out
+
+
+def _matches(code: str, prefixes: Iterable[str]) -> bool:
+    return any(code.startswith(p.upper()) or REGISTRY[code].symbol == p for p in prefixes)
+
+
+def validate_codes(codes: Iterable[str], what: str) -> None:
+    for c in codes:
+        if c.upper() == "ALL":
+            continue
+        if not any(code.startswith(c.upper()) or r.symbol == c for code, r in REGISTRY.items()):
+            raise ConfigError(f"{what}: unknown rule code or prefix {c!r}")
+
+
+def select_rules(select: Optional[Sequence[str]], ignore: Sequence[str],
+                 extend_select: Sequence[str] = ()) -> List[Rule]:
+    out = []
+    for rule in all_rules():
+        if select is None:
+            on = rule.default_enabled
+        elif any(s.upper() == "ALL" for s in select):
+            on = True
+        else:
+            on = _matches(rule.code, select)
+        if extend_select and _matches(rule.code, extend_select):
+            on = True
+        if on and ignore and _matches(rule.code, ignore):
+            # a more specific select wins over a broader ignore (JAX2 ignored, JAX201 selected)
+            sel = [s for s in (list(select or []) + list(extend_select)) if _matches(rule.code, [s])]
+            ign = [i for i in ignore if _matches(rule.code, [i])]
+            on = bool(sel) and max(len(s) for s in sel) > max(len(i) for i in ign)
+        if on:
+            out.append(rule)
+    return out
+
+
+def find_config(paths: Sequence[str]) -> Optional[str]:
+    start = os.path.abspath(paths[0] if paths else ".")
+    if not os.path.isdir(start):
+        start = os.path.dirname(start)
+    d = start
+    while True:
+        cand = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(cand):
+            try:
+                with open(cand, "rb") as fh:
+                    data = tomllib.load(fh)
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"{cand}: invalid TOML: {exc}") from None
+            if "jaxlint" in data.get("tool", {}):
+                return cand
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _str_list(value, key: str, path: str) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(f"{path}: [tool.jaxlint] {key} must be a list of strings")
+
+
+def load_config(path: Optional[str]) -> Config:
+    if path is None:
+        return Config(root=os.getcwd())
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    section = data.get("tool", {}).get("jaxlint", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.jaxlint] must be a table")
+    unknown = set(section) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown [tool.jaxlint] key(s): {', '.join(sorted(unknown))}")
+    cfg = Config(root=os.path.dirname(os.path.abspath(path)), path=path)
+    if "select" in section:
+        cfg.select = _str_list(section["select"], "select", path)
+        validate_codes(cfg.select, path)
+    if "extend-select" in section:
+        cfg.extend_select = _str_list(section["extend-select"], "extend-select", path)
+        validate_codes(cfg.extend_select, path)
+    if "ignore" in section:
+        cfg.ignore = _str_list(section["ignore"], "ignore", path)
+        validate_codes(cfg.ignore, path)
+    for key in ("exclude", "extend-exclude"):
+        if key in section:
+            cfg.exclude.extend(_str_list(section[key], key, path))
+    pfi = section.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: [tool.jaxlint] per-file-ignores must be a table")
+    for pattern, codes in pfi.items():
+        cfg.per_file_ignores[pattern] = _str_list(codes, f"per-file-ignores.{pattern}", path)
+        validate_codes(cfg.per_file_ignores[pattern], path)
+    if "unrolled-loop-threshold" in section:
+        v = section["unrolled-loop-threshold"]
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ConfigError(f"{path}: unrolled-loop-threshold must be a positive integer")
+        cfg.settings.unrolled_loop_threshold = v
+    return cfg

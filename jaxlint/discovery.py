@@ -1,0 +1,84 @@
+"""Which files to check: recursion, default excludes, ``exclude`` and ``.gitignore``."""
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import Iterator, List, Sequence, Tuple
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox",
+    ".venv", ".vscode", "__pycache__", "__pypackages__", "_build", "buck-out", "build", "dist",
+    "node_modules", "site-packages", "venv", "*.egg-info",
+)
+
+
+def _match(rel: str, name: str, patterns: Sequence[str]) -> bool:
+    for p in patterns:
+        p = p.strip()
+        if not p or p.startswith("#") or p.startswith("!"):
+            continue
+        p = p.rstrip("/")
+        if "/" in p:
+            p = p.lstrip("/")
+            if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.replace("**/", "")) \
+                    or rel.startswith(p + "/"):
+                return True
+        elif fnmatch.fnmatch(name, p):
+            return True
+    return False
+
+
+def _gitignore(directory: str) -> List[str]:
+    path = os.path.join(directory, ".gitignore")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return [line.rstrip("\n") for line in fh]
+    except OSError:
+        return []
+
+
+def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: str = ".") \
+        -> Iterator[Tuple[str, bool]]:
+    """Yield ``(path, exists)`` for every Python file to check, in a stable order.
+
+    A path named explicitly is always checked (even if excluded or not ending
+    in ``.py``); missing paths are yielded with ``exists=False`` so the caller
+    can report them.
+    """
+    root = os.path.abspath(root)
+    patterns = list(DEFAULT_EXCLUDE) + list(exclude)
+    seen = set()
+    for p in paths:
+        if not os.path.exists(p):
+            yield p, False
+            continue
+        if not os.path.isdir(p):
+            if p not in seen:
+                seen.add(p)
+                yield p, True
+            continue
+        base_ignores = {}
+        for dirpath, dirnames, filenames in os.walk(p):
+            ignores = base_ignores.get(dirpath, []) + _gitignore(dirpath)
+            absdir = os.path.abspath(dirpath)
+            keep = []
+            for d in sorted(dirnames):
+                full = os.path.join(absdir, d)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                relp = os.path.relpath(full, os.path.abspath(p)).replace(os.sep, "/")
+                if _match(rel, d, patterns) or _match(relp, d, patterns) or _match(d, d, ignores):
+                    continue
+                keep.append(d)
+                base_ignores[os.path.join(dirpath, d)] = [i for i in ignores if "/" not in i.strip("/")]
+            dirnames[:] = keep
+            for f in sorted(filenames):
+                if not f.endswith(".py"):
+                    continue
+                full = os.path.join(dirpath, f)
+                rel = os.path.relpath(os.path.abspath(full), root).replace(os.sep, "/")
+                if _match(rel, f, patterns) or _match(f, f, ignores):
+                    continue
+                if full not in seen:
+                    seen.add(full)
+                    yield full, True

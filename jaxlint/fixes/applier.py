@@ -1,0 +1,132 @@
+"""Apply fixes: resolve overlaps, re-parse, re-lint, repeat until stable."""
+from __future__ import annotations
+
+import ast
+import collections
+import os
+import stat
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Counter, List, Optional, Sequence, Set, Tuple
+
+from ..analysis.source import SourceError, SourceFile
+from .edits import SAFE, UNSAFE, Edit, Fix, apply_edits
+
+MAX_PASSES = 10
+
+
+@dataclass
+class FixReport:
+    text: str
+    applied: Counter = field(default_factory=collections.Counter)   # per rule code
+    broken: List[Tuple[str, int, str]] = field(default_factory=list)   # (code, line, why)
+    passes: int = 0
+    stable: bool = True
+
+    @property
+    def total(self) -> int:
+        return sum(self.applied.values())
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def allowed_applicabilities(unsafe: bool) -> Set[str]:
+    return {SAFE, UNSAFE} if unsafe else {SAFE}
+
+
+def fix_text(source: SourceFile, lint: Callable[[SourceFile], Sequence], unsafe: bool = False) -> FixReport:
+    """Fix ``source`` with the findings ``lint`` returns; never returns text that does not parse.
+
+    Each pass takes the fixable findings in source order, keeps those whose
+    edits do not overlap an earlier one, applies them together and re-parses.
+    If the combination does not parse, the fixes are retried one at a time and
+    any fix whose result does not parse is dropped and reported as a jaxlint
+    bug.  The file is then re-linted and the next pass runs, until no fix
+    applies or ``MAX_PASSES`` is reached (then ``stable`` is False).
+    """
+    allowed = allowed_applicabilities(unsafe)
+    report = FixReport(source.text)
+    failed: Set[Tuple] = set()
+    current = source
+    for _ in range(MAX_PASSES):
+        findings = lint(current)
+        fixable = [f for f in findings if f.fix is not None and f.fix.applicability in allowed
+                   and _key(f) not in failed]
+        if not fixable:
+            report.stable = True
+            break
+        report.passes += 1
+        fixable.sort(key=lambda f: f.fix.span)
+        chosen = []
+        for f in fixable:
+            if not any(f.fix.overlaps(c.fix) for c in chosen):
+                chosen.append(f)
+        text = current.text
+        candidate = apply_edits(text, [e for f in chosen for e in f.fix.edits])
+        if _parses(candidate):
+            accepted = chosen
+        else:
+            accepted = []
+            for f in chosen:
+                trial = apply_edits(text, [e for g in accepted + [f] for e in g.fix.edits])
+                if _parses(trial):
+                    accepted.append(f)
+                else:
+                    failed.add(_key(f))
+                    report.broken.append((f.code, f.line, "the fixed code does not parse"))
+            candidate = apply_edits(text, [e for f in accepted for e in f.fix.edits])
+        if not accepted:
+            continue
+        for f in accepted:
+            report.applied[f.code] += 1
+        current = SourceFile(source.path, candidate, source.encoding)
+    else:
+        report.stable = not [f for f in lint(current) if f.fix is not None and f.fix.applicability in allowed
+                             and _key(f) not in failed]
+    report.text = current.text
+    return report
+
+
+def _key(f) -> Tuple:
+    return (f.code, f.line, f.col, tuple((e.start, e.end, e.content) for e in f.fix.edits))
+
+
+def write_atomic(path: str, source: SourceFile, text: str) -> None:
+    """Write ``text`` back in the file's own encoding (BOM included), atomically,
+    keeping its permission bits.  Raises :class:`SourceError` with one line."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise SourceError("file vanished before the fix could be written; nothing was changed") from None
+    except OSError as exc:
+        raise SourceError(f"cannot stat: {exc.strerror}") from None
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise SourceError("file is read-only; fixes were not written")
+    try:
+        data = source.encode(text)
+    except UnicodeEncodeError as exc:
+        raise SourceError(f"fixed text cannot be encoded as {source.encoding}: {exc.reason}") from None
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".jaxlint")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise SourceError(f"cannot write: {exc.strerror or exc}; the file was left unchanged") from None

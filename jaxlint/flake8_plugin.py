@@ -1,0 +1,52 @@
+"""flake8 front end: ``flake8 --select JAX`` reports what ``jaxlint check`` reports.
+
+A thin adapter over :func:`jaxlint.engine.lint_source`: the rule set and
+options come from ``[tool.jaxlint]`` (found from the checked file, as the CLI
+does); flake8's own ``--select``/``--extend-ignore`` and ``# noqa`` apply on top.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from functools import lru_cache
+from typing import Iterator, List, Tuple
+
+from . import __version__
+from .analysis import SourceFile
+from .config import Config, ConfigError, find_config, load_config
+from .engine import InternalError, lint_source
+
+
+@lru_cache(maxsize=64)
+def _config_for_dir(directory: str) -> Config:
+    try:
+        return load_config(find_config([directory]))
+    except ConfigError as exc:
+        sys.stderr.write(f"jaxlint: {exc}\n")
+        return Config(root=directory)
+
+
+class JaxlintChecker:
+    name = "jaxlint"
+    version = __version__
+
+    def __init__(self, tree: ast.AST, lines: List[str], filename: str = "stdin"):
+        self.tree = tree
+        self.lines = lines
+        self.filename = filename
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("stdin", "-") \
+            else os.getcwd()
+        cfg = _config_for_dir(directory)
+        ignored = cfg.ignored_for(self.filename)
+        rules = [r for r in cfg.rules() if not any(r.code.startswith(i.upper()) for i in ignored)]
+        source = SourceFile(self.filename, "".join(self.lines))
+        try:
+            findings = lint_source(source, rules, cfg.settings, tree=self.tree, apply_noqa=False)
+        except InternalError as exc:
+            sys.stderr.write(f"{self.filename}: jaxlint: {exc}\n")
+            return
+        for f in findings:
+            yield f.line, f.col, f"{f.code} {f.message}", type(self)

@@ -1,0 +1,225 @@
+"""Output formats: text (rich), json, github (workflow annotations), sarif 2.1.0."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+from typing import Dict, List, Optional, Sequence, TextIO
+
+from . import __version__
+from .checkers import REGISTRY, Finding, all_rules
+from .fixes.edits import SAFE
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+def _fix_note(f: Finding) -> str:
+    if f.fix is None:
+        return ""
+    return "" if f.fix.applicability == SAFE else " (unsafe fix: --unsafe-fixes)"
+
+
+# ---------------------------------------------------------------- text
+def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bool] = None,
+                fix_summary: Optional[str] = None, show_fix_hints: bool = True) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False, soft_wrap=True, force_terminal=color,
+                      no_color=(color is False) or None, emoji=False)
+    counts: Dict[str, int] = collections.Counter()
+    fixable_safe = fixable_unsafe = 0
+    total = 0
+    for res in results:
+        for f in res.findings:
+            total += 1
+            counts[f.code] += 1
+            if f.fix is not None:
+                if f.fix.applicability == SAFE:
+                    fixable_safe += 1
+                else:
+                    fixable_unsafe += 1
+            head = Text()
+            head.append(f"{f.path}:{f.line}:{f.col + 1}:", style="bold")
+            head.append(" ")
+            head.append(f.code, style="bold red")
+            head.append(" ")
+            head.append(f.message)
+            if f.confidence != "certain":
+                head.append(f" [{f.confidence}]", style="dim")
+            console.print(head)
+            if quiet or res.source is None:
+                continue
+            raw_line = res.source.line_text(f.line)
+            line_text = raw_line.expandtabs(4)
+            start = len(raw_line[:f.col].expandtabs(4))
+            if f.end_line == f.line:
+                width = len(raw_line[:f.end_col].expandtabs(4)) - start
+            else:
+                width = len(line_text) - start
+            gutter = f"{f.line} | "
+            console.print(Text(gutter, style="blue") + Text(line_text))
+            caret = Text(" " * (len(gutter) - 2) + "| ", style="blue")
+            caret.append(" " * start + "^" * max(1, width), style="bold red")
+            console.print(caret)
+            if f.fix is not None and show_fix_hints:
+                console.print(Text(" " * (len(gutter) - 2) + "= help: ", style="blue")
+                              + Text(f"{f.fix.title}{_fix_note(f)}"))
+            console.print()
+    if quiet:
+        return
+    if fix_summary:
+        console.print(Text(fix_summary, style="bold"))
+    if total:
+        noun = "finding" if total == 1 else "findings"
+        line = Text(f"Found {total} {noun}", style="bold")
+        extra = []
+        if fixable_safe:
+            extra.append(f"{fixable_safe} fixable with --fix")
+        if fixable_unsafe:
+            extra.append(f"{fixable_unsafe} more with --unsafe-fixes")
+        if extra:
+            line.append(" (" + ", ".join(extra) + ")")
+        console.print(line)
+        for code in sorted(counts):
+            rule = REGISTRY[code]
+            console.print(Text(f"  {code}  {rule.symbol:<40} {counts[code]:>4}"))
+    elif not fix_summary:
+        console.print(Text("All checks passed.", style="bold green"))
+
+
+# ---------------------------------------------------------------- json
+def render_json(results, out: TextIO) -> None:
+    data = [f.to_dict(res.source) for res in results for f in res.findings]
+    json.dump(data, out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+# ---------------------------------------------------------------- github
+def _gh_escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_escape_prop(s: str) -> str:
+    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(results, out: TextIO) -> None:
+    for res in results:
+        if res.error:
+            out.write(f"::error file={_gh_escape_prop(res.path)},title=jaxlint::{_gh_escape_data(res.error)}\n")
+        for f in res.findings:
+            props = (f"file={_gh_escape_prop(f.path)},line={f.line},col={f.col + 1},"
+                     f"endLine={f.end_line},endColumn={f.end_col + 1},"
+                     f"title={_gh_escape_prop(f'{f.code} {REGISTRY[f.code].symbol}')}")
+            out.write(f"::warning {props}::{_gh_escape_data(f'{f.code} {f.message}')}\n")
+
+
+# ---------------------------------------------------------------- sarif
+def _uri(path: str) -> str:
+    p = path.replace(os.sep, "/")
+    if os.path.isabs(path):
+        rel = os.path.relpath(path)
+        if not rel.startswith(".."):
+            p = rel.replace(os.sep, "/")
+        else:
+            return "file://" + p
+    if p.startswith("./"):
+        p = p[2:]
+    return p
+
+
+def sarif_document(results) -> dict:
+    rules = all_rules()
+    index = {r.code: i for i, r in enumerate(rules)}
+    driver_rules = []
+    for r in rules:
+        sections = r.doc_sections()
+        driver_rules.append({
+            "id": r.code,
+            "name": r.symbol,
+            "shortDescription": {"text": r.summary},
+            "fullDescription": {"text": sections.get("Why is this bad?", r.summary)},
+            "help": {"text": sections.get("Use instead", r.summary), "markdown": r.markdown()},
+            "helpUri": f"https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{r.code}.md",
+            "defaultConfiguration": {"level": "warning", "enabled": r.default_enabled},
+            "properties": {"tags": ["jax", r.symbol]},
+        })
+    sarif_results = []
+    notifications = []
+    for res in results:
+        if res.error:
+            notifications.append({
+                "level": "error",
+                "message": {"text": f"{res.path}: {res.error}"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(res.path)}}}],
+            })
+        for f in res.findings:
+            item = {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": "warning",
+                "message": {"text": f.message},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": f.line, "startColumn": f.col + 1,
+                                   "endLine": f.end_line, "endColumn": f.end_col + 1},
+                    }
+                }],
+                "properties": {"confidence": f.confidence},
+            }
+            if f.fix is not None and res.source is not None:
+                src = res.source
+                replacements = []
+                for e in f.fix.edits:
+                    sl, sc = src.position(e.start)
+                    el, ec = src.position(e.end)
+                    replacements.append({
+                        "deletedRegion": {"startLine": sl, "startColumn": sc + 1, "endLine": el, "endColumn": ec + 1},
+                        "insertedContent": {"text": e.content},
+                    })
+                item["fixes"] = [{
+                    "description": {"text": f"{f.fix.title} ({f.fix.applicability})"},
+                    "artifactChanges": [{"artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
+                                         "replacements": replacements}],
+                }]
+            sarif_results.append(item)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "jaxlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": "https://github.com/jaxlint/jaxlint",
+                "rules": driver_rules,
+            }},
+            "columnKind": "unicodeCodePoints",
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": "file://" + os.getcwd().replace(os.sep, "/") + "/"}},
+            "results": sarif_results,
+            "invocations": [{
+                "executionSuccessful": not notifications,
+                "toolExecutionNotifications": notifications,
+            }],
+        }],
+    }
+
+
+def render_sarif(results, out: TextIO) -> None:
+    json.dump(sarif_document(results), out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+def render(fmt: str, results, out: TextIO, **kw) -> None:
+    if fmt == "text":
+        render_text(results, out, **kw)
+    elif fmt == "json":
+        render_json(results, out)
+    elif fmt == "github":
+        render_github(results, out)
+    elif fmt == "sarif":
+        render_sarif(results, out)
+    else:  # pragma: no cover - argparse restricts choices
+        raise ValueError(fmt)
