@@ -173,6 +173,30 @@ class Function:
             out.extend(self.nodes.get(t, ()))
         return out
 
+    def walk(self) -> Iterator[ast.AST]:
+        """Every node of this scope's own body (nested function bodies excluded;
+        their decorators and defaults included).  Slower than :meth:`of_type`:
+        use it for node types that are not indexed, in traced functions."""
+        if self.is_module:
+            roots = list(self.node.body)
+        elif self.is_lambda:
+            roots = [self.node.body]
+        else:
+            roots = list(self.node.body)
+        stack = roots[::-1]
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                args = node.args
+                stack.extend(args.defaults)
+                stack.extend(d for d in args.kw_defaults if d is not None)
+                stack.extend(getattr(node, "decorator_list", []))
+                continue
+            for child in ast.iter_child_nodes(node):
+                if child.__class__ not in _LEAVES:
+                    stack.append(child)
+
     def display(self) -> str:
         if self.is_module:
             return "module"
@@ -264,91 +288,103 @@ class SemanticModel:
 
     # ================================================================ index
     def _index(self) -> None:
-        AST = ast.AST
-        imports = self.imports
-        stack: List[Tuple[ast.AST, Function, Optional[ClassInfo]]] = [(self.tree, self.module, None)]
-        pop, push = stack.pop, stack.append
+        """One walk over the tree.  Each scope's own nodes of the types in
+        :data:`INDEXED` are grouped by type; nested function bodies are
+        walked as their own scope (never twice)."""
+        pending: List[Tuple[Function, list, Optional[ClassInfo]]] = [(self.module, list(self.tree.body), None)]
+        while pending:
+            scope, roots, cls = pending.pop()
+            self._index_scope(scope, roots, cls, pending)
+        for fn in self.functions:
+            fn.locals.difference_update(fn.globals_declared)
+
+    def _index_scope(self, scope: Function, roots: list, cls: Optional[ClassInfo], pending: list) -> None:
+        fields_of = _CHILD_FIELDS
+        indexed = INDEXED
+        nodes = scope.nodes
+        locals_ = scope.locals
         terminals = K.TRANSFORM_TERMINALS
         transform_calls = self._transform_calls
-        fdict = self.function_of_node
+        Name, Call, Attribute, Store = ast.Name, ast.Call, ast.Attribute, ast.Store
+        # class bodies are walked in the enclosing scope but remember their class
+        stack = list(reversed(roots))
+        pop, push, extend = stack.pop, stack.append, stack.extend
         while stack:
-            node, scope, cls = pop()
+            node = pop()
+            if node.__class__ is _ClassExit:
+                cls = node.cls
+                continue
             t = node.__class__
-            lst = scope.nodes.get(t)
-            if lst is None:
-                scope.nodes[t] = [node]
-            else:
-                lst.append(node)
-            if t is ast.Call:
+            if t is Name:
+                if node.ctx.__class__ is Store:
+                    locals_.add(node.id)
+                continue
+            if t in indexed:
+                lst = nodes.get(t)
+                if lst is None:
+                    nodes[t] = [node]
+                else:
+                    lst.append(node)
+            if t is Call:
                 f = node.func
                 ft = f.__class__
-                if (ft is ast.Attribute and f.attr in terminals) or (ft is ast.Name and f.id in terminals) \
-                        or (ft is ast.Name and f.id == "partial") or (ft is ast.Attribute and f.attr == "partial"):
+                if (ft is Attribute and (f.attr in terminals or f.attr == "partial")) or \
+                        (ft is Name and (f.id in terminals or f.id == "partial")):
                     transform_calls.append((node, scope))
             elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
                 fn = self._new_function(node, scope, cls)
-                fdict[id(node)] = fn
-                # decorators, defaults and annotations are evaluated in the enclosing scope
+                self.function_of_node[id(node)] = fn
                 args = node.args
-                for d in args.defaults:
-                    push((d, scope, cls))
-                for d in args.kw_defaults:
-                    if d is not None:
-                        push((d, scope, cls))
+                extend(args.defaults)
+                extend(d for d in args.kw_defaults if d is not None)
                 if t is not ast.Lambda:
-                    for d in node.decorator_list:
-                        push((d, scope, cls))
-                    for a in self._arg_annotations(args):
-                        push((a, scope, cls))
+                    extend(node.decorator_list)
+                    extend(self._arg_annotations(args))
                     if node.returns is not None:
-                        push((node.returns, scope, cls))
-                    scope.locals.add(node.name)
-                    for stmt in node.body:
-                        push((stmt, fn, None))
+                        push(node.returns)
+                    locals_.add(node.name)
+                    pending.append((fn, list(node.body), None))
                 else:
-                    push((node.body, fn, None))
+                    pending.append((fn, [node.body], None))
                 continue
             elif t is ast.ClassDef:
                 info = ClassInfo(node, scope)
                 self.class_list.append(info)
                 if scope.is_module:
                     self.classes[node.name] = info
-                scope.locals.add(node.name)
-                for b in node.bases:
-                    push((b, scope, cls))
-                for kw in node.keywords:
-                    push((kw.value, scope, cls))
-                for d in node.decorator_list:
-                    push((d, scope, cls))
-                for stmt in node.body:
-                    push((stmt, scope, info))
+                locals_.add(node.name)
+                # after the body, restore the outer class
+                push(_ClassExit(cls))
+                stack.extend(reversed(node.body))
+                push(_ClassEnter(info))
+                extend(node.bases)
+                extend(kw.value for kw in node.keywords)
+                extend(node.decorator_list)
+                continue
+            elif t is _ClassEnter:
+                cls = node.cls
                 continue
             elif t is ast.Import or t is ast.ImportFrom:
-                imports.add(node)
+                self.imports.add(node)
                 for a in node.names:
-                    scope.locals.add((a.asname or a.name).split(".")[0])
-                continue
-            elif t is ast.Name:
-                if node.ctx.__class__ is ast.Store:
-                    scope.locals.add(node.id)
+                    locals_.add((a.asname or a.name).split(".")[0])
                 continue
             elif t is ast.Global or t is ast.Nonlocal:
                 scope.globals_declared.update(node.names)
                 continue
-            elif t is ast.Constant:
-                continue
-            for field in node._fields:
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = _child_fields(t)
+            for field in fields:
                 v = getattr(node, field, None)
                 if v is None:
                     continue
                 if v.__class__ is list:
                     for x in reversed(v):
-                        if isinstance(x, AST):
-                            push((x, scope, cls))
-                elif isinstance(v, AST):
-                    push((v, scope, cls))
-        for fn in self.functions:
-            fn.locals.difference_update(fn.globals_declared)
+                        if x is not None and x.__class__ not in _LEAVES:
+                            push(x)
+                elif v.__class__ not in _LEAVES:
+                    push(v)
 
     @staticmethod
     def _arg_annotations(args: ast.arguments) -> Iterator[ast.expr]:
@@ -1446,3 +1482,45 @@ class SemanticModel:
 import builtins as _b  # noqa: E402
 
 _BUILTINS = frozenset(n for n in dir(_b) if not n.startswith("_"))
+
+# node types grouped per scope by the index (``Function.of_type``); others are
+# reachable through ``Function.walk()``
+INDEXED = frozenset({
+    ast.Call, ast.If, ast.While, ast.Assert, ast.IfExp, ast.comprehension, ast.BoolOp, ast.UnaryOp,
+    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.withitem,
+    ast.Subscript, ast.Return, ast.Delete, ast.Expr, ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef,
+    ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.JoinedStr, ast.Yield,
+    ast.YieldFrom, ast.Try, ast.With, ast.AsyncWith, ast.Raise, ast.Starred, ast.Global, ast.Nonlocal,
+    ast.Import, ast.ImportFrom,
+})
+
+# nodes with nothing below them worth visiting (contexts, operators, constants)
+_LEAVES = frozenset({
+    ast.Load, ast.Store, ast.Del, ast.Constant,
+    ast.Add, ast.Sub, ast.Mult, ast.MatMult, ast.Div, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
+    ast.BitOr, ast.BitXor, ast.BitAnd, ast.FloorDiv, ast.And, ast.Or, ast.Invert, ast.Not, ast.UAdd,
+    ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn,
+    # plain Python values stored in node fields (names, flags, match-statement constants)
+    str, int, bool, float, complex, bytes, type(None), type(Ellipsis),
+})
+
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "id", "attr", "arg", "name",
+                          "module", "asname", "level", "simple", "is_async", "conversion", "type_ignores"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(t: type) -> Tuple[str, ...]:
+    fields = tuple(f for f in t._fields if f not in _SKIP_FIELDS)
+    _CHILD_FIELDS[t] = fields
+    return fields
+
+
+class _ClassEnter:
+    __slots__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+
+class _ClassExit(_ClassEnter):
+    __slots__ = ()

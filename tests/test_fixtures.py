@@ -1,0 +1,129 @@
+"""One harness for every rule's fixtures (derived from the rule registry).
+
+Layout, per rule code::
+
+    tests/fixtures/JAX201/*.py            lint fixtures: each offending line ends with
+                                          ``# expect: JAX201``; every other line must stay
+                                          silent (negative lookalikes live beside them)
+    tests/fixtures/JAX201/fix/NAME.py     a fix fixture (before)
+    tests/fixtures/JAX201/fix/NAME.fixed.py         expected result of ``--fix``
+    tests/fixtures/JAX201/fix/NAME.unsafe-fixed.py  expected result of ``--fix --unsafe-fixes``
+
+The harness fails on any missing or extra finding, on a rule without
+positive or negative fixtures, on a rule that declares a fix without a fix
+fixture, and on a fix fixture whose rule produces no fix.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from jaxlint.analysis import SourceFile
+from jaxlint.checkers import REGISTRY, all_rules
+from jaxlint.engine import lint_source
+from jaxlint.fixes.applier import fix_text
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EXPECT = re.compile(r"#\s*expect:\s*((?:JAX\d{3}[\s,]*)+)")
+
+
+def _lint_fixtures():
+    for code in sorted(REGISTRY):
+        d = FIXTURES / code
+        if not d.is_dir():
+            continue
+        for p in sorted(d.glob("*.py")):
+            yield pytest.param(code, p, id=f"{code}/{p.name}")
+
+
+def _fix_fixtures():
+    for code in sorted(REGISTRY):
+        d = FIXTURES / code / "fix"
+        if not d.is_dir():
+            continue
+        for p in sorted(d.glob("*.py")):
+            if p.name.endswith((".fixed.py", ".unsafe-fixed.py")):
+                continue
+            yield pytest.param(code, p, id=f"{code}/fix/{p.name}")
+
+
+def expected_lines(text: str, code: str):
+    out = set()
+    for i, line in enumerate(text.splitlines(), 1):
+        m = EXPECT.search(line)
+        if m and code in re.split(r"[\s,]+", m.group(1)):
+            out.add(i)
+    return out
+
+
+@pytest.mark.parametrize("code,path", list(_lint_fixtures()))
+def test_lint_fixture(code, path):
+    source = SourceFile.from_path(str(path))
+    rule = REGISTRY[code]
+    findings = lint_source(source, [rule], apply_noqa=True)
+    got = sorted(f.line for f in findings)
+    want = sorted(expected_lines(source.text, code))
+    missing = sorted(set(want) - set(got))
+    extra = [f"{f.line}: {f.message}" for f in findings if f.line not in want]
+    assert not missing and not extra, f"missing on lines {missing}; unexpected: {extra}"
+    assert len(got) == len(set(got)) or len(got) == len(want), "duplicate findings on one line"
+
+
+@pytest.mark.parametrize("code,path", list(_fix_fixtures()))
+def test_fix_fixture(code, path):
+    rule = REGISTRY[code]
+    source = SourceFile.from_path(str(path))
+    pairs = [(False, path.with_name(path.name[:-3] + ".fixed.py")),
+             (True, path.with_name(path.name[:-3] + ".unsafe-fixed.py"))]
+    pairs = [(u, p) for u, p in pairs if p.exists()]
+    assert pairs, f"{path.name} has no .fixed.py or .unsafe-fixed.py expectation"
+
+    def lint(src):
+        return lint_source(src, [rule])
+
+    for unsafe, expected_path in pairs:
+        report = fix_text(source, lint, unsafe=unsafe)
+        expected = SourceFile.from_path(str(expected_path)).text
+        assert report.text != source.text, f"{code} produced no fix for {path.name}"
+        assert not report.broken, report.broken
+        assert report.text == expected, f"fix result differs from {expected_path.name}"
+        ast.parse(report.text)
+        after = lint_source(SourceFile(str(path), report.text), [rule])
+        fixable = [f for f in after if f.fix is not None and (unsafe or f.fix.applicability == "safe")]
+        assert not fixable, f"after fixing, {code} still offers fixes: {[f.message for f in fixable]}"
+        # idempotence
+        again = fix_text(SourceFile(str(path), report.text), lint, unsafe=unsafe)
+        assert again.text == report.text
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_every_rule_has_fixtures(rule):
+    d = FIXTURES / rule.code
+    files = sorted(d.glob("*.py")) if d.is_dir() else []
+    assert files, f"{rule.code} has no fixtures in {d}"
+    texts = [f.read_text(encoding="utf-8") for f in files]
+    positives = sum(len(expected_lines(t, rule.code)) for t in texts)
+    assert positives >= 2, f"{rule.code} needs at least two positive fixture lines"
+    # negative lookalikes: lines marked `# ok:` document why a lookalike stays silent
+    negatives = sum(t.count("# ok") for t in texts)
+    assert negatives >= 2, f"{rule.code} needs negative lookalikes marked with `# ok: <why>`"
+    if rule.fix_applicability:
+        fix_dir = d / "fix"
+        befores = [p for p in fix_dir.glob("*.py") if not p.name.endswith(("fixed.py",))] if fix_dir.is_dir() else []
+        assert befores, f"{rule.code} declares a {rule.fix_applicability} fix but has no fix fixture"
+
+
+def test_every_fixture_directory_names_a_rule():
+    for d in FIXTURES.iterdir():
+        if d.is_dir() and not d.name.startswith(("_", ".")):
+            assert d.name in REGISTRY, f"fixture directory {d.name} names no registered rule"
+
+
+def test_all_rules_together_never_crash_on_fixtures():
+    rules = all_rules()
+    for p in sorted(FIXTURES.rglob("*.py")):
+        lint_source(SourceFile.from_path(str(p)), rules)
