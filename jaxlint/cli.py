@@ -106,14 +106,17 @@ def cmd_rules(args) -> int:
     from rich.console import Console
     from rich.table import Table
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("Code")
-    table.add_column("Symbol")
-    table.add_column("Fix")
-    table.add_column("Default")
+    table.add_column("Code", no_wrap=True)
+    table.add_column("Symbol", no_wrap=True)
+    table.add_column("Fix", no_wrap=True)
+    table.add_column("Default", no_wrap=True)
     table.add_column("Summary")
     for r in rules:
         table.add_row(r.code, r.symbol, r.fix_applicability or "-", "on" if r.default_enabled else "off", r.summary)
-    Console(soft_wrap=False, highlight=False).print(table)
+    console = Console(soft_wrap=False, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 160)
+    console.print(table)
     return EXIT_OK
 
 

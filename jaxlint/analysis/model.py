@@ -278,6 +278,7 @@ class SemanticModel:
         self.transform_sites: List[TransformSite] = []
         self._transform_calls: List[Tuple[ast.Call, Function]] = []
         self._loggers: Optional[Set[str]] = None
+        self._return_kinds: Dict[int, int] = {}
         self._index()
         self.mentions_jax = self.imports.mentions_any(("jax", "flax", "equinox", "optax"))
         if self.mentions_jax:
@@ -998,6 +999,7 @@ class SemanticModel:
             changed = False
             for fn in self.functions:
                 fn._kinds = None
+            self._return_kinds.clear()
             for fn in list(self.functions):
                 if not fn.contexts:
                     continue
@@ -1007,6 +1009,7 @@ class SemanticModel:
                 break
         for fn in self.functions:
             fn._kinds = None
+        self._return_kinds.clear()
 
     def _propagate_from(self, fn: Function) -> bool:
         changed = False
@@ -1383,6 +1386,10 @@ class SemanticModel:
             if recv & CONTAINER:
                 return (recv & TRACED) | (CONTAINER if m in ("items", "values", "keys", "copy") else 0)
             return (recv & TRACED) | self._args_traced(call, fn)
+        if q is None and func.__class__ in (ast.Name, ast.Attribute):
+            target = self.resolve_callable(func, fn)
+            if target is not None:
+                return self.return_kind(target.function) | self._args_traced(call, fn)
         if func.__class__ is ast.Call:
             inner_q = self.qualname(func.func, fn)
             tr = K.transform_for(inner_q)
@@ -1391,6 +1398,25 @@ class SemanticModel:
                 k |= JAX
             return k
         return self._args_traced(call, fn)
+
+    def return_kind(self, fn: Function) -> int:
+        """Union of the kinds ``fn`` returns (without TRACED: the caller decides
+        whether the call happens under a trace)."""
+        cache = self._return_kinds
+        k = cache.get(id(fn))
+        if k is not None:
+            return k
+        cache[id(fn)] = 0          # recursion guard
+        k = 0
+        if fn.is_lambda:
+            k = self.kind(fn.node.body, fn)
+        else:
+            for ret in fn.of_type(ast.Return):
+                if ret.value is not None:
+                    k |= self.kind(ret.value, fn)
+        k &= JAX | NUMPY | CONTAINER
+        cache[id(fn)] = k
+        return k
 
     def _in_traced(self, fn: Function) -> bool:
         s = fn.parent

@@ -17,7 +17,7 @@ import warnings
 from typing import Dict, List, Optional, Set, Tuple
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 class SourceError(Exception):
@@ -48,7 +48,12 @@ class SourceFile:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         except SyntaxError as exc:
-            raise SourceError(f"cannot determine encoding: {exc}") from None
+            # detect_encoding also fails on undecodable bytes in the first two lines
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as uexc:
+                raise SourceError(f"cannot decode as utf-8 at byte {uexc.start}: {uexc.reason}") from None
+            raise SourceError(f"bad encoding declaration: {exc}") from None
         try:
             text = raw.decode(encoding)
         except (UnicodeDecodeError, LookupError) as exc:

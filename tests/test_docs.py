@@ -1,0 +1,44 @@
+"""Documentation is derived from the registry and must be complete and current."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jaxlint.checkers import DOC_SECTIONS, REGISTRY, all_rules
+from jaxlint.docsgen import render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_rule_documentation_sections(rule):
+    sections = rule.doc_sections()
+    for name in DOC_SECTIONS:
+        assert sections.get(name, "").strip(), f"{rule.code} lacks a '{name}' section"
+    assert "```python" in sections["Example"] and "```python" in sections["Use instead"]
+    assert rule.summary and len(rule.summary) < 110
+    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.symbol)
+    if rule.fix_applicability:
+        assert rule.fix_title and rule.fix_applicability in ("safe", "unsafe")
+        assert rule.fix_applicability in sections["Fix safety"].lower()
+
+
+def test_generated_docs_are_current():
+    for rel, text in render().items():
+        path = ROOT / "docs" / rel
+        assert path.exists(), f"{path} missing: run `python -m jaxlint.docsgen`"
+        assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run `python -m jaxlint.docsgen`"
+    pages = {p.name for p in (ROOT / "docs" / "rules").glob("*.md")}
+    assert pages == {f"{c}.md" for c in REGISTRY}
+
+
+def test_readme_test_command_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    blocks = re.findall(r"```(?:bash|sh)\n(.*?)```", readme, re.S)
+    commands = [line for line in blocks[0].splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) == 2, "README starts with exactly two set-up commands"
+    assert "jaxlint check examples" in commands[0]
+    assert commands[1] in ci, ".ci/run must run the README's test command"

@@ -1,0 +1,237 @@
+"""The semantic model answers the questions rules ask: names, traced contexts, traced values."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from jaxlint.analysis import CERTAIN, INFERRED, TRACED, SemanticModel, SourceFile
+
+
+def build(src: str) -> SemanticModel:
+    src = textwrap.dedent(src)
+    return SemanticModel(ast.parse(src), SourceFile("t.py", src))
+
+
+def fn(model: SemanticModel, qualname: str):
+    for f in model.functions:
+        if f.qualname == qualname:
+            return f
+    raise KeyError(qualname)
+
+
+def traced(model, qualname):
+    return fn(model, qualname).is_traced
+
+
+def name_traced(model, qualname, name):
+    f = fn(model, qualname)
+    return bool(model.kinds(f).get(name, 0) & TRACED)
+
+
+@pytest.mark.parametrize("imports,expr,expected", [
+    ("import jax.numpy as jnp", "jnp.sum", "jax.numpy.sum"),
+    ("import jax", "jax.numpy.sum", "jax.numpy.sum"),
+    ("import jax.numpy", "jax.numpy.sum", "jax.numpy.sum"),
+    ("from jax import jit, random as jr, lax", "jr.normal", "jax.random.normal"),
+    ("from jax import jit, random as jr, lax", "jit", "jax.jit"),
+    ("from jax import jit, random as jr, lax", "lax.scan", "jax.lax.scan"),
+    ("from functools import partial", "partial", "functools.partial"),
+    ("import flax.linen as nn", "nn.Module", "flax.linen.Module"),
+    ("from flax import nnx", "nnx.jit", "flax.nnx.jit"),
+    ("import equinox as eqx", "eqx.filter_jit", "equinox.filter_jit"),
+    ("from jax.experimental.pjit import pjit", "pjit", "jax.jit"),
+    ("from jax.experimental.shard_map import shard_map", "shard_map", "jax.shard_map"),
+    ("import jax", "jax.tree_util.tree_map", "jax.tree.map"),
+    ("import numpy as np", "np.random.rand", "numpy.random.rand"),
+    ("", "print", "print"),
+    ("", "undefined_name.attr", None),
+])
+def test_qualified_names(imports, expr, expected):
+    m = build(imports + "\n")
+    assert m.qualname(ast.parse(expr, mode="eval").body) == expected
+
+
+def test_local_shadowing_parameter_is_not_the_module():
+    m = build("""
+        import jax.numpy as jnp
+        def f(jnp):
+            return jnp.sum
+    """)
+    ret = fn(m, "f").of_type(ast.Return)[0]
+    assert m.qualname(ret.value, fn(m, "f")) is None
+
+
+@pytest.mark.parametrize("src,qual", [
+    ("import jax\n@jax.jit\ndef f(x): return x", "f"),
+    ("import jax\ndef f(x): return x\ng = jax.jit(f)", "f"),
+    ("import jax\ndef f(x): return x\ng = jax.jit(jax.grad(f))", "f"),
+    ("import jax\ndef f(x): return x\ng = jax.pmap(f)", "f"),
+    ("import jax\ndef f(x): return x\ng = jax.vmap(f, in_axes=(0,))", "f"),
+    ("import jax\n@jax.value_and_grad\ndef f(x): return x", "f"),
+    ("import jax\n@jax.checkpoint\ndef f(x): return x", "f"),
+    ("import jax\n@jax.custom_jvp\ndef f(x): return x", "f"),
+    ("from functools import partial\nimport jax\n@partial(jax.jit, static_argnums=(1,))\ndef f(x, n): return x", "f"),
+    ("import functools, jax\n@functools.partial(jax.jit, static_argnames='n')\ndef f(x, n): return x", "f"),
+    ("import jax\ndef f(c, x): return c, x\ndef g(xs): return jax.lax.scan(f, 0, xs)", "f"),
+    ("from jax import lax\ndef body(i, c): return c\ndef g(): return lax.fori_loop(0, 10, body, 0)", "body"),
+    ("from jax import lax\ndef cond(c): return c < 3\ndef g(): return lax.while_loop(cond, lambda c: c, 0)", "cond"),
+    ("from jax import lax\ndef a(x): return x\ndef b(x): return -x\ndef g(p, x): return lax.cond(p, a, b, x)", "b"),
+    ("from jax import lax\ndef a(x): return x\ndef g(i, x): return lax.switch(i, [a, a], x)", "a"),
+    ("from jax import lax\ndef a(x): return x\ndef g(xs): return lax.map(a, xs)", "a"),
+    ("import equinox as eqx\n@eqx.filter_jit\ndef f(x): return x", "f"),
+    ("from flax import nnx\n@nnx.jit\ndef f(m, x): return m(x)", "f"),
+    ("from jax.experimental.shard_map import shard_map\ndef f(x): return x\ng = shard_map(f, mesh=None, in_specs=None, out_specs=None)", "f"),
+    ("import jax\nclass T:\n  def __init__(self):\n    self.g = jax.jit(self._loss)\n  def _loss(self, p): return p", "T._loss"),
+])
+def test_traced_contexts(src, qual):
+    m = build(src)
+    f = fn(m, qual)
+    assert f.is_traced and f.confidence == CERTAIN
+
+
+def test_lambda_passed_to_jit_is_traced():
+    m = build("import jax\nf = jax.jit(lambda x: x + 1)")
+    lam = [f for f in m.functions if f.is_lambda][0]
+    assert lam.is_traced and lam.traced_params == {"x"}
+
+
+def test_static_argnums_and_argnames_and_partial_bound_args():
+    m = build("""
+        import functools
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, static_argnums=(1,), static_argnames=("mode",))
+        def f(x, n, mode="a", y=None):
+            return x
+
+        def g(x, training):
+            return x
+
+        train = jax.jit(functools.partial(g, training=True))
+    """)
+    f = fn(m, "f")
+    assert f.traced_params == {"x", "y"} and {"n", "mode"} <= f.static_params
+    g = fn(m, "g")
+    assert g.traced_params == {"x"} and "training" in g.static_params
+
+
+def test_helpers_are_inferred_and_params_follow_call_sites():
+    m = build("""
+        import jax
+
+        def helper(x, flag):
+            return x
+
+        def deeper(v):
+            return v
+
+        def middle(a):
+            return deeper(a)
+
+        @jax.jit
+        def step(x):
+            middle(x)
+            return helper(x, True)
+
+        def eager(x):
+            return helper(x, False)
+    """)
+    h = fn(m, "helper")
+    assert h.is_traced and h.confidence == INFERRED
+    assert h.traced_params == {"x"}          # `flag` only ever receives a literal
+    assert fn(m, "deeper").is_traced and fn(m, "deeper").traced_params == {"v"}
+    assert not fn(m, "eager").is_traced
+
+
+def test_flax_linen_module_methods():
+    m = build("""
+        import flax.linen as nn
+
+        class Block(nn.Module):
+            features: int
+
+            def setup(self):
+                self.dense = nn.Dense(self.features)
+                self.scale = self.param("scale", nn.initializers.ones, (1,))
+
+            def __call__(self, x, train: bool = False):
+                y = self.dense(x) * self.scale
+                return self.helper(y)
+
+            def helper(self, y):
+                return y
+
+            def not_called(self, z):
+                return z
+    """)
+    call = fn(m, "Block.__call__")
+    assert call.is_traced and call.confidence == INFERRED
+    assert call.traced_params == {"x"} and "train" in call.static_params
+    assert fn(m, "Block.helper").is_traced
+    assert not fn(m, "Block.not_called").is_traced
+    f = fn(m, "Block.__call__")
+    y_assign = f.of_type(ast.Assign)[0]
+    assert m.kind(y_assign.value, f) & TRACED
+    field = ast.parse("self.features", mode="eval").body
+    assert not m.kind(field, f) & TRACED
+
+
+def test_static_values_inside_traced_code():
+    m = build("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def f(x, y):
+            n = x.shape[0]
+            d = x.ndim
+            k = len(x)
+            same = x is None
+            inst = isinstance(x, jax.Array)
+            s = jnp.sum(x)
+            z = x + 1
+            for i in range(3):
+                w = x[i]
+            for row in x:
+                r = row
+            return n
+    """)
+    for name in ("n", "d", "k", "same", "inst", "i"):
+        assert not name_traced(m, "f", name), name
+    for name in ("s", "z", "w", "row", "r"):
+        assert name_traced(m, "f", name), name
+
+
+def test_nested_function_sees_traced_closure():
+    m = build("""
+        import jax
+
+        @jax.jit
+        def step(params, x):
+            def loss_fn(p):
+                return p * x
+            return jax.grad(loss_fn)(params)
+    """)
+    loss = fn(m, "step.loss_fn")
+    assert loss.is_traced
+    ret = loss.of_type(ast.Return)[0]
+    assert m.kind(ret.value, loss) & TRACED
+
+
+def test_files_without_jax_skip_the_analysis():
+    m = build("def f(x):\n    print(x)\n")
+    assert not m.mentions_jax and not any(f.is_traced for f in m.functions)
+
+
+def test_transform_sites_record_where_and_what():
+    m = build("""
+        import jax
+        def f(x): return x
+        step = jax.jit(f)
+    """)
+    (site,) = m.transform_sites
+    assert site.transform.name == "jax.jit" and site.target.function.qualname == "f"
+    assert site.scope.is_module and not site.is_decorator
