@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, List, Optional, Tuple
 
 from ..analysis import TRACED, Function
@@ -53,9 +54,14 @@ class PrintUnderTrace(Rule):
     format string (positional arguments, f-strings with format specs and
     conversions, constant `sep=`). It is safe: the original `print` could only
     ever show a tracer, so no working output is lost, and arguments are
-    evaluated exactly as before. Calls with `file=`, a non-default `end=`, a
-    non-constant `sep=` or `*args` are left for you to rewrite; logging calls
-    are reported without a fix.
+    evaluated exactly as before. `%`-formatting and `str.format` with a
+    literal template are converted when every conversion has an exact
+    `str.format` equivalent (`%s`, `%r`, `%f`/`%e`/`%g` with flags, width and
+    precision, `%%`); logging calls (`logger.info("loss %s", loss)`) become
+    `jax.debug.print` the same way, because the logging call itself could only
+    ever log a tracer. Calls with `file=`, a non-default `end=`, a non-constant
+    `sep=`, `*args`, `%d`/`%x`-style conversions or `exc_info=` are reported
+    without a fix.
     """
 
     code = "JAX101"
@@ -92,7 +98,10 @@ class PrintUnderTrace(Rule):
                 shown = _short(ctx, culprit)
                 msg = (f"{what} of traced value `{shown}` inside {fn.trace_description()} runs once at "
                        f"trace time and shows a tracer, not the value")
-                fix = build_debug_print_fix(ctx, call, fn) if q == "print" else None
+                if q == "print":
+                    fix = build_debug_print_fix(ctx, call, fn)
+                else:
+                    fix = build_logging_fix(ctx, call, fn)
                 yield ctx.finding(self, call, msg, confidence=fn.confidence, fix=fix)
 
     @staticmethod
@@ -137,6 +146,145 @@ def _field(value: ast.expr, conversion: int, spec: Optional[ast.AST], args: List
     return "{" + conv + spec_text + "}"
 
 
+_PERCENT = re.compile(r"%(?:\((?P<key>[^)]*)\))?(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<prec>\d+))?(?P<type>[a-zA-Z%])")
+
+
+def _percent_to_format(template: str, values: List[ast.expr], args: List[str],
+                       kwargs: List[Tuple[str, str]], source_of) -> Optional[str]:
+    """Translate a %-template with its values into a str.format template, or None."""
+    out: List[str] = []
+    pos = 0
+    it = iter(values)
+    for m in _PERCENT.finditer(template):
+        out.append(_escape(template[pos:m.start()]))
+        pos = m.end()
+        t = m.group("type")
+        if t == "%":
+            if m.group(0) != "%%":
+                return None
+            out.append("%")
+            continue
+        if m.group("key") is not None:
+            return None
+        flags, width, prec = m.group("flags"), m.group("width"), m.group("prec")
+        try:
+            value = next(it)
+        except StopIteration:
+            return None
+        if t in "sr":
+            if flags.replace("-", "") or prec:
+                return None
+            # %10s right-aligns, str.format left-aligns strings by default
+            spec = (":" + ("<" if "-" in flags else ">") + width) if width else ""
+            conv = -1 if t == "s" else ord("r")
+        elif t in "feEgG":
+            if "#" in flags:
+                return None
+            align = "<" if "-" in flags else ""
+            sign = "+" if "+" in flags else (" " if " " in flags else "")
+            zero = "0" if "0" in flags and not align else ""
+            spec = ":" + align + sign + zero + width + (("." + prec) if prec else "") + t
+            conv = -1
+        else:
+            return None
+        field = _field(value, conv, None, args, kwargs, source_of(value))
+        if spec:
+            field = field[:-1] + spec + "}"
+        out.append(field)
+    out.append(_escape(template[pos:]))
+    if next(it, None) is not None:
+        return None
+    return "".join(out)
+
+
+def _template_piece(ctx: Context, a: ast.expr, args: List[str], kwargs: List[Tuple[str, str]]) -> Optional[str]:
+    """One printed argument as a piece of a str.format template, or None if it cannot be converted."""
+    src = ctx.source.segment
+    if isinstance(a, ast.Starred):
+        return None
+    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+        return _escape(a.value)
+    if isinstance(a, ast.JoinedStr):
+        out = []
+        for v in a.values:
+            if isinstance(v, ast.Constant):
+                out.append(_escape(v.value))
+            elif isinstance(v, ast.FormattedValue):
+                f = _field(v.value, v.conversion, v.format_spec, args, kwargs, None)
+                if f is None:
+                    return None
+                out.append(f)
+            else:
+                return None
+        return "".join(out)
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mod) and isinstance(a.left, ast.Constant) \
+            and isinstance(a.left.value, str):
+        right = a.right
+        values = list(right.elts) if isinstance(right, ast.Tuple) else [right]
+        if isinstance(right, (ast.Dict, ast.Starred)) or any(isinstance(v, ast.Starred) for v in values):
+            return None
+        return _percent_to_format(a.left.value, values, args, kwargs, src)
+    if isinstance(a, ast.Call) and isinstance(a.func, ast.Attribute) and a.func.attr == "format" \
+            and isinstance(a.func.value, ast.Constant) and isinstance(a.func.value.value, str):
+        template = a.func.value.value
+        if any(isinstance(x, ast.Starred) for x in a.args) or any(k.arg is None for k in a.keywords):
+            return None
+        if re.search(r"\{\d", template):
+            return None   # explicit positions would shift once other arguments precede them
+        n_auto = len(re.findall(r"(?<!\{)\{(?![{\w])", template))
+        if n_auto != len(a.args) or args:
+            return None   # keep positional numbering unambiguous
+        args.extend(src(x) for x in a.args)
+        for k in a.keywords:
+            if k.arg in _RESERVED or (k.arg, src(k.value)) in kwargs:
+                return None
+            kwargs.append((k.arg, src(k.value)))
+        return template
+    return _field(a, -1, None, args, kwargs, src(a))
+
+
+def _debug_print(ctx: Context, call: ast.Call, fmt: str, args: List[str], kwargs: List[Tuple[str, str]]) -> Fix:
+    names = [k for k, _ in kwargs]
+    if len(names) != len(set(names)):
+        # the same keyword bound to two different expressions
+        seen = {}
+        for k, v in kwargs:
+            if seen.setdefault(k, v) != v:
+                return None
+        kwargs = list(dict.fromkeys(kwargs))
+    jax_name, import_edits = module_alias(ctx.model, ctx.source, "jax", "jax")
+    parts = [repr(fmt)] + args + [f"{k}={v}" for k, v in kwargs]
+    new = f"{jax_name}.debug.print({', '.join(parts)})"
+    start, end = ctx.source.node_span(call)
+    return Fix(PrintUnderTrace.fix_title, tuple([Edit(start, end, new)] + import_edits), SAFE)
+
+
+def build_logging_fix(ctx: Context, call: ast.Call, fn: Function) -> Optional[Fix]:
+    """``logger.info("loss %s", loss)`` -> ``jax.debug.print("loss {loss}", loss=loss)``."""
+    if any(k.arg not in ("stacklevel",) for k in call.keywords):
+        return None
+    positional = list(call.args)
+    q = ctx.model.qualname(call.func, fn)
+    if (q or "").endswith(".log") or (isinstance(call.func, ast.Attribute) and call.func.attr == "log"):
+        positional = positional[1:]   # logging.log(level, msg, *args)
+    if not positional:
+        return None
+    msg, values = positional[0], positional[1:]
+    args: List[str] = []
+    kwargs: List[Tuple[str, str]] = []
+    if values:
+        if not (isinstance(msg, ast.Constant) and isinstance(msg.value, str)):
+            return None
+        if any(isinstance(v, ast.Starred) for v in values):
+            return None
+        fmt = _percent_to_format(msg.value, values, args, kwargs, ctx.source.segment)
+    else:
+        fmt = _template_piece(ctx, msg, args, kwargs)
+    if fmt is None:
+        return None
+    return _debug_print(ctx, call, fmt, args, kwargs)
+
+
 def build_debug_print_fix(ctx: Context, call: ast.Call, fn: Function) -> Optional[Fix]:
     sep = " "
     for kw in call.keywords:
@@ -156,28 +304,8 @@ def build_debug_print_fix(ctx: Context, call: ast.Call, fn: Function) -> Optiona
     args: List[str] = []
     kwargs: List[Tuple[str, str]] = []
     for a in call.args:
-        if isinstance(a, ast.Starred):
+        piece = _template_piece(ctx, a, args, kwargs)
+        if piece is None:
             return None
-        if isinstance(a, ast.Constant) and isinstance(a.value, str):
-            pieces.append(_escape(a.value))
-        elif isinstance(a, ast.JoinedStr):
-            out = []
-            for v in a.values:
-                if isinstance(v, ast.Constant):
-                    out.append(_escape(v.value))
-                elif isinstance(v, ast.FormattedValue):
-                    f = _field(v.value, v.conversion, v.format_spec, args, kwargs, None)
-                    if f is None:
-                        return None
-                    out.append(f)
-                else:
-                    return None
-            pieces.append("".join(out))
-        else:
-            pieces.append(_field(a, -1, None, args, kwargs, ctx.source.segment(a)))
-    fmt = sep.join(pieces)
-    jax_name, import_edits = module_alias(ctx.model, ctx.source, "jax", "jax")
-    parts = [repr(fmt)] + args + [f"{k}={v}" for k, v in kwargs]
-    new = f"{jax_name}.debug.print({', '.join(parts)})"
-    start, end = ctx.source.node_span(call)
-    return Fix(PrintUnderTrace.fix_title, tuple([Edit(start, end, new)] + import_edits), SAFE)
+        pieces.append(piece)
+    return _debug_print(ctx, call, sep.join(pieces), args, kwargs)
