@@ -1,0 +1,331 @@
+"""Who calls which jitted callable or function, from where, and whether in a loop.
+
+Built lazily (:func:`call_index`) and only by rules that need it; a file with
+no ``jax.jit`` application never pays for it.  The index answers:
+
+* :attr:`CallIndex.jit_bindings` — every application of a jit transform
+  (``@jax.jit``, ``step = jax.jit(f)``, ``self.grad_fn = jax.jit(...)``,
+  ``jax.jit(f)(x)``, ``return jax.jit(f)``) with the name it is bound to;
+* :meth:`CallIndex.calls_to` — the call sites of a jit binding (lexical name
+  lookup for names, ``self.<attr>`` inside the same class for attributes);
+* :meth:`CallIndex.callers_of` — the call sites that resolve to a function of
+  this module (``f(...)``, ``self.method(...)``);
+* :meth:`CallIndex.enclosing_loop` — the innermost ``for``/``while`` body or
+  comprehension of a scope that contains a node.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from . import knowledge as K
+from .model import ClassInfo, Function, SemanticModel, TransformSite
+
+# transforms that compile: applying one creates a cached, compiled callable
+JIT_NAMES = frozenset({"jax.jit", "flax.nnx.jit", "equinox.filter_jit"})
+
+# methods where a jit created once per object is the right design
+INIT_METHODS = frozenset({"__init__", "setup", "__post_init__", "__new__", "__set_name__"})
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+class JitBinding:
+    """One application of a jit transform and what it is bound to.
+
+    ``kind``: ``def`` (a decorated def or method), ``name`` (``n = jax.jit(...)``),
+    ``attr`` (``self.n = jax.jit(...)``), ``inline`` (``jax.jit(f)(x)``),
+    ``return`` (``return jax.jit(f)``: a factory) or ``other``.
+    """
+
+    __slots__ = ("site", "kind", "name", "scope", "cls", "stmt", "fun_expr")
+
+    def __init__(self, site: TransformSite, kind: str, name: Optional[str], scope: Function,
+                 cls: Optional[ClassInfo], stmt: Optional[ast.AST], fun_expr: Optional[ast.expr]):
+        self.site = site
+        self.kind = kind
+        self.name = name          # bound name / attribute (None for inline/other)
+        self.scope = scope        # where the binding lives (for ``name``/``def``)
+        self.cls = cls            # the class for ``attr`` bindings and decorated methods
+        self.stmt = stmt          # the binding statement (Assign / Return / the def)
+        self.fun_expr = fun_expr  # the callable the jit is applied to (None for decorators)
+
+    @property
+    def target(self) -> Optional[Function]:
+        t = self.site.target
+        return t.function if t is not None else None
+
+    @property
+    def created_in(self) -> Function:
+        """The scope whose execution creates the jitted callable."""
+        return self.site.scope
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"<JitBinding {self.kind} {self.name!r} line {self.site.node.lineno}>"
+
+
+class CallSite:
+    __slots__ = ("call", "scope", "loop")
+
+    def __init__(self, call: ast.Call, scope: Function, loop: Optional[ast.AST]):
+        self.call = call
+        self.scope = scope        # the calling function (or the module)
+        self.loop = loop          # the innermost loop of ``scope`` around the call, if any
+
+    @property
+    def in_loop(self) -> bool:
+        return self.loop is not None
+
+
+class CallIndex:
+    def __init__(self, model: SemanticModel):
+        self.model = model
+        self.jit_bindings: List[JitBinding] = []
+        self._by_name: Dict[Tuple[int, str], JitBinding] = {}
+        self._by_attr: Dict[Tuple[int, str], JitBinding] = {}
+        self._calls: Optional[Dict[int, List[CallSite]]] = None
+        self._calls_by_name: Optional[Dict[str, List[Tuple[ast.Call, Function]]]] = None
+        self._callers: Dict[int, List[CallSite]] = {}
+        self._loops: Dict[int, List[Tuple[tuple, tuple, ast.AST, Optional[tuple]]]] = {}
+        self._build()
+
+    # ------------------------------------------------------------ bindings
+    def _build(self) -> None:
+        m = self.model
+        parents: Dict[int, Dict[int, ast.AST]] = {}
+        for site in m.transform_sites:
+            if site.transform.name not in JIT_NAMES:
+                continue
+            if site.is_decorator:
+                fn = site.target.function if site.target is not None else None
+                if fn is None:
+                    continue
+                if fn.cls is not None and not fn.is_lambda:
+                    b = JitBinding(site, "def", fn.name, site.scope, fn.cls, fn.node, None)
+                    self._by_attr.setdefault((id(fn.cls), fn.name), b)
+                else:
+                    b = JitBinding(site, "def", fn.name, fn.parent, None, fn.node, None)
+                    self._by_name.setdefault((id(fn.parent), fn.name), b)
+                self.jit_bindings.append(b)
+                continue
+            scope = site.scope
+            pmap = parents.get(id(scope))
+            if pmap is None:
+                pmap = parents[id(scope)] = self._parent_map(scope)
+            call = site.call
+            fun = _fun_arg(call, site.transform)
+            parent = pmap.get(id(call))
+            b = None
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+                t = parent.targets[0]
+                if isinstance(t, ast.Name):
+                    b = JitBinding(site, "name", t.id, self._binding_scope(t.id, scope), None, parent, fun)
+                    self._by_name.setdefault((id(b.scope), t.id), b)
+                elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    owner = _method_owner(scope)
+                    if owner is not None and t.value.id == owner.self_name:
+                        b = JitBinding(site, "attr", t.attr, scope, owner.cls, parent, fun)
+                        self._by_attr.setdefault((id(owner.cls), t.attr), b)
+            elif isinstance(parent, ast.Call) and parent.func is call:
+                b = JitBinding(site, "inline", None, scope, None, parent, fun)
+            elif isinstance(parent, ast.Return):
+                b = JitBinding(site, "return", None, scope, None, parent, fun)
+            if b is None:
+                b = JitBinding(site, "other", None, scope, None, parent, fun)
+            self.jit_bindings.append(b)
+
+    @staticmethod
+    def _parent_map(scope: Function) -> Dict[int, ast.AST]:
+        """Parent of every jit-relevant call of ``scope``: the Assign/Return/Call that holds it."""
+        out: Dict[int, ast.AST] = {}
+        for n in scope.of_type(ast.Assign):
+            if isinstance(n.value, ast.Call):
+                out[id(n.value)] = n
+        for n in scope.of_type(ast.Return):
+            if isinstance(n.value, ast.Call):
+                out[id(n.value)] = n
+        for n in scope.of_type(ast.Call):
+            if isinstance(n.func, ast.Call):
+                out[id(n.func)] = n
+        return out
+
+    @staticmethod
+    def _binding_scope(name: str, scope: Function) -> Function:
+        s = scope
+        if name in s.globals_declared:
+            while s.parent is not None:
+                s = s.parent
+        return s
+
+    # ------------------------------------------------------------- lookups
+    def lookup_name(self, name: str, scope: Function) -> Optional[JitBinding]:
+        """The jit binding a bare ``name`` refers to in ``scope`` (lexical lookup)."""
+        s = scope
+        while s is not None:
+            if name in s.locals and name not in s.globals_declared:
+                return self._by_name.get((id(s), name))
+            s = s.parent
+        return None
+
+    def lookup_attr(self, expr: ast.Attribute, scope: Function) -> Optional[JitBinding]:
+        """The jit binding ``self.<attr>`` refers to inside a method of the binding's class."""
+        if not isinstance(expr.value, ast.Name):
+            return None
+        owner = _method_owner(scope)
+        if owner is None or expr.value.id != owner.self_name:
+            return None
+        cls = owner.cls
+        b = self._by_attr.get((id(cls), expr.attr))
+        if b is not None:
+            return b
+        for base in cls.bases:   # inherited from a base class of this module
+            info = self.model.classes.get(base)
+            if info is not None and info is not cls:
+                b = self._by_attr.get((id(info), expr.attr))
+                if b is not None:
+                    return b
+        return None
+
+    def binding_for(self, func: ast.expr, scope: Function) -> Optional[JitBinding]:
+        if isinstance(func, ast.Name):
+            return self.lookup_name(func.id, scope)
+        if isinstance(func, ast.Attribute):
+            return self.lookup_attr(func, scope)
+        return None
+
+    def calls_to(self, binding: JitBinding) -> List[CallSite]:
+        """Every call of a jit binding in this module."""
+        if self._calls is None:
+            self._index_jit_calls()
+        if binding.kind == "inline":
+            call = binding.stmt
+            return [CallSite(call, binding.scope, self.enclosing_loop(call, binding.scope))]
+        return self._calls.get(id(binding), [])
+
+    def _index_jit_calls(self) -> None:
+        calls: Dict[int, List[CallSite]] = {}
+        names = {n for (_, n) in self._by_name}
+        attrs = {n for (_, n) in self._by_attr}
+        if names or attrs:
+            for fn in self.model.functions:
+                for call in fn.of_type(ast.Call):
+                    f = call.func
+                    if f.__class__ is ast.Name:
+                        if f.id not in names:
+                            continue
+                        b = self.lookup_name(f.id, fn)
+                    elif f.__class__ is ast.Attribute:
+                        if f.attr not in attrs:
+                            continue
+                        b = self.lookup_attr(f, fn)
+                    else:
+                        continue
+                    if b is not None:
+                        calls.setdefault(id(b), []).append(CallSite(call, fn, self.enclosing_loop(call, fn)))
+        self._calls = calls
+
+    def callers_of(self, fn: Function) -> List[CallSite]:
+        """Call sites in this module that resolve to ``fn`` (``f(...)``, ``self.f(...)``)."""
+        got = self._callers.get(id(fn))
+        if got is not None:
+            return got
+        if self._calls_by_name is None:
+            by: Dict[str, List[Tuple[ast.Call, Function]]] = {}
+            for s in self.model.functions:
+                for call in s.of_type(ast.Call):
+                    f = call.func
+                    key = f.id if f.__class__ is ast.Name else (f.attr if f.__class__ is ast.Attribute else None)
+                    if key is not None:
+                        by.setdefault(key, []).append((call, s))
+            self._calls_by_name = by
+        out: List[CallSite] = []
+        if not fn.is_lambda and not fn.is_module:
+            for call, s in self._calls_by_name.get(fn.name, ()):
+                t = self.model.resolve_callable(call.func, s)
+                if t is not None and t.function is fn:
+                    out.append(CallSite(call, s, self.enclosing_loop(call, s)))
+        self._callers[id(fn)] = out
+        return out
+
+    # --------------------------------------------------------------- loops
+    def enclosing_loop(self, node: ast.AST, scope: Function) -> Optional[ast.AST]:
+        """The innermost loop of ``scope`` whose repeated part contains ``node``:
+        a ``for``/``while`` body or a comprehension (not its first iterable)."""
+        spans = self._loops.get(id(scope))
+        if spans is None:
+            spans = []
+            for loop in scope.of_type(*_LOOPS):
+                if loop.body:
+                    first, last = loop.body[0], loop.body[-1]
+                    start = (first.lineno, first.col_offset)
+                    end = (last.end_lineno, last.end_col_offset)
+                    excl = None
+                    if isinstance(loop, ast.While):
+                        start = (loop.test.lineno, loop.test.col_offset)
+                    spans.append((start, end, loop, excl))
+            for comp in scope.of_type(*_COMPS):
+                it = comp.generators[0].iter
+                spans.append(((comp.lineno, comp.col_offset), (comp.end_lineno, comp.end_col_offset), comp,
+                              ((it.lineno, it.col_offset), (it.end_lineno, it.end_col_offset))))
+            self._loops[id(scope)] = spans
+        if not spans:
+            return None
+        pos = (node.lineno, node.col_offset)
+        best = None
+        best_start = None
+        for start, end, loop, excl in spans:
+            if start <= pos < end:
+                if excl is not None and excl[0] <= pos < excl[1]:
+                    continue
+                if best_start is None or start > best_start:
+                    best, best_start = loop, start
+        return best
+
+
+def _fun_arg(call: Optional[ast.Call], tr: K.Transform) -> Optional[ast.expr]:
+    if call is None:
+        return None
+    if tr.fun_positions and len(call.args) > tr.fun_positions[0]:
+        a = call.args[tr.fun_positions[0]]
+        return None if isinstance(a, ast.Starred) else a
+    for kw in call.keywords:
+        if kw.arg in tr.fun_keywords:
+            return kw.value
+    return None
+
+
+def _method_owner(scope: Function) -> Optional[Function]:
+    """The method whose ``self`` is visible in ``scope`` (the scope itself or an enclosing one)."""
+    s = scope
+    while s is not None and not s.is_module:
+        if s.cls is not None and not s.is_lambda:
+            return s if s.is_method else None
+        s = s.parent
+    return None
+
+
+def method_owner(scope: Function) -> Optional[Function]:
+    return _method_owner(scope)
+
+
+def in_traced_code(fn: Function) -> bool:
+    """``fn`` or an enclosing function runs under a transform."""
+    s = fn
+    while s is not None:
+        if s.contexts:
+            return True
+        s = s.parent
+    return False
+
+
+def has_jit(model: SemanticModel) -> bool:
+    """Cheap: does any jit transform apply in this file?"""
+    return any(s.transform.name in JIT_NAMES for s in model.transform_sites)
+
+
+def call_index(model: SemanticModel) -> CallIndex:
+    idx = model.cache.get("calls")
+    if idx is None:
+        idx = model.cache["calls"] = CallIndex(model)
+    return idx

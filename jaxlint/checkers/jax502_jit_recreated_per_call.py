@@ -1,0 +1,426 @@
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Optional, Set
+
+from ..analysis import Function
+from ..analysis import knowledge as K
+from ..analysis.calls import INIT_METHODS, CallIndex, JitBinding, call_index, has_jit, in_traced_code
+from ..fixes.edits import SAFE, Edit, Fix
+from .base import Context, Finding, Rule, register
+
+# names of functions that run once per training/eval step
+_STEP_NAME = re.compile(r"(?:^|_)(?:step|update)(?:$|_)")
+
+
+@register
+class JitRecreatedPerCall(Rule):
+    """
+    ## What it does
+    Flags `jax.jit(...)` applied inside a loop body, or inside a function that
+    runs every step, to a callable that is new each time: a lambda, a locally
+    defined function, a fresh `functools.partial`, a bound method
+    (`self.loss`, `model.apply`) or the result of another transform
+    (`jax.jit(jax.grad(loss))`). Also flags `jax.jit(f)(x)` called inline
+    inside a loop.
+
+    ## Why is this bad?
+    In PyTorch you can wrap a function at any time and pay nothing. `jax.jit`
+    caches compiled code per *function object*: a lambda, a closure, a
+    `partial` or a `jax.grad(...)` built anew on every iteration is a new
+    object, so every call misses the cache and JAX traces and compiles the
+    function again, typically far slower than running it. Even for a function
+    that is already cached, re-wrapping it with `jax.jit` each iteration throws
+    away the wrapper's fast dispatch path. A jit created once — at module
+    level, in `__init__`, or in a factory that returns it — is fine and is
+    not flagged.
+
+    ## Example
+    ```python
+    def evaluate(params, batches):
+        for images, labels in batches:
+            predict = jax.jit(lambda x: model.apply(params, x))
+            logits = predict(images)
+    ```
+
+    ## Use instead
+    ```python
+    def evaluate(params, batches):
+        predict = jax.jit(lambda x: model.apply(params, x))
+        for images, labels in batches:
+            logits = predict(images)
+    ```
+    Better still, pass the changing values (`params`) as arguments of a
+    function jitted once at module level.
+
+    ## Fix safety
+    The fix moves a `name = jax.jit(...)` statement out of the loop, to just
+    before it. It is offered (as safe) only when the wrapped callable captures
+    no variable the loop assigns, the statement sits directly in the loop
+    body, and the name is not used in the loop before it, so every iteration
+    would have built an equivalent function. Jits created per call of a step
+    function are reported without a fix: where to keep the jitted function
+    (module level, `__init__`) is a design choice.
+    """
+
+    code = "JAX502"
+    symbol = "jit-recreated-per-call"
+    summary = "`jax.jit` re-created in a loop or per step on a new callable: retraces and recompiles every time"
+    fix_title = "Create the jitted function once, before the loop"
+    fix_applicability = SAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax or not has_jit(m):
+            return
+        idx = call_index(m)
+        for b in idx.jit_bindings:
+            scope = b.created_in
+            if in_traced_code(scope):
+                continue   # runs at trace time only
+            if b.kind == "def" and b.cls is not None:
+                continue   # a decorated method: created once per class
+            loop = idx.enclosing_loop(b.site.node, scope)
+            if loop is not None:
+                f = self._in_loop(ctx, idx, b, scope, loop)
+            else:
+                f = self._per_call(ctx, idx, b, scope)
+            if f is not None:
+                yield f
+
+    # ------------------------------------------------------------- loops
+    def _in_loop(self, ctx: Context, idx: CallIndex, b: JitBinding, scope: Function,
+                 loop: ast.AST) -> Optional[Finding]:
+        jit = _jit_spelling(ctx, b)
+        what = self._fresh(ctx, b, scope, loop)
+        kw = "while" if isinstance(loop, ast.While) else (
+            "for" if isinstance(loop, (ast.For, ast.AsyncFor)) else "comprehension")
+        where = f"`{kw}` loop" if kw != "comprehension" else "comprehension"
+        if what is not None and self._config_sweep(ctx, b, scope, loop):
+            return None
+        if what is not None:
+            msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
+                   f"so it retraces and recompiles each time; create it once before the loop")
+            fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
+            return ctx.finding(self, b.site.node, msg, fix=fix)
+        if b.kind == "inline":
+            fun = ctx.source.segment(b.fun_expr) if b.fun_expr is not None else "the function"
+            if len(fun) > 40:
+                fun = fun[:37] + "..."
+            msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}, "
+                   f"losing jit's fast dispatch path; create it once before the loop")
+            return ctx.finding(self, b.site.node, msg)
+        return None
+
+    @staticmethod
+    def _config_sweep(ctx: Context, b: JitBinding, scope: Function, loop: ast.AST) -> bool:
+        """A loop over a literal set of configurations whose values the jitted function
+        captures: each iteration needs its own program (a sweep, an autotuning loop)."""
+        m = ctx.model
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            return False
+        it = loop.iter
+        if isinstance(it, ast.Name):   # ``configs = itertools.product(...)``; ``for c in configs``
+            owner = scope if it.id in scope.locals else m.module
+            vals = [a.value for a in owner.of_type(ast.Assign)
+                    if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == it.id]
+            it = vals[0] if len(vals) == 1 else it
+        if isinstance(it, ast.Call) and m.qualname(it.func, scope) in ("enumerate", "zip", "sorted", "reversed"):
+            args = it.args
+        else:
+            args = [it]
+        for a in args:
+            if isinstance(a, (ast.List, ast.Tuple, ast.Set)):
+                continue
+            if isinstance(a, ast.Call) and (m.qualname(a.func, scope) or "").startswith("itertools."):
+                continue
+            return False
+        loop_vars = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        if b.kind == "def" and b.target is not None:
+            captured = set()
+            for n in b.target.walk():
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    captured.add(n.id)
+            for d in b.target.decorators:
+                captured |= _free_names(d)
+        elif b.fun_expr is not None:
+            captured = _free_names(b.fun_expr)
+        else:
+            return False
+        return bool(captured & loop_vars)
+
+    # ---------------------------------------------------------- per call
+    def _per_call(self, ctx: Context, idx: CallIndex, b: JitBinding, scope: Function) -> Optional[Finding]:
+        if scope.is_module or scope.is_lambda or scope.name in INIT_METHODS:
+            return None
+        if b.kind not in ("name", "inline", "def"):
+            return None   # returned (a factory), stored on self, passed on: created once by design
+        what = self._fresh(ctx, b, scope, None)
+        if what is None:
+            return None
+        if b.kind in ("name", "def") and not self._only_called_locally(b, scope):
+            return None
+        uses = idx.calls_to(b)
+        if b.kind != "inline" and not uses:
+            return None
+        callers = idx.callers_of(scope)
+        looped = next((c for c in callers if c.in_loop and not in_traced_code(c.scope)), None)
+        if looped is not None:
+            where = "at module level" if looped.scope.is_module else f"in {looped.scope.display()}"
+            why = f"called in a loop {where}, line {looped.call.lineno}"
+        elif _STEP_NAME.search(scope.name) and not any(u.in_loop for u in uses):
+            why = "run every step"
+        else:
+            return None
+        jit = _jit_spelling(ctx, b)
+        msg = (f"`{jit}` of {what} is created on every call of {scope.display()} ({why}), so it retraces "
+               f"and recompiles each time; create it once (module level, `__init__`) and reuse it")
+        return ctx.finding(self, b.site.node, msg)
+
+    @staticmethod
+    def _only_called_locally(b: JitBinding, scope: Function) -> bool:
+        """The jitted name is only called in ``scope``: not returned, stored or passed on."""
+        name = b.name
+        calls = set()
+        for c in scope.of_type(ast.Call):
+            if isinstance(c.func, ast.Name) and c.func.id == name:
+                calls.add(id(c.func))
+        for n in scope.walk():
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in calls:
+                return False
+        for child in scope.children:   # captured by a nested function: it may escape
+            if name in child.locals:
+                continue
+            for c in child.walk():
+                if isinstance(c, ast.Name) and c.id == name:
+                    return False
+        return True
+
+    # --------------------------------------------------------- freshness
+    def _fresh(self, ctx: Context, b: JitBinding, scope: Function, loop: Optional[ast.AST]) -> Optional[str]:
+        """What new callable the jit wraps each time (None: the same object every time)."""
+        m = ctx.model
+        if b.kind == "def":
+            fn = b.target
+            if fn is None:
+                return None
+            if loop is not None and not _inside(fn.node, loop):
+                return None
+            return f"the local function `{fn.name}`"
+        e = b.fun_expr
+        if e is None:
+            return None
+        return _fresh_expr(m, e, scope, loop, 0)
+
+    # --------------------------------------------------------------- fix
+    def _hoist_fix(self, ctx: Context, b: JitBinding, loop: ast.AST) -> Optional[Fix]:
+        stmt = b.stmt
+        if not isinstance(stmt, ast.Assign) or not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            return None
+        if not any(s is stmt for s in loop.body) or len(loop.body) < 2:
+            return None
+        name = b.name
+        assigned = _assigned_names(loop)
+        free = _free_names(stmt.value)
+        if free & assigned:
+            return None
+        # the name itself: assigned only here, and not read in the loop before this statement
+        stores = 0
+        for n in _walk_loop(loop):
+            if isinstance(n, ast.Name) and n.id == name:
+                if isinstance(n.ctx, ast.Store):
+                    stores += 1
+                elif (n.lineno, n.col_offset) < (stmt.lineno, stmt.col_offset):
+                    return None
+        if stores != 1:
+            return None
+        src = ctx.source
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.Constant, ast.JoinedStr)) and getattr(n, "end_lineno", n.lineno) != n.lineno:
+                return None   # a multi-line string: re-indenting would change it
+        first = src.line_text(stmt.lineno)
+        if first[:len(first) - len(first.lstrip())] != first[:src.char_col(stmt.lineno, stmt.col_offset)]:
+            return None   # something precedes the statement on its line
+        tail = src.line_text(stmt.end_lineno)[src.char_col(stmt.end_lineno, stmt.end_col_offset):].strip()
+        if tail and not tail.startswith("#"):
+            return None   # `; more` after it
+        loop_first = src.line_text(loop.lineno)
+        if loop_first[:src.char_col(loop.lineno, loop.col_offset)].strip():
+            return None
+        body_indent = src.indentation(stmt.lineno)
+        loop_indent = src.indentation(loop.lineno)
+        start = src.offset(stmt.lineno, 0)
+        end = src.offset(stmt.end_lineno + 1, 0) if stmt.end_lineno < src.line_count else len(src.text)
+        moved_lines = src.text[start:end].splitlines(keepends=True)
+        out = []
+        for line in moved_lines:
+            if line.startswith(body_indent):
+                line = loop_indent + line[len(body_indent):]
+            out.append(line)
+        moved = "".join(out)
+        if not moved.endswith(("\n", "\r")):
+            moved += src.newline()
+        at = src.offset(loop.lineno, 0)
+        return Fix(self.fix_title, (Edit.insert(at, moved), Edit.delete(start, end)), SAFE)
+
+
+def _jit_spelling(ctx: Context, b: JitBinding) -> str:
+    site = b.site
+    if site.is_decorator:
+        node = site.node
+        if isinstance(node, ast.Call):
+            node = node.args[0] if node.args and ctx.model.qualname(node.func, site.scope) in K.PARTIAL else node.func
+        text = ctx.source.segment(node)
+    else:
+        text = ctx.source.segment(site.call.func)
+    return text if len(text) <= 30 else site.transform.name
+
+
+def _inside(node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` lies in the repeated part of ``loop``."""
+    pos = (node.lineno, node.col_offset)
+    if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        if not loop.body:
+            return False
+        first, last = loop.body[0], loop.body[-1]
+        return (first.lineno, first.col_offset) <= pos <= (last.end_lineno, last.end_col_offset)
+    return (loop.lineno, loop.col_offset) <= pos <= (loop.end_lineno, loop.end_col_offset)
+
+
+def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth: int) -> Optional[str]:
+    if depth > 4:
+        return None
+    t = e.__class__
+    if t is ast.Lambda:
+        return "a lambda"
+    if t is ast.Call:
+        q = m.qualname(e.func, scope)
+        if q in K.PARTIAL:
+            return "a new `functools.partial`"
+        tr = K.transform_for(q)
+        if tr is not None and tr.kind != "body":
+            return f"a new `{ast.unparse(e.func)}(...)` function"
+        return None
+    if t is ast.Name:
+        fn = m.lookup_function(e.id, scope)
+        if fn is not None:
+            if fn.parent is None or fn.parent.is_module:
+                return None
+            if loop is not None:
+                return f"the local function `{fn.name}`" if _inside(fn.node, loop) else None
+            if fn.parent is scope:
+                return f"the local function `{fn.name}`"
+            return None
+        # a local alias bound to a fresh callable: ``g = jax.grad(loss); jax.jit(g)``
+        if e.id in scope.locals and not scope.is_module:
+            for a in scope.of_type(ast.Assign):
+                if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == e.id:
+                    if loop is not None and not _inside(a, loop):
+                        return None
+                    return _fresh_expr(m, a.value, scope, loop, depth + 1)
+        return None
+    if t is ast.Attribute:
+        if m.qualname(e, scope) is not None:
+            return None   # a module attribute: the same function every time
+        base = e.value
+        if isinstance(base, ast.Name):
+            owner = _owner(scope)
+            if owner is not None and base.id == owner.self_name:
+                if m.class_method(owner.cls, e.attr) is not None:
+                    return f"the bound method `{base.id}.{e.attr}`"
+                return None
+        if e.attr == "apply":
+            return f"the bound method `{ast.unparse(e)}`"
+        return None
+    return None
+
+
+def _owner(scope: Function) -> Optional[Function]:
+    s = scope
+    while s is not None and not s.is_module:
+        if s.cls is not None and not s.is_lambda:
+            return s if s.is_method else None
+        s = s.parent
+    return None
+
+
+def _walk_loop(loop: ast.AST):
+    roots = list(loop.body)
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        roots.append(loop.target)
+    else:
+        roots.append(loop.test)
+    for r in roots:
+        yield from ast.walk(r)
+
+
+def _assigned_names(loop: ast.AST) -> Set[str]:
+    """Names the loop rebinds or mutates (``x = ...``, ``x[i] = ...``, ``x.a = ...``,
+    ``x.append(...)``): a jitted closure over one of them would see a new value per iteration."""
+    out: Set[str] = set()
+    for n in _walk_loop(loop):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            root = _root_name(n)
+            if root is not None:
+                out.add(root)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in K.CONTAINER_METHODS:
+            root = _root_name(n.func.value)
+            if root is not None:
+                out.add(root)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+    return out
+
+
+def _root_name(e: ast.expr) -> Optional[str]:
+    while isinstance(e, (ast.Attribute, ast.Subscript)):
+        e = e.value
+    return e.id if isinstance(e, ast.Name) else None
+
+
+def _free_names(e: ast.AST) -> Set[str]:
+    """Names read by ``e`` that are not bound by a lambda or comprehension inside it."""
+    out: Set[str] = set()
+
+    def visit(node: ast.AST, bound: frozenset) -> None:
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load) and node.id not in bound:
+                out.add(node.id)
+            return
+        if isinstance(node, ast.Lambda):
+            a = node.args
+            names = {x.arg for x in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs)}
+            if a.vararg:
+                names.add(a.vararg.arg)
+            if a.kwarg:
+                names.add(a.kwarg.arg)
+            for d in list(a.defaults) + [d for d in a.kw_defaults if d is not None]:
+                visit(d, bound)
+            visit(node.body, bound | names)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = set(bound)
+            for g in node.generators:
+                visit(g.iter, frozenset(inner))
+                for t in ast.walk(g.target):
+                    if isinstance(t, ast.Name):
+                        inner.add(t.id)
+                for c in g.ifs:
+                    visit(c, frozenset(inner))
+            elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for x in elts:
+                visit(x, frozenset(inner))
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, bound)
+
+    visit(e, frozenset())
+    return out
