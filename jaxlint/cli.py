@@ -57,6 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--stdin-filename", metavar="PATH", help="the name to report for '-' (standard input)")
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     c.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    _add_confirm_options(c, with_switch=True)
+
+    k = sub.add_parser("confirm", help="run COMMAND with JAX instrumentation and confirm findings with the "
+                                       "recorded call signatures: jaxlint confirm [PATHS] -- COMMAND ...")
+    k.add_argument("paths", nargs="*", help="files or directories to check (default: .)")
+    for flag in ("--select", "--extend-select", "--ignore"):
+        k.add_argument(flag, type=_codes, default=None, metavar="CODES")
+    k.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    k.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
+    k.add_argument("-q", "--quiet", action="store_true", help="print findings only, no context or summary")
+    k.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    k.add_argument("--isolated", action="store_true", help="ignore configuration files")
+    k.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    k.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    _add_confirm_options(k, with_switch=False)
 
     r = sub.add_parser("rules", help="list the rules")
     r.add_argument("--format", choices=("text", "json"), default="text")
@@ -67,10 +82,36 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
+    if with_switch:
+        p.add_argument("--confirm", action="store_true",
+                       help="confirm findings at runtime: import the checked modules (their top-level code runs) "
+                            "and trace/compile the flagged functions with JAX, one subprocess per module")
+    p.add_argument("--confirm-timeout", type=float, default=None, metavar="SECONDS",
+                   help="time limit per module for runtime confirmation (default: 60)")
+    p.add_argument("--confirmed-only", action="store_true",
+                   help="report only findings confirmed at runtime (implies --confirm)")
+    p.add_argument("--device", choices=("cpu", "gpu", "tpu"), default=None,
+                   help="backend for runtime confirmation (default: JAX's default backend)")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    harness = None
+    if argv and argv[0] == "confirm" and "--" in argv:
+        i = argv.index("--")
+        argv, harness = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
     try:
+        if args.command == "confirm":
+            if not harness:
+                parser.error("confirm needs a command after '--' (e.g. jaxlint confirm -- pytest tests/)")
+            args.harness_command = harness
+            args.confirm = True
+            args.fix = args.diff = args.unsafe_fixes = False
+            args.stdin_filename = None
+            return cmd_check(args)
         if args.command == "check":
             return cmd_check(args)
         if args.command == "rules":
@@ -153,6 +194,11 @@ def _read_stdin(name: str) -> SourceFile:
 def cmd_check(args) -> int:
     if args.diff and args.fix:
         pass  # --diff wins: show, write nothing
+    confirm = args.confirm or args.confirmed_only or args.device is not None or args.confirm_timeout is not None
+    if confirm and args.diff:
+        raise ConfigError("--confirm cannot be combined with --diff")
+    if args.confirm_timeout is not None and args.confirm_timeout <= 0:
+        raise ConfigError("--confirm-timeout must be a positive number of seconds")
     cfg = _load_config(args)
     rules = cfg.rules()
     paths = args.paths or ["."]
@@ -235,6 +281,10 @@ def cmd_check(args) -> int:
     for b in broken:
         sys.stderr.write(f"jaxlint: {b}\n")
 
+    confirm_line = None
+    if confirm:
+        confirm_line = _confirm(args, cfg, results)
+
     if args.diff:
         out = "".join(diffs)
         sys.stdout.write(out)
@@ -265,8 +315,10 @@ def cmd_check(args) -> int:
         if path_results_empty(results) and args.quiet:
             pass
         render("text", [r for r in results if not r.error or r.findings], sys.stdout, quiet=args.quiet,
-               color=color, fix_summary=summary)
+               color=color, fix_summary=summary, confirm_summary=confirm_line)
     else:
+        if confirm_line and not args.quiet:
+            sys.stderr.write(confirm_line + "\n")
         render(args.format, results, sys.stdout)
 
     if errors:
@@ -274,6 +326,29 @@ def cmd_check(args) -> int:
     if any(r.findings for r in results) and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _confirm(args, cfg: Config, results: List[FileResult]) -> Optional[str]:
+    """Runtime confirmation (imports JAX only in subprocesses); returns the summary line."""
+    from .confirm import ConfirmOptions, SpecError, confirm_results, load_confirm_config, warning
+    try:
+        ccfg = load_confirm_config(None if args.isolated else cfg.path)
+    except SpecError as exc:
+        raise ConfigError(str(exc)) from None
+    command = getattr(args, "harness_command", None)
+    if not any(r.findings for r in results):
+        return None
+    opts = ConfirmOptions(timeout=args.confirm_timeout, device=args.device, command=command,
+                          progress=not args.no_progress and not args.quiet and not command)
+    sys.stderr.write(warning(opts.timeout or ccfg.timeout, command))
+    summary = confirm_results([r for r in results if r.findings and not r.error], ccfg, opts, cfg.settings)
+    if command and summary.command_rc:
+        sys.stderr.write(f"jaxlint: the command exited with code {summary.command_rc}\n")
+    if args.confirmed_only:
+        for r in results:
+            r.findings = [f for f in r.findings
+                          if f.confirmation is not None and f.confirmation.get("status") == "confirmed"]
+    return summary.line()
 
 
 def path_results_empty(results) -> bool:

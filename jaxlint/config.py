@@ -24,7 +24,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from .checkers import REGISTRY, Rule, Settings, all_rules
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-              "unrolled-loop-threshold"}
+              "unrolled-loop-threshold", "confirm"}
 
 
 class ConfigError(Exception):

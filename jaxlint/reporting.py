@@ -20,8 +20,21 @@ def _fix_note(f: Finding) -> str:
 
 
 # ---------------------------------------------------------------- text
+_CONFIRM_STYLE = {"confirmed": "bold green", "not-confirmed": "yellow", "unreached": "dim"}
+
+
+def _confirm_note(f: Finding) -> Optional[tuple]:
+    c = f.confirmation
+    if not c:
+        return None
+    status = c.get("status", "unreached")
+    detail = c.get("evidence") if status != "unreached" else c.get("reason")
+    return status, detail or ""
+
+
 def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bool] = None,
-                fix_summary: Optional[str] = None, show_fix_hints: bool = True) -> None:
+                fix_summary: Optional[str] = None, show_fix_hints: bool = True,
+                confirm_summary: Optional[str] = None) -> None:
     from rich.console import Console
     from rich.text import Text
 
@@ -47,8 +60,14 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
             head.append(f.message)
             if f.confidence != "certain":
                 head.append(f" [{f.confidence}]", style="dim")
+            note = _confirm_note(f)
+            if note is not None and quiet:
+                head.append(f" [{note[0]}]", style=_CONFIRM_STYLE.get(note[0], ""))
             console.print(head)
             if quiet or res.source is None:
+                if note is not None and not quiet:
+                    console.print(Text("  = ", style="blue") + Text(f"{note[0]}: ", style=_CONFIRM_STYLE.get(
+                        note[0], "")) + Text(note[1]))
                 continue
             raw_line = res.source.line_text(f.line)
             line_text = raw_line.expandtabs(4)
@@ -65,9 +84,14 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
             if f.fix is not None and show_fix_hints:
                 console.print(Text(" " * (len(gutter) - 2) + "= help: ", style="blue")
                               + Text(f"{f.fix.title}{_fix_note(f)}"))
+            if note is not None:
+                console.print(Text(" " * (len(gutter) - 2) + "= ", style="blue")
+                              + Text(f"{note[0]}: ", style=_CONFIRM_STYLE.get(note[0], "")) + Text(note[1]))
             console.print()
     if quiet:
         return
+    if confirm_summary:
+        console.print(Text(confirm_summary, style="bold"))
     if fix_summary:
         console.print(Text(fix_summary, style="bold"))
     if total:
@@ -112,7 +136,9 @@ def render_github(results, out: TextIO) -> None:
             props = (f"file={_gh_escape_prop(f.path)},line={f.line},col={f.col + 1},"
                      f"endLine={f.end_line},endColumn={f.end_col + 1},"
                      f"title={_gh_escape_prop(f'{f.code} {REGISTRY[f.code].symbol}')}")
-            out.write(f"::warning {props}::{_gh_escape_data(f'{f.code} {f.message}')}\n")
+            note = _confirm_note(f)
+            extra = f" [{note[0]}: {note[1]}]" if note is not None else ""
+            out.write(f"::warning {props}::{_gh_escape_data(f'{f.code} {f.message}{extra}')}\n")
 
 
 # ---------------------------------------------------------------- sarif
@@ -169,6 +195,8 @@ def sarif_document(results) -> dict:
                 }],
                 "properties": {"confidence": f.confidence},
             }
+            if f.confirmation is not None:
+                item["properties"]["confirmation"] = dict(f.confirmation)
             if f.fix is not None and res.source is not None:
                 src = res.source
                 replacements = []

@@ -42,6 +42,8 @@ class Finding:
     confidence: str = CERTAIN
     fix: Optional[Fix] = None
     fix_title: Optional[str] = None
+    # set by runtime confirmation (jaxlint check --confirm): status, evidence/reason, ...
+    confirmation: Optional[dict] = None
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.code)
@@ -70,6 +72,8 @@ class Finding:
                 entry.update({"start_offset": e.start, "end_offset": e.end})
                 fix["edits"].append(entry)
             d["fix"] = fix
+        if self.confirmation is not None:
+            d["confirmation"] = dict(self.confirmation)
         return d
 
 

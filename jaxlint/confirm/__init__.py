@@ -1,0 +1,159 @@
+"""Runtime confirmation: trace and compile flagged code with JAX.
+
+``jaxlint check --confirm`` turns static findings into evidence.  Each
+finding gains a ``confirmation``: ``confirmed`` (with evidence),
+``not-confirmed`` (the flagged code traced and compiled cleanly for the
+inputs used) or ``unreached`` (with the reason).  ``jaxlint confirm --
+<command>`` runs the user's own command with instrumentation that records
+the abstract signature of every call into a jitted function and confirms
+with those (harness mode).
+
+This package never imports JAX in the linter process: the work happens in
+``jaxlint.confirm.worker`` subprocesses (one per module, with a timeout) and,
+in harness mode, inside the user's command.  See docs/confirmation.md.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from .plan import plan_file
+from .rules import STRATEGY, supported
+from .specs import ConfirmConfig, SpecError, load_confirm_config
+
+STATUSES = ("confirmed", "not-confirmed", "unreached")
+
+
+@dataclass
+class ConfirmOptions:
+    timeout: Optional[float] = None          # seconds per module; None: config, else 60
+    device: Optional[str] = None             # cpu | gpu | tpu; None: JAX's default backend
+    progress: bool = False                   # rich progress bar on stderr
+    command: Optional[List[str]] = None      # harness mode: the command to run
+    max_workers: Optional[int] = None
+
+
+@dataclass
+class ConfirmSummary:
+    device: Optional[dict] = None            # device_kind, backend, platform, jax, import_jax_s
+    counts: Dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+    modules: int = 0
+    command_rc: Optional[int] = None
+
+    def device_text(self) -> str:
+        d = self.device
+        if not d:
+            return "no device (JAX did not start)"
+        return f"{d.get('device_kind')} ({d.get('backend')} backend, jax {d.get('jax')})"
+
+    def line(self) -> str:
+        parts = [f"{self.counts.get(s, 0)} {s}" for s in STATUSES]
+        return f"Confirmation on {self.device_text()}: " + ", ".join(parts) + f" ({self.wall_s:.1f} s)"
+
+
+def warning(timeout: float, command: Optional[Sequence[str]] = None) -> str:
+    if command:
+        return ("jaxlint: confirm runs your command with JAX instrumentation and then traces the flagged "
+                "functions inside it; your code runs as usual.\n")
+    return (f"jaxlint: --confirm imports your modules (their top-level code runs) and traces the flagged "
+            f"functions with JAX, in one subprocess per module ({timeout:g} s timeout each).\n")
+
+
+def _confirmation(result: dict, device: Optional[dict]) -> dict:
+    out = {"status": result.get("status", "unreached")}
+    if out["status"] == "unreached":
+        out["reason"] = result.get("reason", "unknown")
+    else:
+        out["evidence"] = result.get("evidence", "")
+    for k in ("entry", "inputs", "seconds"):
+        if result.get(k) is not None:
+            out[k] = result[k]
+    if device:
+        out["device"] = device.get("device_kind")
+        out["backend"] = device.get("backend")
+    return out
+
+
+def plan_results(results, ccfg: ConfirmConfig, settings=None):
+    """Jobs for the findings of ``results`` (FileResult list) and id -> finding;
+    findings that cannot be planned get their confirmation right away."""
+    jobs, by_id = [], {}
+    next_id = 0
+    threshold = getattr(settings, "unrolled_loop_threshold", 16)
+    for res in results:
+        if not res.findings:
+            continue
+        if res.source is None or res.path in ("-", "<stdin>") or not os.path.isfile(res.path):
+            for f in res.findings:
+                f.confirmation = {"status": "unreached", "reason": "standard input cannot be imported"}
+            continue
+        try:
+            job, ids = plan_file(res.source, res.findings, ccfg, next_id)
+        except Exception as exc:   # a planning bug must not stop the lint
+            for f in res.findings:
+                f.confirmation = {"status": "unreached", "reason": f"could not plan: {type(exc).__name__}: {exc}"}
+            continue
+        job["config"]["unrolled_loop_threshold"] = threshold
+        next_id += len(res.findings)
+        by_id.update(ids)
+        jobs.append(job)
+    return jobs, by_id
+
+
+def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings=None) -> ConfirmSummary:
+    """Attach a ``confirmation`` to every finding of ``results``."""
+    from .runner import run_jobs
+    t0 = time.perf_counter()
+    summary = ConfirmSummary()
+    timeout = opts.timeout or ccfg.timeout
+    device = opts.device or ccfg.device
+    jobs, by_id = plan_results(results, ccfg, settings)
+    summary.modules = len(jobs)
+    progress, task = _progress(opts, len(by_id), "confirming")
+
+    def done(job, outcome):
+        if outcome.device and summary.device is None:
+            summary.device = outcome.device
+        for t in job["targets"]:
+            r = outcome.results.get(t["id"], {"status": "unreached", "reason": "no result"})
+            by_id[t["id"]].confirmation = _confirmation(r, outcome.device)
+        if progress is not None:
+            progress.advance(task, len(job["targets"]))
+
+    try:
+        if opts.command:
+            from .harness import run_harness
+            summary.command_rc = run_harness(opts.command, jobs, by_id, ccfg, timeout, device, done,
+                                             progress=progress, task=task)
+        else:
+            run_jobs(jobs, timeout, device, done, opts.max_workers)
+    finally:
+        if progress is not None:
+            progress.stop()
+    for res in results:
+        for f in res.findings:
+            c = getattr(f, "confirmation", None) or {"status": "unreached", "reason": "not confirmed"}
+            f.confirmation = c
+            summary.counts[c["status"]] = summary.counts.get(c["status"], 0) + 1
+    summary.wall_s = time.perf_counter() - t0
+    return summary
+
+
+def _progress(opts: ConfirmOptions, total: int, label: str):
+    if not opts.progress or total == 0 or not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(file=sys.stderr), transient=True)
+    task = progress.add_task(label, total=total)
+    progress.start()
+    return progress, task
+
+
+__all__ = ["STATUSES", "ConfirmConfig", "ConfirmOptions", "ConfirmSummary", "SpecError", "STRATEGY",
+           "confirm_results", "load_confirm_config", "plan_results", "supported", "warning"]

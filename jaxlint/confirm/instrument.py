@@ -1,0 +1,361 @@
+"""Harness instrumentation, inside the user's own process.
+
+Installed by ``jaxlint/confirm/_site/sitecustomize.py`` when
+``JAXLINT_CONFIRM_PLAN`` is set.  Nothing here imports JAX: a meta-path
+hook waits for the program to import ``jax`` and then
+
+* replaces ``jax.jit`` with a thin function that, for functions defined in a
+  flagged module, wraps the traced Python function in a spy.  The spy runs
+  only while JAX traces (once per new signature) and records the abstract
+  signature: tracers become ``ShapeDtypeStruct``, static arguments and the
+  pytree structure are kept as they are.  An exception raised by the traced
+  code on its way out (``TracerBoolConversionError`` ...) is recorded too.
+  Spies are cached per function, so JAX's own caching is unchanged.
+* listens to ``jax.monitoring`` backend-compile events and attributes each
+  compilation to the calls of the "step" functions on the Python stack
+  (JAX501/JAX502 evidence: executables compiled per step).
+* at exit, confirms the findings of every flagged module the process
+  imported with the recorded signatures, and writes the verdicts to
+  ``result-<pid>.jsonl`` in the plan's output directory.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import io
+import importlib.abc
+import importlib.util
+import inspect
+import json
+import os
+import signal
+import sys
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Dict, Optional, Tuple
+
+_PLAN: Optional[dict] = None
+_FILES: Dict[str, int] = {}             # realpath -> job index
+_REAL: Dict[str, Optional[str]] = {}     # co_filename -> realpath if a plan file, else None
+_SIGNATURES: Dict[Tuple[str, str], list] = {}
+_ERRORS: Dict[str, list] = {}
+_STEPS: Dict[Tuple[str, str], dict] = {}     # (path, qualname) -> record
+_STEP_CODES: Dict[Tuple[str, str], Tuple[str, dict]] = {}   # (path, co_qualname) -> (qual, entry info)
+_SPIES = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+_installed = False
+
+
+def _plan_path(filename: str) -> Optional[str]:
+    r = _REAL.get(filename, 0)
+    if r == 0:
+        real = os.path.realpath(filename) if filename and not filename.startswith("<") else None
+        r = real if real in _FILES else None
+        _REAL[filename] = r
+    return r
+
+
+def _qualname(code) -> str:
+    return getattr(code, "co_qualname", code.co_name)
+
+
+# ------------------------------------------------------------ install
+class _JaxFinder(importlib.abc.MetaPathFinder):
+    """Patches ``jax`` right after its ``__init__`` has run."""
+
+    def __init__(self):
+        self._busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "jax" or self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _Loader(spec.loader)
+        return spec
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner):
+        self._inner = inner
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module):
+        self._inner.exec_module(module)
+        try:
+            _on_jax(module)
+        except Exception as exc:  # never break the user's program
+            sys.stderr.write(f"jaxlint confirm: instrumentation failed: {type(exc).__name__}: {exc}\n")
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def install() -> None:
+    global _PLAN, _installed
+    if _installed:
+        return
+    path = os.environ.get("JAXLINT_CONFIRM_PLAN")
+    if not path:
+        return
+    with open(path, encoding="utf-8") as fh:
+        _PLAN = json.load(fh)
+    for i, job in enumerate(_PLAN["jobs"]):
+        real = os.path.realpath(job["path"])
+        _FILES[real] = i
+        steps = set()
+        for t in job["targets"]:
+            steps.update(s for s in t.get("extra", {}).get("steps") or () if s)
+        for q in steps:
+            _STEP_CODES[(real, q)] = (q, job["entries"].get(q, {}))
+    _installed = True
+    previous = sys.excepthook
+
+    def excepthook(tp, value, tb):      # an error that ends the program at a flagged line
+        if "jax" in sys.modules:
+            for path in _FILES:
+                _record_error(path, value)
+        return previous(tp, value, tb)
+    sys.excepthook = excepthook
+    if "jax" in sys.modules:
+        _on_jax(sys.modules["jax"])
+    else:
+        sys.meta_path.insert(0, _JaxFinder())
+
+
+def _on_jax(jax) -> None:
+    real_jit = jax.jit
+    if getattr(real_jit, "_jaxlint_patched", False):
+        return
+    missing = object()
+
+    @functools.wraps(real_jit)
+    def jit(fun=missing, *args, **kwargs):
+        if fun is missing:
+            return lambda f: jit(f, *args, **kwargs)
+        return real_jit(_spy_for(fun), *args, **kwargs)
+
+    jit._jaxlint_patched = True
+    jax.jit = jit
+    from jax import monitoring
+    monitoring.register_event_duration_secs_listener(_on_compile)
+    atexit.register(_finish)
+
+
+# ------------------------------------------------------------ signatures
+def _spy_for(fun):
+    try:
+        target = inspect.unwrap(fun)
+    except Exception:
+        return fun
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return fun
+    path = _plan_path(code.co_filename)
+    if path is None:
+        return fun
+    try:
+        spy = _SPIES.get(fun)
+    except TypeError:
+        spy = None
+    if spy is not None:
+        return spy
+    key = (path, _qualname(code))
+
+    @functools.wraps(fun)
+    def spy(*args, **kwargs):
+        _record_signature(key, fun, args, kwargs)
+        try:
+            return fun(*args, **kwargs)
+        except BaseException as exc:
+            _record_error(path, exc)
+            raise
+
+    try:
+        _SPIES[fun] = spy
+    except TypeError:
+        pass
+    return spy
+
+
+def _record_signature(key, fun, args, kwargs) -> None:
+    try:
+        import jax
+        from .session import SDS, Inputs
+        Tracer = jax.core.Tracer
+        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        if not any(isinstance(x, Tracer) for x in leaves):
+            return
+
+        def abstract(x):
+            if isinstance(x, Tracer):
+                aval = x.aval
+                return SDS(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
+            return x
+        a, k = jax.tree_util.tree_map(abstract, (tuple(args), dict(kwargs)))
+        inp = Inputs(a, k, "harness")
+        with _LOCK:
+            lst = _SIGNATURES.setdefault(key, [])
+            desc = inp.describe()
+            if len(lst) < 3 and all(d != desc for _, _, d in lst):
+                lst.append((fun, inp, desc))
+    except Exception:
+        pass
+
+
+def _record_error(path: str, exc: BaseException) -> None:
+    try:
+        from .session import ErrorInfo
+        info = ErrorInfo(exc, {path})
+        with _LOCK:
+            lst = _ERRORS.setdefault(path, [])
+            if len(lst) < 20 and not any(e.type == info.type and e.site == info.site for e in lst):
+                lst.append(info)
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------ compilations per step
+def _on_compile(event, duration, **kw) -> None:
+    if event != "/jax/core/compile/backend_compile_duration" or not _STEP_CODES:
+        return
+    try:
+        f = sys._getframe(1)
+        while f is not None:
+            code = f.f_code
+            path = _plan_path(code.co_filename)
+            if path is not None:
+                hit = _STEP_CODES.get((path, _qualname(code)))
+                if hit is not None:
+                    _count(path, hit, f, kw.get("fun_name", "?"))
+                    return
+            f = f.f_back
+    except Exception:
+        pass
+
+
+def _count(path: str, hit, frame, name: str) -> None:
+    qual, info = hit
+    with _LOCK:
+        rec = _STEPS.setdefault((path, qual), {"frames": [], "counts": [], "names": [], "inputs": None,
+                                               "call": None})
+        for i, fr in enumerate(rec["frames"]):
+            if fr is frame:
+                rec["counts"][i] += 1
+                rec["names"][i].append(name)
+                return
+        if len(rec["frames"]) >= 5:
+            return
+        rec["frames"].append(frame)
+        rec["counts"].append(1)
+        rec["names"].append([name])
+        if rec["inputs"] is None:
+            rec["call"], rec["inputs"] = _frame_inputs(frame, qual, info)
+
+
+def _frame_inputs(frame, qual: str, info: dict):
+    """The step's arguments, read from its frame at its first compilation."""
+    try:
+        import jax
+        import numpy as np
+        from .session import SDS, Inputs
+        loc = frame.f_locals
+        names = [p["name"] for p in info.get("params", []) if p["kind"] == "pos"]
+        kwonly = [p["name"] for p in info.get("params", []) if p["kind"] == "kwonly"]
+
+        def abstract(x):
+            if isinstance(x, (jax.Array, np.ndarray)) and not isinstance(x, jax.core.Tracer):
+                return SDS(x.shape, x.dtype)
+            return x
+        args = [loc[n] for n in names if n in loc]
+        kwargs = {n: loc[n] for n in kwonly if n in loc}
+        a, k = jax.tree_util.tree_map(abstract, (tuple(args), kwargs))
+        call = None
+        if info.get("owner"):
+            code = frame.f_code
+            self_name = code.co_varnames[0] if code.co_argcount else None
+            obj = loc.get(self_name)
+            if obj is not None:
+                call = getattr(obj, qual.split(".", 1)[1])
+        else:
+            mod = sys.modules.get(frame.f_globals.get("__name__", ""))
+            call = getattr(mod, qual, None) if mod is not None else None
+        return call, Inputs(a, k, "harness")
+    except Exception:
+        return None, None
+
+
+# ------------------------------------------------------------ at exit
+def _module_for(real: str):
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and os.path.realpath(f) == real:
+            return mod
+    return None
+
+
+@contextmanager
+def _alarm(seconds: float):
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def handler(signum, frame):
+        raise TimeoutError(f"timed out after {seconds:g} s")
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _finish() -> None:
+    if _PLAN is None:
+        return
+    out_path = os.path.join(_PLAN["out_dir"], f"result-{os.getpid()}.jsonl")
+    try:
+        import jax
+        from .evidence import Confirmer
+        out = open(out_path, "a", encoding="utf-8")
+
+        def emit(rec):
+            out.write(json.dumps(rec, default=str) + "\n")
+            out.flush()
+        dev = jax.devices()[0]
+        emit({"event": "device", "device_kind": dev.device_kind, "backend": jax.default_backend(),
+              "platform": dev.platform, "jax": jax.__version__})
+        timeout = float(_PLAN.get("timeout") or 60)
+        for i, job in enumerate(_PLAN["jobs"]):
+            real = os.path.realpath(job["path"])
+            module = _module_for(real)
+            if module is None:
+                continue
+            sigs = {q: [(fun, inp) for fun, inp, _ in lst] for (p, q), lst in _SIGNATURES.items() if p == real}
+            steps = {}
+            for (p, q), rec in _STEPS.items():
+                if p != real:
+                    continue
+                steps[q] = {"counts": rec["counts"], "names": rec["names"], "inputs": rec["inputs"]}
+                if rec["inputs"] is not None and q not in sigs:
+                    sigs[q] = [(rec["call"], rec["inputs"])]
+            with contextlib.redirect_stdout(io.StringIO()):   # re-traced prints are ours, not the run's
+                Confirmer(job, module, lambda v: emit({"event": "result", **v}), signatures=sigs,
+                          step_records=steps, run_errors=_ERRORS.get(real, []), harness_only=True,
+                          guard=lambda: _alarm(timeout)).run()
+        out.close()
+    except BaseException as exc:  # never turn the user's exit into a crash
+        try:
+            sys.stderr.write(f"jaxlint confirm: confirmation in the harness failed: {type(exc).__name__}: {exc}\n")
+        except Exception:
+            pass

@@ -1,0 +1,475 @@
+"""From static findings to confirmation jobs (no JAX, no user code).
+
+For each file with findings, the semantic model is rebuilt and every finding
+is mapped to the functions a worker can trace to reach it: the innermost
+function whose span holds the finding's line, then (for ``inferred``
+contexts) its callers up to a function with a ``certain`` trace context.
+A job is a JSON-able dict handed to one worker subprocess per module.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
+from ..analysis import knowledge as K
+from .specs import ConfirmConfig
+
+# jaxtyping dtype annotations -> dtype ("key" for PRNG keys)
+JAXTYPING = {
+    "Float": "float32", "Float16": "float16", "Float32": "float32", "Float64": "float64", "BFloat16": "bfloat16",
+    "Int": "int32", "Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
+    "UInt": "uint32", "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64",
+    "Integer": "int32", "Bool": "bool", "Complex": "complex64", "Complex64": "complex64",
+    "Complex128": "complex128", "Shaped": "float32", "Num": "float32", "Real": "float32",
+    "Inexact": "float32", "Key": "key",
+}
+ARRAY_TYPES = {"jax.Array", "jax.numpy.ndarray", "jax.typing.ArrayLike", "jaxtyping.Array", "jaxtyping.ArrayLike",
+               "chex.Array", "chex.ArrayDevice", "Array", "ArrayLike"}
+KEY_TYPES = {"jaxtyping.PRNGKeyArray", "PRNGKeyArray", "jax.random.KeyArray", "chex.PRNGKey"}
+SCALARS = {"float": ("float32", True), "int": ("int32", True), "bool": ("bool", False)}
+
+
+# ------------------------------------------------------------ module names
+def module_location(path: str) -> Tuple[str, str]:
+    """(dotted module name, directory to put on ``sys.path``) for a file."""
+    path = os.path.abspath(path)
+    d, base = os.path.split(path)
+    name = os.path.splitext(base)[0]
+    parts = [] if name == "__init__" else [name]
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        d, pkg = os.path.split(d)
+        parts.insert(0, pkg)
+    if not parts:
+        parts = [os.path.basename(os.path.dirname(path))]
+    return ".".join(parts), d
+
+
+def _valid_module(name: str) -> bool:
+    return all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) for p in name.split("."))
+
+
+# ------------------------------------------------------------ annotations
+def _ann_node(node: Optional[ast.expr]) -> Optional[ast.expr]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    return node
+
+
+def _name_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
+    q = model.qualname(node)
+    if q is not None:
+        return q
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _eval_dim(tok: str, cfg: ConfirmConfig) -> Optional[int]:
+    """A jaxtyping dimension token -> its size; None for a variadic one."""
+    if tok in ("...",) or tok.startswith("*"):
+        return None
+    tok = tok.lstrip("#").lstrip("_") or "_"
+    if tok.isdigit():
+        return int(tok)
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tok):
+        return cfg.dim(tok)
+    # symbolic expressions such as "n+1" or "2*d"
+    try:
+        expr = ast.parse(tok, mode="eval").body
+    except SyntaxError:
+        return cfg.dim_size
+
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name):
+            return cfg.dim(n.id)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            a, b = ev(n.left), ev(n.right)
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            return a // b if b else 0
+        raise ValueError
+
+    try:
+        return max(0, ev(expr))
+    except (ValueError, RecursionError):
+        return cfg.dim_size
+
+
+def annotation_spec(model: SemanticModel, ann: Optional[ast.expr], cfg: ConfirmConfig) -> Optional[dict]:
+    """A jaxtyping / ``jax.Array`` / scalar annotation -> an argument spec."""
+    node = _ann_node(ann)
+    if node is None:
+        return None
+    # Optional[X], X | None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        for side in (node.left, node.right):
+            if not (isinstance(side, ast.Constant) and side.value is None):
+                return annotation_spec(model, side, cfg)
+        return None
+    if isinstance(node, ast.Subscript):
+        base = _name_of(model, node.value) or ""
+        short = base.rsplit(".", 1)[-1]
+        if short == "Optional":
+            return annotation_spec(model, node.slice, cfg)
+        if short == "Annotated" and isinstance(node.slice, ast.Tuple) and node.slice.elts:
+            return annotation_spec(model, node.slice.elts[0], cfg)
+        if short in JAXTYPING and (base.startswith("jaxtyping.") or base == short):
+            sl = node.slice
+            if not (isinstance(sl, ast.Tuple) and len(sl.elts) == 2):
+                return None
+            dims_node = sl.elts[1]
+            if not (isinstance(dims_node, ast.Constant) and isinstance(dims_node.value, str)):
+                return None
+            shape = []
+            for tok in dims_node.value.split():
+                d = _eval_dim(tok, cfg)
+                if d is not None:
+                    shape.append(d)
+            dtype = JAXTYPING[short]
+            if dtype == "key":
+                return {"t": "key", "shape": shape}
+            return {"t": "array", "dtype": dtype, "shape": shape}
+        return None
+    name = _name_of(model, node)
+    if name is None:
+        return None
+    if name in KEY_TYPES:
+        return {"t": "key", "shape": []}
+    if name in ARRAY_TYPES:
+        return cfg.array_default()
+    if name in SCALARS:
+        dtype, weak = SCALARS[name]
+        return {"t": "array", "dtype": dtype, "shape": [], "weak": weak}
+    return None
+
+
+# ------------------------------------------------------------ entries
+def _addressable(fn: Function) -> Optional[str]:
+    """The attribute path of ``fn`` in its module, if it can be reached by getattr."""
+    if fn.is_module or fn.is_lambda or fn.parent is None or not fn.parent.is_module:
+        return None
+    if fn.cls is None:
+        return fn.name
+    if fn.cls.scope is not None and fn.cls.scope.is_module:
+        return f"{fn.cls.name}.{fn.name}"
+    return None
+
+
+def _param_info(model: SemanticModel, fn: Function, cfg: ConfirmConfig) -> List[dict]:
+    out = []
+    skip = fn.self_name
+    if fn.cls is not None and not fn.is_staticmethod and fn.params and skip is None:
+        skip = fn.params[0]
+    kinds = [(p, "pos") for p in fn.params] + [(p, "kwonly") for p in fn.kwonly]
+    if fn.vararg:
+        kinds.append((fn.vararg, "var"))
+    if fn.kwarg:
+        kinds.append((fn.kwarg, "varkw"))
+    for p, kind in kinds:
+        if p == skip and kind == "pos":
+            continue
+        node = fn.param_nodes.get(p)
+        spec = annotation_spec(model, getattr(node, "annotation", None), cfg) if node is not None else None
+        d = fn.defaults.get(p)
+        out.append({
+            "name": p, "kind": kind, "ann": spec,
+            "static": p in fn.static_params,
+            "traced": p in fn.traced_params,
+            "has_default": d is not None,
+        })
+    return out
+
+
+def _containing(model: SemanticModel, line: int) -> Optional[Function]:
+    best = None
+    for fn in model.functions:
+        if fn.is_module:
+            continue
+        node = fn.node
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            key = (node.lineno, -(node.end_lineno or 0))
+            if best is None or key > (best.node.lineno, -(best.node.end_lineno or 0)):
+                best = fn
+    return best
+
+
+def _enclosing_addressable(model: SemanticModel, line: int) -> Optional[Function]:
+    """The innermost module-level function or method whose span holds ``line``."""
+    best = None
+    for fn in model.functions:
+        if fn.is_module or fn.is_lambda or not _addressable(fn):
+            continue
+        node = fn.node
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno > best.node.lineno:
+                best = fn
+    return best
+
+
+def _outer_scope(model: SemanticModel, node: ast.AST) -> Optional[Function]:
+    line = getattr(node, "lineno", None)
+    if line is None:
+        return None
+    return _containing(model, line)
+
+
+def entry_chain(model: SemanticModel, fn: Optional[Function]) -> List[Function]:
+    """Functions to trace to reach code in ``fn``: nearest ``certain`` entry
+    points first, then the remaining addressable functions, closest first."""
+    chain: List[Function] = []
+    seen: Set[int] = set()
+    cur = fn
+    while cur is not None and id(cur) not in seen and not cur.is_module:
+        seen.add(id(cur))
+        chain.append(cur)
+        ctx = cur.primary_context
+        if ctx is None:
+            break
+        if ctx.caller is not None:
+            cur = ctx.caller
+            continue
+        outer = _outer_scope(model, ctx.node)
+        # a transform applied inside another function (a scan body, a vmap
+        # inside jit, a cond branch in eager code) is reached by tracing that
+        # function; a jit applied there only wraps it, so the outer function
+        # must itself be traced
+        tr = K.TRANSFORMS.get(ctx.transform)
+        wraps_only = tr is None or tr.kind in ("jit", "pmap", "filter")
+        if outer is not None and outer is not cur and not _is_decorator_of(ctx.node, cur) and \
+                (outer.contexts or not wraps_only):
+            cur = outer
+            continue
+        break
+    certain = [f for f in chain if f.confidence == CERTAIN and _addressable(f)]
+    rest = [f for f in chain if f not in certain and _addressable(f)]
+    out = certain + rest
+    if fn is not None and fn.cls is not None and fn.cls.module_kind and not certain:
+        # a Flax/Equinox module method: reached from jitted functions that
+        # call `.apply` / `.init` (tried in order until one runs the line)
+        for other in model.functions:
+            if other.confidence == CERTAIN and _addressable(other) and other not in out and any(
+                    isinstance(c.func, ast.Attribute) and c.func.attr in ("apply", "init", "init_with_output")
+                    for c in other.of_type(ast.Call)):
+                out.append(other)
+    return out
+
+
+def via_lines(model: SemanticModel, fn: Optional[Function]) -> List[int]:
+    """Lines of the transform applications / calls through which ``fn`` is traced."""
+    out: List[int] = []
+    seen: Set[int] = set()
+    cur = fn
+    while cur is not None and id(cur) not in seen and not cur.is_module:
+        seen.add(id(cur))
+        ctx = cur.primary_context
+        if ctx is None:
+            break
+        line = getattr(ctx.node, "lineno", None)
+        if line is not None:
+            out.append(line)
+        cur = ctx.caller if ctx.caller is not None else _outer_scope(model, ctx.node)
+        if cur is not None and not cur.contexts:
+            break
+    return out
+
+
+def _is_decorator_of(node: ast.AST, fn: Function) -> bool:
+    return any(node is d for d in getattr(fn.node, "decorator_list", []))
+
+
+def _names_in_span(model: SemanticModel, line: int, end_line: int) -> List[str]:
+    names: List[str] = []
+    for node in ast.walk(model.tree):
+        ln = getattr(node, "lineno", None)
+        if ln is None or not (line <= ln <= end_line):
+            continue
+        if isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            parts = []
+            n = node
+            while isinstance(n, ast.Attribute):
+                parts.append(n.attr)
+                n = n.value
+            if isinstance(n, ast.Name):
+                names.append(".".join([n.id] + parts[::-1]))
+    seen = set()
+    return [n for n in names if not (n in seen or seen.add(n))]
+
+
+def _loop_info(model: SemanticModel, line: int, fn: Optional[Function]) -> Optional[dict]:
+    """The trip count of the loop at ``line`` (JAX504): literal, global or parameter."""
+    for node in ast.walk(model.tree):
+        if isinstance(node, (ast.For, ast.While)) and node.lineno == line:
+            info = {"line": node.lineno, "end_line": node.end_lineno or node.lineno}
+            it = node.iter if isinstance(node, ast.For) else None
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args:
+                arg = it.args[0] if len(it.args) == 1 else it.args[1]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+                    info["trip"] = {"kind": "literal", "value": arg.value}
+                elif isinstance(arg, ast.Name):
+                    if fn is not None and arg.id in fn.param_nodes:
+                        info["trip"] = {"kind": "param", "name": arg.id}
+                    elif arg.id in model.module.locals:
+                        info["trip"] = {"kind": "global", "name": arg.id}
+            return info
+    return None
+
+
+def _jit_target_name(model: SemanticModel, line: int) -> Optional[str]:
+    """The function wrapped by the ``jax.jit`` at ``line`` (JAX501/JAX502)."""
+    for site in model.transform_sites:
+        if getattr(site.node, "lineno", None) == line and site.target is not None:
+            return site.target.function.name
+    for fn in model.functions:
+        for dec in getattr(fn.node, "decorator_list", []) if not fn.is_module and not fn.is_lambda else []:
+            if dec.lineno == line:
+                return fn.name
+    return None
+
+
+def _callers(model: SemanticModel, line: int) -> List[Function]:
+    """Eager functions that call the function jitted at ``line`` (the step for JAX501)."""
+    jitted: Optional[Function] = None
+    attr_names: Set[str] = set()
+    for site in model.transform_sites:
+        if getattr(site.node, "lineno", None) == line and site.target is not None:
+            jitted = site.target.function
+    for fn in model.functions:
+        if fn.is_module or fn.is_lambda:
+            continue
+        if any(d.lineno == line for d in fn.node.decorator_list):
+            jitted = fn
+    # `name = jax.jit(...)` / `self.name = jax.jit(...)` at this line
+    for node in ast.walk(model.tree):
+        if isinstance(node, ast.Assign) and node.lineno == line:
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    attr_names.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    attr_names.add(t.attr)
+    if jitted is not None and not jitted.is_lambda:
+        attr_names.add(jitted.name)
+    out = []
+    for fn in model.functions:
+        if fn.is_module or fn.contexts or fn is jitted:
+            continue
+        for call in fn.of_type(ast.Call):
+            f = call.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in attr_names and fn.node.lineno != line:
+                out.append(fn)
+                break
+    return [f for f in out if _addressable(f)]
+
+
+# ------------------------------------------------------------ planning
+def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optional[str], path: str) -> dict:
+    qual = _addressable(fn)
+    e = {
+        "qualname": qual,
+        "line": fn.node.lineno,
+        "owner": fn.cls.name if fn.cls is not None else None,
+        "owner_kind": fn.cls.module_kind if fn.cls is not None else None,
+        "staticmethod": fn.is_staticmethod,
+        "params": _param_info(model, fn, cfg),
+        "declared": cfg.spec_for(module, path, qual),
+        "certain": fn.confidence == CERTAIN,
+        "traced": bool(fn.contexts),
+    }
+    if fn.cls is not None:
+        e["ctor"] = cfg.spec_for(module, path, fn.cls.name)
+        init = model.class_method(fn.cls, "__init__")
+        e["ctor_params"] = _param_info(model, init, cfg) if init is not None else _field_params(model, fn.cls, cfg)
+    return e
+
+
+def _field_params(model: SemanticModel, cls, cfg: ConfirmConfig) -> List[dict]:
+    """Annotated class-body fields of a dataclass-like class (Flax linen, Equinox) as
+    keyword constructor parameters."""
+    out = []
+    for stmt in cls.node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.simple:
+            ann = stmt.annotation
+            name = _name_of(model, ann) if not isinstance(ann, ast.Subscript) else None
+            if name in ("ClassVar", "typing.ClassVar") or stmt.target.id in ("parent", "name"):
+                continue
+            out.append({"name": stmt.target.id, "kind": "kwonly", "ann": annotation_spec(model, ann, cfg),
+                        "static": True, "traced": False, "has_default": stmt.value is not None})
+    return out
+
+
+def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_id: int = 0,
+              tree: Optional[ast.Module] = None) -> Tuple[dict, Dict[int, object]]:
+    """One worker job for the findings of one file, and id -> finding."""
+    path = os.path.abspath(source.path)
+    module, sys_dir = module_location(path)
+    if tree is None:
+        tree = source.parse()
+    model = SemanticModel(tree, source)
+    entries: Dict[str, dict] = {}
+    targets = []
+    by_id: Dict[int, object] = {}
+    for i, f in enumerate(findings):
+        fid = start_id + i
+        by_id[fid] = f
+        fn = _containing(model, f.line)   # a decorator line belongs to the scope around the def
+        t = {"id": fid, "code": f.code, "line": f.line, "end_line": f.end_line, "col": f.col,
+             "names": _names_in_span(model, f.line, f.end_line), "entries": [], "extra": {},
+             "via": via_lines(model, fn)}
+        chain = entry_chain(model, fn)
+        if f.code == "JAX501":
+            steps = _callers(model, f.line)
+            t["extra"]["jit_name"] = _jit_target_name(model, f.line)
+            t["extra"]["steps"] = [_addressable(s) for s in steps]
+            chain = steps
+            if not steps:
+                t["unreached"] = ("no eager function that calls the jitted function was found, "
+                                  "so there is no step whose compilations could be counted")
+        elif f.code == "JAX502":
+            t["extra"]["jit_name"] = _jit_target_name(model, f.line)
+            step = _enclosing_addressable(model, f.line)
+            t["extra"]["steps"] = [_addressable(step)] if step is not None and not step.contexts else []
+            chain = [step] if t["extra"]["steps"] else []
+            if not chain:
+                t["unreached"] = ("the `jax.jit` is not inside an eager module-level function or method "
+                                  "whose calls could be counted")
+        elif f.code == "JAX504":
+            loop = _loop_info(model, f.line, fn)
+            if loop is not None:
+                t["extra"]["loop"] = loop
+        for c in chain:
+            q = _addressable(c)
+            entries.setdefault(q, _entry(model, c, cfg, module, path))
+            t["entries"].append(q)
+        if t.get("unreached"):
+            pass
+        elif fn is None and not chain:
+            t["module_level"] = True
+        elif fn is not None and not chain:
+            t["unreached"] = (f"`{fn.qualname}` is a nested function or lambda that no traceable "
+                              f"module-level function reaches")
+        targets.append(t)
+    job = {
+        "path": path,
+        "module": module if _valid_module(module) else None,
+        "sys_path": [sys_dir, cfg.root],
+        "entries": entries,
+        "targets": targets,
+        "config": {"dim_size": cfg.dim_size, "array_shape": cfg.array_shape, "array_dtype": cfg.array_dtype},
+    }
+    return job, by_id
