@@ -279,6 +279,12 @@ class SemanticModel:
         self._transform_calls: List[Tuple[ast.Call, Function]] = []
         self._loggers: Optional[Set[str]] = None
         self._return_kinds: Dict[int, int] = {}
+        # per-model results of topic analyses (analysis/keys.py, calls.py, ...):
+        # they live and die with the model.  (A module-level WeakKeyDictionary
+        # whose values reference the model would keep every model alive.)
+        self.cache: Dict[str, object] = {}
+        # attribute names declared as static pytree fields somewhere in this module
+        self.static_fields: Set[str] = set()
         self._index()
         self.mentions_jax = self.imports.mentions_any(("jax", "flax", "equinox", "optax"))
         if self.mentions_jax:
@@ -508,6 +514,8 @@ class SemanticModel:
             for stmt in info.node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     info.fields.add(stmt.target.id)
+                    if isinstance(stmt.value, ast.Call) and self._is_static_field(stmt.value):
+                        self.static_fields.add(stmt.target.id)
                 elif isinstance(stmt, ast.Assign):
                     for t in stmt.targets:
                         if isinstance(t, ast.Name):
@@ -520,6 +528,25 @@ class SemanticModel:
                         if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
                                 and t.value.id == selfname):
                             info.setup_attrs.setdefault(t.attr, []).append(node.value)
+
+    def _is_static_field(self, call: ast.Call) -> bool:
+        """``flax.struct.field(pytree_node=False)``, ``eqx.field(static=True)``,
+        ``dataclasses.field(metadata={"static": True})``: a pytree's static metadata."""
+        q = self.qualname(call.func)
+        if q not in ("flax.struct.field", "equinox.field", "dataclasses.field", "chex.field"):
+            return False
+        for kw in call.keywords:
+            v = kw.value
+            if kw.arg == "pytree_node" and isinstance(v, ast.Constant) and v.value is False:
+                return True
+            if kw.arg == "static" and isinstance(v, ast.Constant) and v.value is True:
+                return True
+            if kw.arg == "metadata" and isinstance(v, ast.Dict):
+                for key, val in zip(v.keys, v.values):
+                    if isinstance(key, ast.Constant) and key.value in ("static", "pytree_node") and \
+                            isinstance(val, ast.Constant) and val.value is (key.value == "static"):
+                        return True
+        return False
 
     def class_method(self, info: ClassInfo, name: str, _seen=None) -> Optional[Function]:
         fn = info.methods.get(name)
@@ -1169,6 +1196,12 @@ class SemanticModel:
             return False
         if t is ast.Tuple or t is ast.List:
             changed = False
+            if mode == "elem" and k & CONTAINER and len(target.elts) == 2 and value is None \
+                    and not k & ARRAYISH:
+                # a (key, value) pair from d.items(): the key is static
+                a = self._assign(target.elts[0], 0, kinds, fn, None, "elem")
+                b = self._assign(target.elts[1], k & TRACED, kinds, fn, None, "elem")
+                return a or b
             if mode == "=" and isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
                     and not any(isinstance(e, ast.Starred) for e in value.elts):
                 for te, ve in zip(target.elts, value.elts):
@@ -1200,6 +1233,7 @@ class SemanticModel:
 
     def _iter_element_kind(self, it: ast.AST, fn: Function, k: int) -> int:
         """Kind of the loop variable of ``for x in <it>``."""
+        it = self._unwrap_iterable(it, fn)
         if isinstance(it, ast.Call):
             q = self.qualname(it.func, fn)
             if q == "range":
@@ -1212,11 +1246,23 @@ class SemanticModel:
             return k & TRACED
         return k & ~CONTAINER
 
+    def _unwrap_iterable(self, it: ast.AST, fn: Function) -> ast.AST:
+        """``sorted(d.items())``, ``list(...)``, ``tuple(...)``, ``reversed(...)`` iterate like their argument."""
+        while isinstance(it, ast.Call) and len(it.args) == 1 and \
+                self.qualname(it.func, fn) in ("sorted", "list", "tuple", "reversed"):
+            it = it.args[0]
+        return it
+
     def _iter_tuple_kinds(self, it: ast.AST, fn: Function, n: int) -> Optional[List[int]]:
+        it = self._unwrap_iterable(it, fn)
         if not isinstance(it, ast.Call):
             return None
         q = self.qualname(it.func, fn)
         if q == "enumerate" and it.args and n == 2:
+            inner = self._unwrap_iterable(it.args[0], fn)
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "items":
+                # enumerate(d.items()): (index, (key, value)) -- the pair is a container
+                return [0, CONTAINER | (self.kind(inner.func.value, fn) & TRACED)]
             return [0, self._iter_element_kind(it.args[0], fn, self.kind(it.args[0], fn))]
         if q == "zip" and len(it.args) == n and not any(isinstance(a, ast.Starred) for a in it.args):
             return [self._iter_element_kind(a, fn, self.kind(a, fn)) for a in it.args]
@@ -1244,7 +1290,8 @@ class SemanticModel:
         if t is ast.Constant:
             return 0
         if t is ast.Attribute:
-            if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES):
+            if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \
+                    or e.attr in self.static_fields:
                 return 0
             v = e.value
             if v.__class__ is ast.Name:

@@ -109,6 +109,10 @@ class PrintUnderTrace(Rule):
         m = ctx.model
         values = list(call.args) + [k.value for k in call.keywords if k.arg not in ("sep", "end", "file", "flush")]
         for a in values:
+            # print(str(x)) / print(repr(x)) shows the tracer just the same
+            while isinstance(a, ast.Call) and len(a.args) == 1 and not a.keywords and \
+                    m.qualname(a.func, fn) in ("str", "repr", "format"):
+                a = a.args[0]
             if isinstance(a, ast.JoinedStr):
                 for v in a.values:
                     if isinstance(v, ast.FormattedValue) and m.kind(v.value, fn) & TRACED:
@@ -202,6 +206,11 @@ def _template_piece(ctx: Context, a: ast.expr, args: List[str], kwargs: List[Tup
     src = ctx.source.segment
     if isinstance(a, ast.Starred):
         return None
+    if isinstance(a, ast.Call) and len(a.args) == 1 and not a.keywords \
+            and not isinstance(a.args[0], ast.Starred) and ctx.model.qualname(a.func) in ("str", "repr"):
+        # str(x) / repr(x) of a tracer: format the runtime value instead
+        conv = -1 if ctx.model.qualname(a.func) == "str" else ord("r")
+        return _field(a.args[0], conv, None, args, kwargs, src(a.args[0]))
     if isinstance(a, ast.Constant) and isinstance(a.value, str):
         return _escape(a.value)
     if isinstance(a, ast.JoinedStr):
