@@ -219,6 +219,18 @@ class CallIndex:
                         if f.attr not in attrs:
                             continue
                         b = self.lookup_attr(f, fn)
+                    elif f.__class__ is ast.Call and f.args:
+                        # jax.value_and_grad(loss_fn)(...): calls the jitted loss_fn too
+                        tr = K.transform_for(self.model.qualname(f.func, fn))
+                        inner = f.args[0]
+                        if tr is None or tr.kind == "body":
+                            continue
+                        if inner.__class__ is ast.Name and inner.id in names:
+                            b = self.lookup_name(inner.id, fn)
+                        elif inner.__class__ is ast.Attribute and inner.attr in attrs:
+                            b = self.lookup_attr(inner, fn)
+                        else:
+                            continue
                     else:
                         continue
                     if b is not None:
