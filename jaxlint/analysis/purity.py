@@ -1,0 +1,621 @@
+"""Facts shared by the purity rules (JAX102-JAX106): writes inside a traced
+function, whether a traced function is *staged* (its Python body runs once per
+trace rather than on every call), which object a method's ``self`` is, and
+whether a parameter receives an object owned by a caller outside the trace.
+
+Everything is derived from the :class:`~jaxlint.analysis.model.SemanticModel`
+and :mod:`jaxlint.analysis.bindings`; results are cached per model.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Tuple
+
+from . import knowledge as K
+from .bindings import (AMBIGUOUS_METHODS, LIST_METHODS, MUTATING_METHODS, BindingFacts, bindings_for,
+                       root_name)
+from .model import CONTAINER, NUMPY, TRACED, ClassInfo, Function, SemanticModel
+
+# transforms whose Python body runs on every call unless an enclosing function is staged
+EAGER_TRANSFORMS = frozenset({"jax.jvp", "jax.vjp", "jax.linearize"})
+# transforms that trace once on purpose to inspect a function (shapes, jaxprs)
+INSPECTING_TRANSFORMS = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
+
+# class decorators / bases that make instances immutable pytrees: ``self`` inside a
+# transformed method is a fresh, frozen copy
+FROZEN_CLASS_DECORATORS = frozenset({
+    "flax.struct.dataclass", "chex.dataclass", "jax.tree_util.register_pytree_node_class",
+    "jax.tree_util.register_dataclass", "jax.tree_util.register_static",
+})
+FROZEN_BASES = frozenset({"flax.struct.PyTreeNode", "equinox.Module", "typing.NamedTuple"})
+
+# methods that run while an object is being built: assigning attributes is their job
+CONSTRUCTION_METHODS = frozenset({"__init__", "__post_init__", "__new__", "__setstate__", "setup",
+                                  "__set_name__", "__init_subclass__"})
+
+CACHING_FILTERS = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
+# transforms whose traced function is only ever run inside a cached trace
+CACHED_TRACES = frozenset({"jax.checkpoint", "jax.remat", "jax.custom_jvp", "jax.custom_vjp", "jax.shard_map",
+                           "flax.nnx.scan", "flax.nnx.remat", "flax.linen.jit", "flax.linen.remat",
+                           "flax.linen.checkpoint"})
+
+# ``f.defvjp(fwd, bwd)``: registering custom-derivative rules traces them with ``f``
+RULE_DEFINERS = frozenset({"defvjp", "defjvp", "defjvps"})
+
+# methods whose arguments are stored into the receiver
+STORING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft", "setdefault",
+                             "update", "add"})
+
+
+class Write:
+    """A statement or call inside a function that stores into, mutates or
+    rebinds something."""
+
+    __slots__ = ("node", "kind", "target", "root", "method", "values")
+
+    def __init__(self, node: ast.AST, kind: str, target: ast.expr, root: ast.Name,
+                 method: Optional[str], values: List[ast.expr]):
+        self.node = node        # where to report: the statement or the call
+        self.kind = kind        # name | item | attr | call | del
+        self.target = target    # the Name/Subscript/Attribute written, or the receiver of a call
+        self.root = root        # the Name at the root of ``target``
+        self.method = method    # the mutating method (kind == "call")
+        self.values = values    # the expressions stored
+
+    @property
+    def direct(self) -> bool:
+        """``a[k]``, ``a.x``, ``a.append(...)``: the write touches the root object itself."""
+        t = self.target
+        if t is self.root:
+            return True
+        return getattr(t, "value", None) is self.root
+
+    def describe(self) -> str:
+        """A short spelling for messages: ``log.append(...)``, ``self.mean = ...``."""
+        text = ast.unparse(self.target)
+        if len(text) > 40:
+            text = text[:37] + "..."
+        if self.kind == "call":
+            return f"{text}.{self.method}(...)"
+        if self.kind == "del":
+            return f"del {text}"
+        if isinstance(self.node, ast.AugAssign):
+            op = _AUG_TEXT.get(self.node.op.__class__, "=")
+            return f"{text} {op} ..."
+        return f"{text} = ..."
+
+
+_AUG_TEXT = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=", ast.FloorDiv: "//=",
+             ast.Mod: "%=", ast.MatMult: "@=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.BitXor: "^=",
+             ast.LShift: "<<=", ast.RShift: ">>="}
+
+
+def _caching(tr: Optional[K.Transform]) -> bool:
+    """Does the transform cache its trace on the function object?"""
+    return tr is not None and (tr.kind in ("jit", "pmap", "body") or tr.name in CACHING_FILTERS)
+
+
+class PurityFacts:
+    def __init__(self, model: SemanticModel):
+        self.model = model
+        self.bindings: BindingFacts = bindings_for(model)
+        self._writes: Dict[int, List[Write]] = {}
+        self._staged: Dict[int, bool] = {}
+        self._cached: Dict[int, bool] = {}
+        self._sites: Optional[Dict[int, Function]] = None
+        self._external: Dict[Tuple[int, str], bool] = {}
+        self._setup_like: Dict[int, bool] = {}
+        self._nnx: Dict[int, bool] = {}
+        self._uses: Dict[Tuple[int, int], Tuple[List[int], List[int], bool]] = {}
+
+    # ------------------------------------------------------------ writes
+    def writes(self, fn: Function) -> List[Write]:
+        """Stores, deletions and mutating method calls written in ``fn``'s own body."""
+        out = self._writes.get(id(fn))
+        if out is not None:
+            return out
+        out = []
+        for call in fn.of_type(ast.Call):
+            f = call.func
+            if f.__class__ is ast.Attribute and f.attr in MUTATING_METHODS:
+                r = root_name(f.value)
+                if r is not None:
+                    vals = list(call.args) + [k.value for k in call.keywords]
+                    out.append(Write(call, "call", f.value, r, f.attr, vals))
+        for node in fn.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete):
+            t = node.__class__
+            if t is ast.Delete:
+                for tg in node.targets:
+                    self._add_targets(out, node, tg, None, "del")
+            elif t is ast.Assign:
+                for tg in node.targets:
+                    self._add_targets(out, node, tg, node.value, "=")
+            elif t is ast.AugAssign:
+                self._add_targets(out, node, node.target, node.value, "aug")
+            elif node.value is not None:
+                self._add_targets(out, node, node.target, node.value, "=")
+        out.sort(key=lambda w: (w.node.lineno, w.node.col_offset))
+        self._writes[id(fn)] = out
+        return out
+
+    def _add_targets(self, out: List[Write], stmt: ast.AST, target: ast.expr, value: Optional[ast.expr],
+                     mode: str) -> None:
+        t = target.__class__
+        if t is ast.Tuple or t is ast.List:
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+                    and not any(isinstance(e, ast.Starred) for e in value.elts):
+                for te, ve in zip(target.elts, value.elts):
+                    self._add_targets(out, stmt, te, ve, mode)
+            else:
+                for te in target.elts:
+                    self._add_targets(out, stmt, te, value, mode)
+            return
+        if t is ast.Starred:
+            self._add_targets(out, stmt, target.value, value, mode)
+            return
+        if t is ast.Name:
+            kind = "del" if mode == "del" else "name"
+            root = target
+        elif t is ast.Subscript or t is ast.Attribute:
+            root = root_name(target)
+            if root is None:
+                return
+            kind = "del" if mode == "del" else ("item" if t is ast.Subscript else "attr")
+        else:
+            return
+        values: List[ast.expr] = []
+        if value is not None:
+            values.append(value)
+        if mode == "aug" and t is not ast.Name:
+            values.append(target)
+        out.append(Write(stmt, kind, target, root, None, values))
+
+    # ------------------------------------------------------------ staging
+    def staged(self, fn: Function) -> bool:
+        """Does ``fn``'s Python body run once per trace (under ``jit``, a
+        ``lax`` body, ``vmap``, a Flax module...) rather than on every call?
+        ``grad``/``jvp``/``vjp`` alone run it eagerly each call; ``eval_shape``
+        and ``make_jaxpr`` trace once on purpose; both count only when applied
+        inside a staged function."""
+        return self._once(fn, self._staged, cached=False)
+
+    def cached(self, fn: Function) -> bool:
+        """Is the trace of ``fn`` reused by later calls, so that values it read
+        while tracing are baked in?  ``jit``/``pmap``, ``lax`` control flow and
+        Flax module methods (applied under ``jit``) cache; ``vmap`` and ``grad``
+        retrace on every call unless applied inside a cached function."""
+        return self._once(fn, self._cached, cached=True)
+
+    def _once(self, fn: Function, memo: Dict[int, bool], cached: bool) -> bool:
+        key = id(fn)
+        v = memo.get(key)
+        if v is not None:
+            return v
+        memo[key] = False   # recursion guard
+        result = False
+        for ctx in fn.contexts:
+            t = ctx.transform
+            if t == "call":
+                if ctx.caller is not None and self._once(ctx.caller, memo, cached):
+                    result = True
+                    break
+                continue
+            tr = K.TRANSFORMS.get(t)
+            eager = t in EAGER_TRANSFORMS or t in INSPECTING_TRANSFORMS or (tr is not None and tr.kind == "grad")
+            if cached and tr is not None and not _caching(tr) and t not in CACHED_TRACES:
+                eager = True
+            if not eager:
+                result = True
+                break
+            s = self._site_scope(ctx.node)
+            while s is not None and not s.is_module:
+                if s.contexts and self._once(s, memo, cached):
+                    result = True
+                    break
+                s = s.parent
+            if result:
+                break
+        memo[key] = result
+        return result
+
+    def in_traced(self, s: Optional[Function]) -> bool:
+        """Is ``s`` (or a function around it) a traced context?"""
+        while s is not None and not s.is_module:
+            if s.contexts:
+                return True
+            s = s.parent
+        return False
+
+    def _site_scope(self, node: ast.AST) -> Optional[Function]:
+        if self._sites is None:
+            self._sites = {id(site.node): site.scope for site in self.model.transform_sites}
+        return self._sites.get(id(node))
+
+    @staticmethod
+    def iterative(fn: Function) -> bool:
+        """Is ``fn`` a ``lax`` loop/branch body or a ``vmap``ped function: traced once
+        but standing for many iterations, branches or batch elements?"""
+        for c in fn.contexts:
+            tr = K.TRANSFORMS.get(c.transform)
+            if tr is not None and tr.kind in ("body", "vmap"):
+                return True
+        return False
+
+    @staticmethod
+    def own_transform(fn: Function) -> bool:
+        """Is ``fn`` traced by a transform of its own (new tracers), not only called?"""
+        return any(c.transform != "call" for c in fn.contexts)
+
+    # ------------------------------------------------------------ classes
+    @staticmethod
+    def method_owner(fn: Function) -> Optional[Function]:
+        """The method whose ``self`` code in ``fn`` sees (``fn`` or an enclosing method)."""
+        s = fn
+        while s is not None and not s.is_module:
+            if s.cls is not None and not s.is_lambda:
+                return s if s.is_method else None
+            s = s.parent
+        return None
+
+    def self_root(self, fn: Function, root: ast.Name) -> Optional[Function]:
+        """The method when ``root`` is its ``self`` as seen from ``fn``."""
+        owner = self.method_owner(fn)
+        if owner is None or owner.self_name != root.id:
+            return None
+        if self.bindings.resolve(root.id, fn) is not owner:
+            return None
+        if self._is_classmethod(owner):
+            return None
+        return owner
+
+    def _is_classmethod(self, fn: Function) -> bool:
+        return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in fn.decorators)
+
+    def class_root(self, fn: Function, root: ast.Name) -> Optional[ClassInfo]:
+        """The class when ``root`` names a class of this module or is a classmethod's ``cls``."""
+        owner = self.method_owner(fn)
+        if owner is not None and owner.params and root.id == owner.params[0] and self._is_classmethod(owner) \
+                and self.bindings.resolve(root.id, fn) is owner:
+            return owner.cls
+        scope = self.bindings.resolve(root.id, fn)
+        if scope is not None and scope.is_module:
+            bs = self.bindings.module.get(root.id)
+            if bs and all(b.kind == "class" for b in bs):
+                return self.model.classes.get(root.id)
+        return None
+
+    def frozen_class(self, info: Optional[ClassInfo]) -> bool:
+        """NNX modules (mutations are propagated by ``nnx.jit``), Equinox modules and
+        registered pytree dataclasses (frozen; ``self`` is a fresh copy)."""
+        if info is None:
+            return False
+        if info.module_kind in ("nnx", "equinox"):
+            return True
+        m = self.model
+        for d in info.node.decorator_list:
+            q = m.qualname(d.func if isinstance(d, ast.Call) else d, info.scope)
+            if q in FROZEN_CLASS_DECORATORS:
+                return True
+        return any(b in FROZEN_BASES for b in info.bases)
+
+    def variable_write(self, info: Optional[ClassInfo], target: ast.expr) -> bool:
+        """``self.<var>.value = ...``: updating a Flax (linen or NNX) variable, the
+        framework's own way to keep state across calls."""
+        if info is None or not isinstance(target, ast.Attribute) or target.attr != "value":
+            return False
+        if info.module_kind in ("linen", "nnx"):
+            return True
+        holder = target.value
+        if isinstance(holder, ast.Attribute):
+            for v in info.setup_attrs.get(holder.attr, ()):
+                if isinstance(v, ast.Call):
+                    q = self.model.qualname(v.func, info.scope) or ""
+                    named = isinstance(v.func, ast.Attribute) and v.func.attr in ("variable", "param")
+                    if named or q.startswith(("flax.", "jax.")):
+                        return True
+        return False
+
+    def setup_like(self, method: Function) -> bool:
+        """A construction method (``__init__``, Flax ``setup``...) or a method only
+        called from one: assigning ``self.<attr>`` there is how objects are built."""
+        key = id(method)
+        v = self._setup_like.get(key)
+        if v is not None:
+            return v
+        self._setup_like[key] = False
+        if method.name in CONSTRUCTION_METHODS:
+            result = True
+        else:
+            callers = [c for c in method.contexts if c.transform == "call"]
+            result = bool(callers) and len(callers) == len(method.contexts) and all(
+                c.caller is not None and (o := self.method_owner(c.caller)) is not None and self.setup_like(o)
+                for c in callers)
+        self._setup_like[key] = result
+        return result
+
+    def nnx_rooted(self, fn: Function) -> bool:
+        """Traced by a Flax NNX transform or module (which propagate object mutations)."""
+        key = id(fn)
+        v = self._nnx.get(key)
+        if v is not None:
+            return v
+        self._nnx[key] = False
+        result = False
+        for c in fn.contexts:
+            if c.transform.startswith("flax.nnx.") or c.transform == "nnx.Module":
+                result = True
+                break
+            if c.transform == "call" and c.caller is not None and self.nnx_rooted(c.caller):
+                result = True
+                break
+        self._nnx[key] = result
+        return result
+
+    # ------------------------------------------------------------ closures
+    @staticmethod
+    def top_function(fn: Function, scope: Function) -> Optional[Function]:
+        """The function defined directly in ``scope`` that contains ``fn`` (or is it)."""
+        a = fn
+        while a.parent is not None and a.parent is not scope:
+            a = a.parent
+        return a if a.parent is scope else None
+
+    def closure_uses(self, scope: Function, fn: Function) -> Tuple[List[int], List[int], bool]:
+        """Where ``scope``'s own code uses the function ``fn`` defined in it.
+
+        Returns ``(uses, cached, escapes)``: the lines of every call or transform
+        application of ``fn`` (directly or through an alias such as
+        ``step = jax.jit(fn)``); the lines of those that reuse a cached trace
+        (calls of a jitted ``fn``, applications of ``jit``/``pmap``/``lax``
+        control flow, which cache on the function object, unlike ``vmap`` and
+        ``grad``); and whether ``fn`` escapes (returned, yielded, stored, or
+        handed to other code)."""
+        key = (id(scope), id(fn))
+        v = self._uses.get(key)
+        if v is not None:
+            return v
+        m = self.model
+        names: Dict[str, bool] = {}     # alias -> calls reuse a cached trace
+        lam = fn.node if fn.is_lambda else None
+        if lam is None:
+            names[fn.name] = any(_caching(K.TRANSFORMS.get(c.transform)) and
+                                 any(c.node is d for d in fn.decorators) for c in fn.contexts)
+
+        def wrapper(e: ast.AST) -> Optional[bool]:
+            """None when ``e`` does not evaluate to ``fn`` or a wrapper of it
+            (``jax.jit(fn)``, ``partial(fn, ...)``, a tuple holding it); else
+            whether calling it reuses a cached trace."""
+            t = e.__class__
+            if t is ast.Name:
+                return names.get(e.id)
+            if e is lam:
+                return False
+            if t is ast.Tuple or t is ast.List or t is ast.Set or t is ast.Dict:
+                elts = e.elts if t is not ast.Dict else [x for x in e.values if x is not None]
+                found = [w for w in map(wrapper, elts) if w is not None]
+                return any(found) if found else None
+            if t is ast.Starred:
+                return wrapper(e.value)
+            if t is ast.Call and e.func.__class__ in (ast.Name, ast.Attribute):
+                q = m.qualname(e.func, scope)
+                tr = K.transform_for(q)
+                if (tr is not None and tr.kind != "body") or q in K.PARTIAL:
+                    found = [w for w in map(wrapper, list(e.args) + [k.value for k in e.keywords])
+                             if w is not None]
+                    if found:
+                        return _caching(tr) or any(found)
+            return None
+
+        escapes = False
+        for _ in range(2):
+            for node in scope.of_type(ast.Assign, ast.AnnAssign, ast.NamedExpr):
+                if node.value is None:
+                    continue
+                w = wrapper(node.value)
+                if w is None:
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        names[t.id] = names.get(t.id, False) or w
+                    else:
+                        escapes = True
+        for node in scope.of_type(ast.Return, ast.Yield, ast.YieldFrom):
+            if node.value is not None and wrapper(node.value) is not None:
+                escapes = True
+        uses: List[int] = []
+        cached: List[int] = []
+        for call in scope.of_type(ast.Call):
+            f = call.func
+            if f.__class__ is ast.Name and f.id in names:
+                uses.append(call.lineno)
+                if names[f.id]:
+                    cached.append(call.lineno)
+                continue
+            args = list(call.args) + [k.value for k in call.keywords]
+            if not any(wrapper(a) is not None for a in args):
+                continue
+            q = m.qualname(f, scope) if f.__class__ in (ast.Name, ast.Attribute) else None
+            if q in K.PARTIAL:
+                continue   # only binds arguments
+            tr = K.transform_for(q)
+            if tr is not None or q in K.HIGHER_ORDER or \
+                    (f.__class__ is ast.Attribute and f.attr in RULE_DEFINERS):
+                uses.append(call.lineno)
+                if _caching(tr):
+                    cached.append(call.lineno)
+            else:
+                escapes = True
+        if lam is not None:
+            uses.append(lam.lineno)
+        v = (sorted(uses), sorted(cached), escapes)
+        self._uses[key] = v
+        return v
+
+    def reused(self, scope: Function, fn: Function) -> bool:
+        """Is ``fn`` (defined in function ``scope``) run again and again: used in a
+        loop of ``scope`` that does not also re-create it, or escaping ``scope``?"""
+        uses, _cached, escapes = self.closure_uses(scope, fn)
+        if escapes:
+            return True
+        d = fn.node
+        for lp in self.bindings.scope(scope).loops:
+            lo, hi = lp.lineno, lp.end_lineno or lp.lineno
+            if lo <= d.lineno <= hi:
+                continue
+            if any(lo <= u <= hi for u in uses):
+                return True
+        return False
+
+    def stale_after(self, scope: Function, fn: Function, line: int, loops: Tuple) -> bool:
+        """Can a change at ``line`` of ``scope`` (a function), inside ``loops``, come
+        after ``fn`` (defined in ``scope``) was traced and before that trace is
+        reused?  JAX caches the trace of a jitted function and of a ``lax``
+        loop/branch body on the function object, so a later call or
+        ``lax.scan(fn, ...)`` keeps the old value; ``vmap`` and ``grad``
+        retrace every time."""
+        d = fn.node
+        if any(lp.lineno <= d.lineno <= (lp.end_lineno or lp.lineno) for lp in loops):
+            return False
+        _uses, cached, escapes = self.closure_uses(scope, fn)
+        if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops for u in cached):
+            return True
+        before = any(u < line for u in cached)
+        return before and (escapes or any(u > line for u in cached))
+
+    # --------------------------------------------------------- parameters
+    def external_param(self, fn: Function, p: str, _depth: int = 0) -> bool:
+        """Does parameter ``p`` of traced ``fn`` hold an object owned by code
+        outside the trace?  True when a transform (``jit``, ``vmap``, ``grad``, a
+        Flax module method...) hands the caller's argument to ``fn`` (``lax``
+        bodies and custom-derivative rules receive fresh values), or when a
+        traced call site passes such a parameter of its own function into ``p``.
+        A parameter ``fn`` rebinds is not followed (it may be a copy)."""
+        key = (id(fn), p)
+        v = self._external.get(key)
+        if v is not None:
+            return v
+        self._external[key] = False
+        result = False
+        if p in fn.param_nodes and p != fn.vararg and p != fn.kwarg \
+                and p not in self.bindings.locally_stored(fn) and _depth < 12:
+            m = self.model
+            for ctx in fn.contexts:
+                t = ctx.transform
+                if t != "call":
+                    tr = K.TRANSFORMS.get(t)
+                    if (tr is not None and tr.kind == "body") or t == "jax.custom_vjp":
+                        continue
+                    result = True
+                    break
+                caller, call = ctx.caller, ctx.node
+                if caller is None or not isinstance(call, ast.Call):
+                    continue
+                if isinstance(call.func, (ast.Name, ast.Attribute)) and m.qualname(call.func, caller) in K.HIGHER_ORDER:
+                    continue
+                target = m.resolve_callable(call.func, caller)
+                if target is None or target.function is not fn:
+                    continue
+                pairs, _ = m.bind_arguments(target, call)
+                for q, a in pairs:
+                    if q != p:
+                        continue
+                    r = _container_root(a)
+                    if r is not None and self.bindings.resolve(r.id, caller) is caller \
+                            and self.external_param(caller, r.id, _depth + 1):
+                        result = True
+                        break
+                if result:
+                    break
+        self._external[key] = result
+        return result
+
+    @staticmethod
+    def returns_name(fn: Function, name: str) -> bool:
+        """Does ``fn`` return ``name`` (alone or inside a tuple/list/dict display)?"""
+        for r in fn.of_type(ast.Return):
+            v = r.value
+            if v is None:
+                continue
+            stack = [v]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, ast.Name) and e.id == name:
+                    return True
+                if isinstance(e, (ast.Tuple, ast.List)):
+                    stack.extend(e.elts)
+                elif isinstance(e, ast.Dict):
+                    stack.extend(x for x in e.values if x is not None)
+                elif isinstance(e, ast.Starred):
+                    stack.append(e.value)
+        if fn.is_lambda:
+            body = fn.node.body
+            return isinstance(body, ast.Name) and body.id == name
+        return False
+
+    def container_param(self, fn: Function, p: str) -> bool:
+        """Evidence that parameter ``p`` is a Python dict/list/set (not an array,
+        not an object whose ``update`` method is functional): an annotation, a
+        string key, ``.items()``/``.keys()``/``.values()``, a list-only method, or
+        a container passed in by a traced call site."""
+        m = self.model
+        a = fn.param_nodes.get(p)
+        if a is not None and a.annotation is not None:
+            ann = a.annotation
+            aq = m.qualname(ann.value if isinstance(ann, ast.Subscript) else ann, fn.parent)
+            if aq in K.CONTAINER_ANNOTATIONS:
+                return True
+        if fn.param_kinds.get(p, 0) & CONTAINER and not fn.param_kinds.get(p, 0) & NUMPY:
+            return True
+        for call in fn.of_type(ast.Call):
+            f = call.func
+            if f.__class__ is ast.Attribute and f.value.__class__ is ast.Name and f.value.id == p:
+                if f.attr in LIST_METHODS or f.attr in ("items", "keys", "values"):
+                    return True
+                if f.attr == "get" and call.args:
+                    return True
+        for sub in fn.of_type(ast.Subscript):
+            if sub.value.__class__ is ast.Name and sub.value.id == p:
+                sl = sub.slice
+                if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+                    return True
+        return False
+
+
+def _container_root(e: ast.AST) -> Optional[ast.Name]:
+    """``p`` for ``p`` or ``p["key"]...``: an argument that is (part of) a parameter."""
+    while isinstance(e, ast.Subscript):
+        sl = e.slice
+        if not (isinstance(sl, ast.Constant) and isinstance(sl.value, str)):
+            return None
+        e = e.value
+    return e if isinstance(e, ast.Name) else None
+
+
+def value_traced(model: SemanticModel, fn: Function, values: List[ast.expr]) -> Optional[ast.expr]:
+    """The first traced expression among ``values`` (a traced culprit), else None."""
+    for v in values:
+        if model.kind(v, fn) & TRACED:
+            return model.traced_culprit(v, fn) or v
+    return None
+
+
+def depends_on_locals(model: SemanticModel, fn: Function, values: List[ast.expr]) -> bool:
+    """Does a traced value among ``values`` read a traced local or parameter of
+    ``fn`` itself (as opposed to only values closed over from an outer trace)?"""
+    for v in values:
+        for n in ast.walk(v):
+            if n.__class__ is ast.Name and n.id in fn.locals and model.kind(n, fn) & TRACED:
+                return True
+    return False
+
+
+def purity_for(model: SemanticModel) -> PurityFacts:
+    facts = model.cache.get("purity")
+    if facts is None:
+        facts = model.cache["purity"] = PurityFacts(model)
+    return facts
+
+
+__all__ = ["Write", "PurityFacts", "purity_for", "value_traced", "depends_on_locals",
+           "AMBIGUOUS_METHODS", "LIST_METHODS", "MUTATING_METHODS", "STORING_METHODS"]

@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ..analysis import Function
+from ..analysis.bindings import LIST_METHODS
+from ..analysis.purity import STORING_METHODS, PurityFacts, Write, purity_for, value_traced
+from .base import Context, Finding, Rule, register, traced_functions
+
+
+@register
+class GlobalWriteUnderTrace(Rule):
+    """
+    ## What it does
+    Flags side effects on state outside the function inside a staged traced
+    context (`jax.jit`, a `lax.scan`/`fori_loop`/`while_loop`/`cond` body,
+    `vmap`, a Flax module method, or a helper called from one): rebinding a
+    `global` or `nonlocal` name (`counter += 1`), and mutating a module-level
+    or enclosing-scope list/dict/set (`log.append(...)`, `cache[k] = v`,
+    `seen.add(...)`, `del registry[k]`).
+
+    Writes that store a *traced* value are reported as JAX106 (`tracer-leak`)
+    instead. Containers created inside the same trace (a list built up in the
+    jitted function itself, or in the jitted function around a scan body) are
+    fine and not flagged.
+
+    ## Why is this bad?
+    In PyTorch the body of your training step runs on every call, so
+    `calls += 1` or `history.append(...)` happens every step. Under
+    `jax.jit` the Python body runs only while JAX traces it; later calls replay
+    the compiled program and skip every Python side effect. A counter bumped
+    inside a `lax.scan` body increments once per trace, not once per
+    iteration; a log appended inside a jitted function grows once, then never
+    again (or again only when a new input shape forces a retrace).
+
+    ## Example
+    ```python
+    n_evals = 0
+
+    def rhs(y, t):
+        global n_evals
+        n_evals += 1
+        return -y * t, y
+
+    ys = lax.scan(rhs, y0, ts)
+    ```
+
+    ## Use instead
+    ```python
+    def rhs(carry, t):
+        y, n_evals = carry
+        return (-y * t, n_evals + 1), y
+
+    (y, n_evals), ys = lax.scan(rhs, (y0, 0), ts)
+    ```
+    Thread state through arguments and return values, or use
+    `jax.debug.callback` for a side effect that must run on every call.
+
+    ## Fix safety
+    No automatic fix: moving the state into the function's inputs and outputs
+    changes its signature and every caller.
+    """
+
+    code = "JAX102"
+    symbol = "global-write-under-trace"
+    summary = "rebinding a global or mutating an outer container inside a traced function runs only at trace time"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        facts: Optional[PurityFacts] = None
+        for fn in traced_functions(ctx):
+            if facts is None:
+                facts = purity_for(m)
+            writes = facts.writes(fn)
+            if not writes or not facts.staged(fn):
+                continue
+            b = facts.bindings
+            g, n = b.declarations(fn)
+            for w in writes:
+                what = self._outer_write(facts, fn, w, g, n)
+                if what is None:
+                    continue
+                msg = (f"`{w.describe()}` {what} inside {fn.trace_description()}; it runs once at trace time, "
+                       f"not on every call — thread the state through arguments and return values")
+                yield ctx.finding(self, w.node, msg, confidence=fn.confidence)
+
+    @staticmethod
+    def _outer_write(facts: PurityFacts, fn: Function, w: Write, g, n) -> Optional[str]:
+        """How ``w`` changes state outside the trace, or None."""
+        b = facts.bindings
+        m = facts.model
+        root = w.root
+        if w.kind in ("name", "del") and w.target is root:
+            if root.id in g:
+                where = "rebinds global"
+            elif root.id in n:
+                scope = b.resolve(root.id, fn)
+                if scope is None or not _outlives(facts, fn, scope):
+                    return None
+                where = "rebinds nonlocal"
+            else:
+                return None
+            if value_traced(m, fn, w.values) is not None:
+                return None   # JAX106
+            return f"{where} `{root.id}`"
+        info = facts.class_root(fn, root)
+        if info is not None and w.target is not root:
+            # ``Model.calls += 1``: class attributes are module-level state too
+            if facts.frozen_class(info) or (w.kind == "call" and w.method not in LIST_METHODS):
+                return None
+            if w.kind in ("attr", "item") and value_traced(m, fn, w.values[:1]) is not None:
+                return None   # JAX106
+            if w.kind == "call" and w.method in STORING_METHODS and value_traced(m, fn, w.values) is not None:
+                return None   # JAX106
+            return f"mutates class attribute `{ast.unparse(w.target)}`"
+        if w.kind not in ("call", "item", "del"):
+            return None
+        scope = b.resolve(root.id, fn)
+        if scope is None or scope is fn:
+            return None
+        if scope.is_module:
+            if not b.module.is_variable(root.id):
+                return None
+            owner = "module-level"
+        else:
+            if not (b.scope(scope).is_variable(root.id) or root.id in scope.param_nodes):
+                return None
+            if facts.self_root(fn, root) is not None or root.id == scope.self_name:
+                return None   # attributes of an object: JAX105/JAX106
+            if not _outlives(facts, fn, scope):
+                return None
+            owner = "enclosing-scope"
+        if w.kind == "call":
+            if w.method == "setdefault" or (w.method == "update" and _memo(fn, root.id)):
+                return None   # memoization: filling a cache once is the point
+            if w.method in LIST_METHODS:
+                pass
+            elif not (w.direct and b.container_bound(scope, root.id)):
+                return None
+            if w.method in STORING_METHODS and value_traced(m, fn, w.values) is not None:
+                return None   # JAX106
+            return f"mutates {owner} `{root.id}`"
+        # item store / deletion: the root must be a container (or a NumPy array)
+        if not _subscript_chain(w.target):
+            return None
+        if not (b.container_bound(scope, root.id) or b.numpy_bound(scope, root.id)):
+            return None
+        if w.kind == "item" and value_traced(m, fn, w.values[:1]) is not None:
+            return None   # JAX106
+        if w.kind == "item" and not isinstance(w.node, ast.AugAssign) and _memo(fn, root.id):
+            return None   # memoization: ``if key not in CACHE: CACHE[key] = ...``
+        return f"mutates {owner} `{root.id}`"
+
+
+def _memo(fn: Function, name: str) -> bool:
+    """Is ``name`` used as a memo cache in ``fn``: a membership test
+    (``key in name``) or a lookup with ``name.get(key)``?"""
+    for call in fn.of_type(ast.Call):
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Name) \
+                and f.value.id == name:
+            return True
+    for node in fn.of_type(ast.If, ast.IfExp, ast.While, ast.Assert, ast.BoolOp, ast.UnaryOp):
+        test = getattr(node, "test", node)
+        for c in ast.walk(test):
+            if isinstance(c, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in c.ops) \
+                    and any(isinstance(x, ast.Name) and x.id == name for x in c.comparators):
+                return True
+    return False
+
+
+def _outlives(facts: PurityFacts, fn: Function, scope: Function) -> bool:
+    """Does a side effect of ``fn`` on state of the enclosing function ``scope``
+    go wrong?  Always for a loop body or a ``vmap``ped function (it runs once
+    per trace, not per iteration or element); for other traced functions only
+    when ``scope`` runs eagerly and keeps using the traced function (a loop, or
+    it escapes): inside one trace, or for a single use, the effect happens once
+    per call either way."""
+    if facts.iterative(fn):
+        return True
+    if facts.in_traced(scope):
+        return False
+    top = facts.top_function(fn, scope)
+    return top is not None and facts.reused(scope, top)
+
+
+def _subscript_chain(e: ast.AST) -> bool:
+    """``a[k]``, ``a[k][j]``: subscripts all the way down to the root name."""
+    if not isinstance(e, ast.Subscript):
+        return False
+    while isinstance(e, ast.Subscript):
+        e = e.value
+    return isinstance(e, ast.Name)

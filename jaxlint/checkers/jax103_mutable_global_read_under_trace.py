@@ -1,0 +1,236 @@
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Iterator, Optional, Set, Tuple
+
+from ..analysis import Function
+from ..analysis.bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname
+from ..analysis.purity import PurityFacts, purity_for
+from .base import Context, Finding, Rule, register, traced_functions
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@register
+class MutableGlobalReadUnderTrace(Rule):
+    """
+    ## What it does
+    Flags a staged traced context (`jax.jit`, a `lax` loop body, `vmap`, a
+    Flax module method, or a helper called from one) that reads a
+    module-level or closed-over name whose value can change after tracing:
+
+    - a name rebound elsewhere: by a function with a `global` (or `nonlocal`)
+      statement, by a later top-level assignment, or in a loop after the
+      traced function was defined;
+    - a list/dict/set (or an object's attribute) that other code mutates,
+      such as a `CONFIG` dict changed by `set_temperature()`;
+    - command-line flag values (`FLAGS.batch_size`, absl flag holders, an
+      argparse namespace held in a global).
+
+    Names bound once and never changed — including `jnp` arrays built at
+    import time, upper-case constants, optimizers and models — are not
+    flagged.
+
+    ## Why is this bad?
+    In PyTorch, `w - learning_rate * g` reads the current `learning_rate`
+    on every step. A `jax.jit` function reads globals only while it is
+    traced: their values are baked into the compiled program as constants.
+    When the global later changes (`decay_learning_rate()`), the jitted
+    function keeps using the old value, silently, until something else
+    forces a retrace.
+
+    ## Example
+    ```python
+    learning_rate = 0.1
+
+    @jax.jit
+    def sgd_step(w, g):
+        return w - learning_rate * g
+
+    def decay():
+        global learning_rate
+        learning_rate *= 0.5
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def sgd_step(w, g, learning_rate):
+        return w - learning_rate * g
+    ```
+    Pass values that change as arguments (traced, so no recompilation), or
+    mark genuinely static configuration with `static_argnames` so a change
+    triggers a recompile.
+
+    ## Fix safety
+    No automatic fix: adding a parameter changes the function's signature
+    and every call site.
+    """
+
+    code = "JAX103"
+    symbol = "mutable-global-read-under-trace"
+    summary = "a traced function reads a global or closed-over value that changes later; the traced value is stale"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        facts: Optional[PurityFacts] = None
+        variables: Optional[Set[str]] = None
+        cache: Dict[Tuple[int, str, int], Optional[str]] = {}
+        possible: Dict[Tuple[int, str], bool] = {}
+        text = ctx.source.text
+        for fn in traced_functions(ctx):
+            if facts is None:
+                facts = purity_for(m)
+                variables = facts.bindings.outer_variables() | {"FLAGS"}
+            if not facts.cached(fn):
+                continue
+            b = facts.bindings
+            g, n = b.declarations(fn)
+            # the identifiers written in the function, before any tree walk
+            if fn.is_module:
+                continue
+            start, end = ctx.source.node_span(fn.node)
+            mentioned = variables.intersection(_IDENT.findall(text, start, end))
+            flags = "FLAGS" in mentioned
+            reasons: Dict[str, Tuple[Function, str]] = {}
+            for name in mentioned:
+                if name in fn.locals and name not in g and name not in n:
+                    continue
+                scope = b.resolve(name, fn)
+                if scope is None or scope is fn:
+                    continue
+                if not scope.is_module and facts.in_traced(scope):
+                    continue   # a value of the same trace
+                if (name in g or name in n) and name in b.locally_stored(fn):
+                    continue   # the function rebinds it itself: JAX102
+                pkey = (id(scope), name)
+                maybe = possible.get(pkey)
+                if maybe is None:
+                    maybe = possible[pkey] = self._may_change(b, scope, name)
+                if not maybe:
+                    continue
+                key = (id(scope), name, id(fn))
+                if key not in cache:
+                    cache[key] = self._changes(facts, fn, scope, name)
+                if cache[key] is not None:
+                    reasons[name] = (scope, cache[key])
+            if not reasons and not flags:
+                continue
+            write_roots = {id(w.root) for w in facts.writes(fn)}
+            for node in fn.walk():
+                t = node.__class__
+                if t is ast.Attribute:
+                    v = node.value
+                    if flags and v.__class__ is ast.Attribute and v.attr == "FLAGS" \
+                            and isinstance(node.ctx, ast.Load) and is_flags_qualname(m.qualname(v, fn)):
+                        flags = False
+                        msg = (f"`{ast.unparse(node)}` is a command-line flag read inside {fn.trace_description()}; "
+                               f"its value at trace time is baked in — pass it as an argument")
+                        yield ctx.finding(self, node, msg, confidence=fn.confidence)
+                    continue
+                if t is not ast.Name or node.ctx.__class__ is not ast.Load:
+                    continue
+                found = reasons.pop(node.id, None)
+                if found is None:
+                    continue
+                if id(node) in write_roots:
+                    reasons[node.id] = found   # the receiver of a write, not a read
+                    continue
+                scope, why = found
+                where = "module-level" if scope.is_module else "closed-over"
+                msg = (f"{where} `{node.id}` is read inside {fn.trace_description()} but {why}; the value at trace "
+                       f"time is baked in and later changes are ignored — pass it as an argument")
+                yield ctx.finding(self, node, msg, confidence=fn.confidence)
+
+    @staticmethod
+    def _may_change(b, scope: Function, name: str) -> bool:
+        """A cheap necessary condition for :meth:`_changes`."""
+        bs = [x for x in b.scope(scope).get(name) if x.kind in VARIABLE_KINDS]
+        if not bs:
+            if scope.is_module:
+                return not b.scope(scope).get(name) and bool(b.writers_of(scope, name))
+            return name in scope.param_nodes and bool(b.writers_of(scope, name))
+        if len(bs) > 1 or bs[0].loops or (not scope.is_module and name in scope.param_nodes):
+            return True
+        return bool(b.writers_of(scope, name)) or b.flag_kind(scope, name) is not None
+
+    @staticmethod
+    def _changes(facts: PurityFacts, reader: Function, scope: Function, name: str) -> Optional[str]:
+        """Why ``name`` (bound in ``scope``) can change after ``reader`` is traced, or None."""
+        b = facts.bindings
+        sb = b.scope(scope)
+        if not (sb.is_variable(name) or (not scope.is_module and name in scope.param_nodes)
+                or (scope.is_module and name in b.global_names() and not sb.get(name))):
+            return None
+        flag = b.flag_kind(scope, name)
+        if flag == "flags":
+            return "holds command-line flags, set after import"
+        if flag == "args" and scope.is_module:
+            return "holds parsed command-line arguments"
+        top = facts.top_function(reader, scope)
+        if top is None:
+            return None
+
+        def after(line, loops) -> bool:
+            if scope.is_module:
+                return b.changes_after_use(scope, line, loops, top.node, b.reaching_names(top))
+            return facts.stale_after(scope, top, line, loops)
+
+        container = None
+        for mut in b.writers_of(scope, name):
+            if _inside(mut.fn, reader):
+                continue   # the reader's own writes are JAX102/JAX106
+            if mut.fn is scope:
+                if not after(mut.line, b.loops_around(scope, mut.node)):
+                    continue   # set up before anything could have traced the reader
+            elif not scope.is_module and facts.in_traced(mut.fn):
+                continue   # a sibling traced during the same call of the enclosing function
+            if mut.kind in ("global", "nonlocal"):
+                return f"is rebound by {mut.fn.display()} (line {mut.line})"
+            if container is None:
+                container = b.container_bound(scope, name) or b.numpy_bound(scope, name)
+            if _mutates(mut, container) and not _registration(facts, mut):
+                where = "at module level" if mut.fn.is_module else f"by {mut.fn.display()}"
+                return f"is mutated {where} (line {mut.line})"
+        rb = b.rebinding_after(scope, name, after)
+        if rb is not None:
+            return f"is rebound at line {rb.line}"
+        return None
+
+
+def _mutates(mut: Mutation, container: bool) -> bool:
+    node = mut.node
+    if mut.kind == "call":
+        if mut.method in LIST_METHODS:
+            return True
+        return container and isinstance(node.func.value, ast.Name)
+    if mut.kind == "item":
+        return container
+    return mut.kind == "attr"
+
+
+def _registration(facts: PurityFacts, mut: Mutation) -> bool:
+    """``REGISTRY[key] = fn; return fn``: a registering decorator fills the
+    container at import time, before anything is traced."""
+    fn = mut.fn
+    node = mut.node
+    if mut.kind == "call":
+        values = list(node.args)
+    elif isinstance(node, ast.Assign):
+        values = [node.value]
+    else:
+        return False
+    for v in values:
+        if isinstance(v, ast.Name) and v.id in fn.param_nodes and facts.returns_name(fn, v.id):
+            return True
+    return False
+
+
+def _inside(fn: Function, outer: Function) -> bool:
+    s = fn
+    while s is not None:
+        if s is outer:
+            return True
+        s = s.parent
+    return False

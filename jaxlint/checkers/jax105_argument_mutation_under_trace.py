@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ..analysis import CONTAINER, NUMPY, Function
+from ..analysis.bindings import AMBIGUOUS_METHODS, LIST_METHODS
+from ..analysis.purity import PurityFacts, Write, purity_for, value_traced
+from .base import Context, Finding, Rule, register, traced_functions
+
+
+@register
+class ArgumentMutationUnderTrace(Rule):
+    """
+    ## What it does
+    Flags a traced function that mutates one of its parameters when that
+    parameter is a Python container or object owned by the caller:
+    `.append/.extend/.insert/.pop/.update/.setdefault/.clear`, `arg[k] = v`
+    on a dict or list argument, and `arg.attr = v` (including `self.attr = v`
+    in a jitted method; Flax `setup` is exempt). Helpers count too: a helper
+    that mutates its parameter is flagged when a traced function passes one
+    of its own parameters into it.
+
+    Not flagged: item assignment on an array (that is JAX301), a parameter
+    the function rebinds first (`state = dict(state)`), a parameter the
+    function returns, the carry of a `lax` loop body (JAX builds it fresh),
+    `**kwargs`, and Flax NNX code (`nnx.jit` propagates object mutations).
+
+    ## Why is this bad?
+    In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
+    training step updates the caller's dict every step. `jax.jit`, `grad` and
+    `vmap` flatten your arguments into arrays and rebuild *new* containers
+    for the traced function, so the caller's dict is never updated; and the
+    Python body only runs while tracing, so an attribute set on an object
+    (`self.step += 1`) changes once, not on every call.
+
+    ## Example
+    ```python
+    @jax.jit
+    def train_step(state, x, y):
+        grads = jax.grad(loss_fn)(state["params"], x, y)
+        state["params"] = sgd(state["params"], grads)
+        return loss
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def train_step(state, x, y):
+        grads = jax.grad(loss_fn)(state["params"], x, y)
+        return {**state, "params": sgd(state["params"], grads)}
+
+    state = train_step(state, x, y)
+    ```
+
+    ## Fix safety
+    No automatic fix: returning the new value changes the function's outputs
+    and every caller.
+    """
+
+    code = "JAX105"
+    symbol = "argument-mutation-under-trace"
+    summary = "a traced function mutates a container or object argument; the caller never sees the change"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        facts: Optional[PurityFacts] = None
+        for fn in traced_functions(ctx):
+            if facts is None:
+                facts = purity_for(m)
+            writes = facts.writes(fn)
+            if not writes:
+                continue
+            for w in writes:
+                msg = self._self_mutation(facts, fn, w)
+                if msg is None:
+                    msg = self._param_mutation(facts, fn, w)
+                if msg is not None:
+                    yield ctx.finding(self, w.node, msg, confidence=fn.confidence)
+
+    # ------------------------------------------------------------ self
+    @staticmethod
+    def _self_mutation(facts: PurityFacts, fn: Function, w: Write) -> Optional[str]:
+        if w.kind not in ("attr", "del") or not isinstance(w.target, ast.Attribute):
+            return None
+        owner = facts.self_root(fn, w.root)
+        if owner is None or not owner.contexts or not facts.staged(fn):
+            return None
+        if facts.frozen_class(owner.cls) or facts.nnx_rooted(fn) or facts.setup_like(owner) \
+                or facts.variable_write(owner.cls, w.target):
+            return None
+        if w.kind == "attr" and value_traced(facts.model, fn, w.values[:1]) is not None:
+            return None   # a traced value: JAX106
+        return (f"`{w.describe()}` mutates `{w.root.id}` inside {fn.trace_description()}; it runs once at "
+                f"trace time, not on every call — keep the state in arguments and return values")
+
+    # ------------------------------------------------------- parameters
+    def _param_mutation(self, facts: PurityFacts, fn: Function, w: Write) -> Optional[str]:
+        root = w.root
+        p = root.id
+        if w.kind == "name" or (w.target is root and w.kind != "call"):
+            return None   # rebinding or deleting the name itself
+        if p not in fn.param_nodes or p == fn.self_name:
+            return None
+        if facts.bindings.resolve(p, fn) is not fn:
+            return None
+        if not self._mutates_container_or_object(facts, fn, w):
+            return None
+        if facts.nnx_rooted(fn) or facts.returns_name(fn, p):
+            return None
+        if not facts.external_param(fn, p):
+            return None
+        return (f"`{w.describe()}` mutates argument `{p}` inside {fn.trace_description()}; under a transform "
+                f"the caller's object is not updated — return the new value instead")
+
+    @staticmethod
+    def _mutates_container_or_object(facts: PurityFacts, fn: Function, w: Write) -> bool:
+        m = facts.model
+        p = w.root.id
+        if w.kind == "attr" or (w.kind == "del" and isinstance(w.target, ast.Attribute)):
+            return True
+        if w.kind == "call":
+            if w.method in LIST_METHODS:
+                return True
+            if w.method not in AMBIGUOUS_METHODS or not w.direct:
+                return False
+            if w.method in ("pop", "setdefault") and w.values and isinstance(w.values[0], ast.Constant) \
+                    and isinstance(w.values[0].value, str):
+                return True   # a string key: a dict
+            call = w.node
+            if w.method == "update" and ((call.args and isinstance(call.args[0], (ast.Dict, ast.DictComp)))
+                                         or (call.keywords and not call.args)):
+                return True   # ``d.update({...})`` / ``d.update(k=v)``: a dict
+            return facts.container_param(fn, p)
+        # item store / item deletion
+        t = w.target
+        if not isinstance(t, ast.Subscript):
+            return False
+        base = t.value
+        if m.is_array(base, fn):
+            return False   # JAX301
+        if base is w.root:
+            k = m.kind(base, fn)
+            return bool(k & CONTAINER) and not k & NUMPY
+        k = m.kind(base, fn)
+        if k & CONTAINER and not k & NUMPY:
+            return True
+        # p["a"]["b"] = v: nested dicts of a dict argument
+        e = base
+        while isinstance(e, ast.Subscript):
+            sl = e.slice
+            if not (isinstance(sl, ast.Constant) and isinstance(sl.value, str)):
+                return False
+            e = e.value
+        return e is w.root and facts.container_param(fn, p)

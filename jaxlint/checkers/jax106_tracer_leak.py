@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ..analysis import Function
+from ..analysis.bindings import AMBIGUOUS_METHODS, LIST_METHODS
+from ..analysis.purity import (STORING_METHODS, PurityFacts, Write, depends_on_locals, purity_for,
+                               value_traced)
+from .base import Context, Finding, Rule, register, traced_functions
+
+
+@register
+class TracerLeak(Rule):
+    """
+    ## What it does
+    Flags a traced value that is stored somewhere that outlives the trace:
+    on `self.<attr>` outside a Flax `setup` (for example in a method wrapped
+    by `jax.jit(self._method)`), into a module-level or closed-over
+    container (`activations.append(x)`, `cache[k] = y`), into a `global` or
+    `nonlocal` name, or on a class attribute. Storing the value of an inner
+    transform (a `lax.scan` body, a function under `jax.grad`) into a
+    container of the jitted function around it is flagged too.
+
+    ## Why is this bad?
+    In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
+    tensor. Under `jax.jit`, `grad`, `vmap` or a `lax` loop, the values your
+    function sees are *tracers*: placeholders that only exist while JAX
+    records the computation. A tracer kept in `self`, a global list or a
+    cache outlives that recording; the next time it is used JAX raises
+    `UnexpectedTracerError` (or silently computes with a stale placeholder),
+    and the stored value never updates on later calls because the Python
+    code no longer runs.
+
+    ## Example
+    ```python
+    class RunningNormalizer:
+        def __init__(self):
+            self.mean = jnp.zeros(3)
+            self.normalize = jax.jit(self._normalize)
+
+        def _normalize(self, x):
+            self.mean = 0.9 * self.mean + 0.1 * x.mean(0)
+            return x - self.mean
+    ```
+
+    ## Use instead
+    ```python
+    @jax.jit
+    def normalize(mean, x):
+        mean = 0.9 * mean + 0.1 * x.mean(0)
+        return x - mean, mean
+
+    out, stats_mean = normalize(stats_mean, x)
+    ```
+    Return the value and keep state explicitly (a Flax `self.variable`
+    collection or an NNX `Variable` where the framework tracks it).
+
+    ## Fix safety
+    No automatic fix: returning the value changes the function's outputs and
+    its callers.
+    """
+
+    code = "JAX106"
+    symbol = "tracer-leak"
+    summary = "a traced value stored on `self`, a global, an outer container or a class escapes the trace"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        facts: Optional[PurityFacts] = None
+        for fn in traced_functions(ctx):
+            if facts is None:
+                facts = purity_for(m)
+            writes = facts.writes(fn)
+            if not writes:
+                continue
+            g, n = facts.bindings.declarations(fn)
+            for w in writes:
+                if w.kind == "del":
+                    continue
+                values = w.values[:1] if w.kind != "call" else w.values
+                if w.kind == "call" and w.method not in STORING_METHODS:
+                    continue
+                if w.kind == "item" and m.is_array(w.target.value, fn):
+                    continue   # item assignment on an array: JAX301
+                where = self._escape(facts, fn, w, g, n, values)
+                if where is None:
+                    continue
+                culprit = value_traced(m, fn, values)
+                if culprit is None:
+                    continue
+                shown = ast.unparse(culprit)
+                if len(shown) > 30:
+                    shown = shown[:27] + "..."
+                msg = (f"traced value `{shown}` is stored {where} inside {fn.trace_description()}; it escapes "
+                       f"the trace (`UnexpectedTracerError` when used later) — return it instead")
+                yield ctx.finding(self, w.node, msg, confidence=fn.confidence)
+
+    def _escape(self, facts: PurityFacts, fn: Function, w: Write, g, n, values) -> Optional[str]:
+        b = facts.bindings
+        root = w.root
+        # --- on self
+        owner = facts.self_root(fn, root)
+        if owner is not None:
+            if w.target is root:
+                return None   # rebinding the name ``self``
+            info = owner.cls
+            if facts.frozen_class(info) or facts.nnx_rooted(fn):
+                return None
+            if info.module_kind == "linen" and facts.setup_like(owner):
+                return None
+            if facts.variable_write(info, w.target):
+                return None   # a Flax variable update
+            if fn is owner and owner.name in ("__init__", "__post_init__", "__new__"):
+                return None   # building the object
+            if w.kind == "call" and not self._container_call(facts, fn, w, owner):
+                return None
+            return f"on `{_short(w.target)}`"
+        # --- on a class
+        info = facts.class_root(fn, root)
+        if info is not None:
+            if w.target is root or facts.frozen_class(info):
+                return None
+            if w.kind == "call" and w.method not in LIST_METHODS:
+                return None
+            return f"on class attribute `{_short(w.target)}`"
+        # --- global / nonlocal rebinding
+        if w.kind == "name":
+            if root.id in g:
+                return f"in global `{root.id}`"
+            if root.id in n:
+                scope = b.resolve(root.id, fn)
+                if scope is None:
+                    return None
+                if facts.in_traced(scope) and not self._inner_leak(facts, fn, values):
+                    return None
+                return f"in nonlocal `{root.id}`"
+            return None
+        # --- into a module-level or closed-over object
+        scope = b.resolve(root.id, fn)
+        if scope is None or scope is fn:
+            return None
+        if scope.is_module:
+            if not b.module.is_variable(root.id):
+                return None
+            owner_text = "module-level"
+        else:
+            if not (b.scope(scope).is_variable(root.id) or root.id in scope.param_nodes):
+                return None
+            if root.id == scope.self_name:
+                return None
+            if facts.in_traced(scope) and not self._inner_leak(facts, fn, values):
+                return None
+            owner_text = "closed-over"
+        if w.kind == "call":
+            if w.method in AMBIGUOUS_METHODS and not (w.direct and b.container_bound(scope, root.id)):
+                return None
+        elif w.kind == "item":
+            if not (b.container_bound(scope, root.id) or not w.direct):
+                return None
+        return f"in {owner_text} `{root.id}`"
+
+    @staticmethod
+    def _inner_leak(facts: PurityFacts, fn: Function, values) -> bool:
+        """Inside a trace: only values of an inner transform's own tracers escape."""
+        return facts.own_transform(fn) and depends_on_locals(facts.model, fn, values)
+
+    @staticmethod
+    def _container_call(facts: PurityFacts, fn: Function, w: Write, owner: Function) -> bool:
+        """``self.<attr>.append(v)``: a container attribute (``update``/``add`` need the
+        attribute bound to a list/dict/set in ``__init__``/``setup``)."""
+        if w.method in LIST_METHODS:
+            return True
+        t = w.target
+        if not (isinstance(t, ast.Attribute) and t.value is w.root):
+            return False
+        info = owner.cls
+        for v in info.setup_attrs.get(t.attr, ()):
+            if facts.bindings.is_container_value(v, info.scope):
+                return True
+        return False
+
+
+def _short(e: ast.AST) -> str:
+    text = ast.unparse(e)
+    return text if len(text) <= 40 else text[:37] + "..."
