@@ -1,0 +1,250 @@
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, List, Optional, Set
+
+from ..analysis import CERTAIN, INFERRED, Function
+from ..analysis.keys import RANDOM, Reuse, Use, key_analysis
+from ..fixes.edits import UNSAFE, Edit, Fix
+from ..fixes.imports import module_alias
+from .base import Context, Finding, Rule, register
+
+
+@register
+class PrngKeyReuse(Rule):
+    """
+    ## What it does
+    Flags a JAX PRNG key that is consumed a second time without being split
+    in between: two `jax.random` sampling calls on one key, a sampling call
+    after `jax.random.split(key)` of the same key, the same key passed to two
+    functions (`model.init(key, x)` and then `rngs={"dropout": key}`), a key
+    consumed in a loop body (or passed to a jitted step on every iteration)
+    without being re-split, and a key taken from a `lax.scan`/`fori_loop`/
+    `while_loop` carry that is consumed and then returned unchanged in the
+    carry. The key is followed through assignments, branches (reuse on any
+    path is reported; uses in mutually exclusive `if`/`else` branches are
+    not) and loops.
+
+    ## Why is this bad?
+    In PyTorch, `torch.randn(3)` advances a hidden global generator, so two
+    calls give different numbers. A JAX key is a plain value, not a
+    generator: `jax.random.normal(key, ...)` called twice with the same `key`
+    returns *the same numbers* twice. Dropout masks repeat every step, "noise"
+    is identical across iterations, two layers get correlated initial
+    weights, and an SGLD/diffusion sampler injects the same noise every step.
+    Nothing raises; the model just trains worse.
+
+    ## Example
+    ```python
+    key = jax.random.PRNGKey(0)
+    params = model.init(key, x)
+    for step in range(num_steps):
+        state = train_step(state, batch, key)   # same dropout mask every step
+    ```
+
+    ## Use instead
+    ```python
+    key = jax.random.PRNGKey(0)
+    key, init_key = jax.random.split(key)
+    params = model.init(init_key, x)
+    for step in range(num_steps):
+        key, step_key = jax.random.split(key)
+        state = train_step(state, batch, step_key)
+    ```
+    Correct patterns are not flagged: `key, sub = jax.random.split(key)` in
+    each iteration, `keys = jax.random.split(key, n)` then `keys[i]` or a loop
+    over `keys`, `jax.random.fold_in(key, step)` with distinct data, and a key
+    only read by `jax.random.key_data` or `print`.
+
+    ## Fix safety
+    The fix inserts `key, subkey = jax.random.split(key)` (with the module's
+    spelling of `jax.random` and a fresh name in the file's naming style)
+    before each statement that consumes the reused key, and passes the fresh
+    subkey to that consumer. It is unsafe: it changes the random stream (the
+    numbers drawn differ from before), which changes results and may break
+    tests pinned to them. It is offered only when every consumer of the key
+    is a simple statement on its own line; other shapes are reported without
+    a fix.
+    """
+
+    code = "JAX401"
+    symbol = "prng-key-reuse"
+    summary = "a PRNG key consumed twice gives the same random numbers twice"
+    fix_title = "Split the key before each use"
+    fix_applicability = UNSAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        ka = key_analysis(m, ctx.source.text)
+        for r in ka.reuses():
+            yield self._finding(ctx, r)
+
+    def _finding(self, ctx: Context, r: Reuse) -> Finding:
+        use = r.use
+        name = _expr_text(use.arg)
+        consumer = _consumer(use)
+        if r.reason == "again":
+            first = r.first
+            by = _consumer(first)
+            more = sorted({u.line for u in r.sites if u is not use and u is not first and u.line > use.line})
+            tail = f" (and again on line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
+            msg = (f"PRNG key `{name}` is reused: already consumed by {by} on line {first.line}, then by "
+                   f"{consumer}{tail}; the same key gives the same random numbers")
+        elif r.reason == "loop":
+            msg = (f"PRNG key `{name}` is consumed by {consumer} on every iteration of this {r.where} "
+                   f"without being re-split; every iteration draws the same random numbers")
+        elif r.reason == "carry":
+            msg = (f"PRNG key `{name}` from the {r.where} carry is consumed by {consumer} and returned "
+                   f"unchanged in the carry; every step draws the same random numbers")
+        else:
+            msg = (f"PRNG key `{name}` from the enclosing scope is consumed by {consumer} in this "
+                   f"{r.where} on every step; every step draws the same random numbers — carry the key "
+                   f"and split it, or `fold_in` the step")
+        certain = use.kind != "call" and (r.first is None or r.first.kind != "call")
+        conf = CERTAIN if certain else INFERRED
+        fix = _split_fix(ctx, r)
+        return ctx.finding(self, use.call, msg, confidence=conf, fix=fix)
+
+
+def _expr_text(e: ast.AST) -> str:
+    text = e.id if isinstance(e, ast.Name) else ast.unparse(e)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+def _consumer(use: Use) -> str:
+    c = use.callee
+    if c.startswith(RANDOM):
+        c = "jax.random." + c[len(RANDOM):]
+    return f"`{c}`"
+
+
+# ---------------------------------------------------------------- the fix
+_SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+
+
+def _split_fix(ctx: Context, r: Reuse) -> Optional[Fix]:
+    if r.reason == "closure":
+        return None
+    fn = r.fn
+    name = r.use.name
+    if name is None or name in fn.globals_declared:
+        return None
+    if not fn.is_module and name not in fn.locals:
+        return None
+    sites = [u for u in r.sites if not (u.kind == "fold_in" and u.data is None)]
+    if r.use not in sites:
+        return None
+    src = ctx.source
+    stmts = set()
+    for u in sites:
+        if u.name != name or u.in_comp or u.stmt is None or not _fixable_stmt(ctx, u):
+            return None
+        if id(u.stmt) in stmts:
+            return None          # two consumers in one statement
+        stmts.add(id(u.stmt))
+    spelling, import_edits = split_spelling(ctx, fn)
+    sub = _fresh_name(ctx, fn, name)
+    nl = src.newline()
+    edits: List[Edit] = list(import_edits)
+    for u in sites:
+        s = u.stmt
+        indent = src.line_text(s.lineno)[:src.char_col(s.lineno, s.col_offset)]
+        at = src.offset(s.lineno, 0)
+        edits.append(Edit.insert(at, f"{indent}{name}, {sub} = {spelling}({name}){nl}"))
+        start, end = src.node_span(u.arg)
+        edits.append(Edit(start, end, sub))
+    return Fix(PrngKeyReuse.fix_title, tuple(edits), UNSAFE)
+
+
+def _fixable_stmt(ctx: Context, u: Use) -> bool:
+    s = u.stmt
+    src = ctx.source
+    prefix = src.line_text(s.lineno)[:src.char_col(s.lineno, s.col_offset)]
+    if prefix.strip():
+        return False             # not the first statement on its line (`if c: f(key)`, `a; f(key)`)
+    if isinstance(s, _SIMPLE):
+        return True
+    if isinstance(s, (ast.For, ast.AsyncFor)):
+        return _within(u.arg, s.iter)
+    return False
+
+
+def _within(node: ast.AST, root: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(root))
+
+
+def split_spelling(ctx: Context, fn: Function):
+    """How this module spells ``jax.random.split`` (``jr.split``, ``random.split``, ``split``),
+    adding ``import jax`` when it has no spelling; ``(text, import edits)``."""
+    m = ctx.model
+    local = m.imports.local_name_for("jax.random.split")
+    if local is not None:
+        head = local.split(".")[0]
+        s = fn
+        shadowed = False
+        while s is not None and not s.is_module:
+            if head in s.locals:
+                shadowed = True
+                break
+            s = s.parent
+        if not shadowed:
+            return local, []
+    jax_name, edits = module_alias(m, ctx.source, "jax", "jax")
+    return f"{jax_name}.random.split", edits
+
+
+def _taken(ctx: Context, fn: Function) -> Set[str]:
+    ka = key_analysis(ctx.model)
+    taken: Set[str] = set(ctx.model.module.locals) | set(ctx.model.imports.aliases)
+    s = fn
+    while s is not None:
+        taken |= s.locals
+        if not s.is_module:
+            taken |= ka.loaded_names(s)
+        s = s.parent
+    for child in fn.children:
+        taken |= ka.loaded_names(child)
+    return taken
+
+
+def _style(ctx: Context) -> Optional[tuple]:
+    """The module's own split naming: ("prefix", "sub") from ``key, subkey = split(key)``,
+    ("suffix", "_sub") from ``rng, rng_sub = split(rng)``."""
+    m = ctx.model
+    for fn in m.functions:
+        for node in fn.of_type(ast.Assign):
+            t = node.targets[0]
+            v = node.value
+            if not (isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(v, ast.Call) and v.args
+                    and all(isinstance(e, ast.Name) for e in t.elts) and isinstance(v.args[0], ast.Name)):
+                continue
+            a, b = t.elts[0].id, t.elts[1].id
+            if v.args[0].id != a or m.qualname(v.func, fn) != "jax.random.split":
+                continue
+            if b.endswith(a) and "sub" in b[: -len(a)]:
+                return ("prefix", b[: -len(a)])
+            if b.startswith(a) and "sub" in b[len(a):]:
+                return ("suffix", b[len(a):])
+    return None
+
+
+def _fresh_name(ctx: Context, fn: Function, name: str) -> str:
+    style = _style(ctx) or ("prefix", "sub")
+    kind, affix = style
+    if kind == "prefix":
+        head, sep, last = name.rpartition("_")
+        base = f"{head}{sep}{affix}{last}"
+    else:
+        base = name + affix
+    if not re.fullmatch(r"[A-Za-z_]\w*", base):
+        base = "sub" + name
+    taken = _taken(ctx, fn)
+    cand = base
+    i = 2
+    while cand in taken or cand == name:
+        cand = f"{base}{i}"
+        i += 1
+    return cand

@@ -1,0 +1,363 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional, Set, Tuple
+
+from ..analysis import CERTAIN, Function
+from ..analysis.keys import (KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
+                             TIME_SOURCES, functions_mentioning, is_config_sweep, key_analysis, loop_label)
+from ..fixes.edits import UNSAFE, Edit, Fix
+from .base import Context, Finding, Rule, register
+from .jax401_prng_key_reuse import split_spelling
+
+# transforms that trace a function only to inspect it (shapes, jaxpr): a constant key there is fine
+_INSPECTING = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@register
+class ConstantPrngKey(Rule):
+    """
+    ## What it does
+    Flags `jax.random.PRNGKey(<literal>)` / `jax.random.key(<literal>)`
+    created inside a loop body or inside a traced function (`jax.jit`,
+    `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
+    called from one), and keys seeded from the clock (`time.time()`).
+
+    ## Why is this bad?
+    In PyTorch you seed once (`torch.manual_seed(0)`) and the generator keeps
+    moving. In JAX a key *is* the random state: `jax.random.PRNGKey(0)`
+    re-created in every loop iteration, or inside a jitted training step that
+    runs every step, is the same key every time, so every iteration draws the
+    same "random" numbers — the same dropout mask, the same noise, the same
+    shuffle. A clock seed does not help: under `jit` `time.time()` runs once,
+    at trace time, and the seed is baked into the compiled program as a
+    constant; outside `jit` it makes runs irreproducible, and `int(time.time())`
+    repeats within a second.
+
+    ## Example
+    ```python
+    for step in range(num_steps):
+        key = jax.random.PRNGKey(0)
+        noise = jax.random.normal(key, x.shape)
+
+    @jax.jit
+    def train_step(params, x):
+        key = jax.random.PRNGKey(42)
+        mask = jax.random.bernoulli(key, 0.9, x.shape)
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    key = jax.random.PRNGKey(0)
+    for step in range(num_steps):
+        key, subkey = jax.random.split(key)
+        noise = jax.random.normal(subkey, x.shape)
+
+    @jax.jit
+    def train_step(params, x, key):     # the caller splits a fresh key per step
+        mask = jax.random.bernoulli(key, 0.9, x.shape)
+        ...
+    ```
+    Create the key once from a seed (a command-line flag or config value, not
+    the clock) and pass keys down. `jax.eval_shape(lambda: model.init(
+    jax.random.PRNGKey(0), x))` only computes shapes and is not flagged.
+
+    ## Fix safety
+    For `name = jax.random.PRNGKey(<literal>)` written directly in the body of a
+    `for`/`while` loop, the fix hoists the key creation above the loop and
+    splits a fresh key per iteration (`base_key, key = jax.random.split(base_key)`).
+    It is unsafe: the numbers drawn in each iteration change (that is the
+    point, but it changes results). Keys inside traced functions and clock
+    seeds are reported without a fix: the caller must pass a key in.
+    """
+
+    code = "JAX402"
+    symbol = "constant-prng-key"
+    summary = "a PRNG key created from a constant in a loop or traced function repeats the same numbers"
+    fix_title = "Create the key once before the loop and split it per iteration"
+    fix_applicability = UNSAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        text = ctx.source.text
+        if "PRNGKey" not in text and "key(" not in text:
+            return
+        ka = key_analysis(m, text)
+        aliases = [local for local, q in m.imports.aliases.items() if q in KEY_FROM_SEED]
+        terms = frozenset(["PRNGKey", "key"] + aliases)
+        for fn in functions_mentioning(m, tuple(["PRNGKey", "key("] + aliases)):
+            loops = None
+            flow = None
+            for call in fn.of_type(ast.Call):
+                f = call.func
+                term = f.attr if f.__class__ is ast.Attribute else (f.id if f.__class__ is ast.Name else None)
+                if term not in terms:
+                    continue
+                q = ka.random_qualname(call, fn)
+                if q not in KEY_FROM_SEED:
+                    continue
+                seed = _seed(call)
+                if seed is None:
+                    continue
+                literal = _is_literal(seed)
+                clock = None if literal else _clock(m, seed, fn)
+                if not literal and clock is None:
+                    continue
+                if loops is None:
+                    loops = _loop_ranges(fn)
+                loop = _enclosing_loop(call, loops)
+                if loop is not None and is_config_sweep(m, loop, fn):
+                    loop = None      # the same inputs for each literal configuration, on purpose
+                traced = _runs_traced(fn)
+                if literal and (loop is not None or traced):
+                    # a constant key matters only where numbers are drawn from it: a dummy key
+                    # for `ones_init`/`initialize_carry`, or one read for its `.dtype`, is fine
+                    if flow is None:
+                        flow = _Flow(ka, fn)
+                    if loop is not None and not flow.drawn(call, calls_too=True):
+                        loop = None
+                    if traced and loop is None and not flow.drawn(call, calls_too=False):
+                        traced = False
+                short = "jax.random." + q.rsplit(".", 1)[1]
+                if clock is not None:
+                    if traced:
+                        msg = (f"`{short}` seeded from `{clock}` inside {fn.trace_description()}: the clock is "
+                               f"read once at trace time, so every call uses the same key")
+                    else:
+                        msg = (f"`{short}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
+                               f"under `jit` would freeze the seed; seed from a config value and split the key")
+                    yield ctx.finding(self, call, msg, confidence=fn.confidence if traced else CERTAIN)
+                elif loop is not None:
+                    what = loop_label(loop)
+                    msg = (f"`{short}({_seed_text(seed)})` is re-created on every iteration of this {what}: "
+                           f"every iteration gets the same key and draws the same numbers; create it once "
+                           f"before the loop and split it")
+                    fix = _hoist_fix(ctx, fn, call, loop, loops)
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix)
+                elif traced:
+                    msg = (f"`{short}({_seed_text(seed)})` inside {fn.trace_description()} is the same key on "
+                           f"every call, so every call draws the same numbers; pass a fresh key in")
+                    yield ctx.finding(self, call, msg, confidence=fn.confidence)
+
+
+def _init_like(term: str) -> bool:
+    return term.startswith("init") or term.endswith(("_init", "initializer")) or term == "initialize_carry"
+
+
+class _Flow:
+    """Where values go in one scope, flow-insensitively: keys of consuming ``jax.random``
+    calls, and arguments of other calls (initializers and look-only calls excluded)."""
+
+    def __init__(self, ka, fn: Function):
+        self.fn = fn
+        self.random_exprs: Set[int] = set()
+        self.random_names: Set[str] = set()
+        self.call_exprs: Set[int] = set()
+        self.call_names: Set[str] = set()
+        m = ka.model
+        for call in fn.of_type(ast.Call):
+            q = ka.random_qualname(call, fn)
+            if q is not None:
+                if q in RANDOM_NON_CONSUMING:
+                    continue
+                a = ka.key_argument(call)
+                if isinstance(a, ast.Name):
+                    self.random_names.add(a.id)
+                elif a is not None:
+                    self.random_exprs.add(id(a))
+                continue
+            f = call.func
+            term = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            if _init_like(term):
+                continue
+            fq = m.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+            if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
+                continue
+            for a in list(call.args) + [k.value for k in call.keywords]:
+                self._add(a)
+
+    def _add(self, a: ast.AST) -> None:
+        if isinstance(a, ast.Starred):
+            a = a.value
+        if isinstance(a, ast.Name):
+            self.call_names.add(a.id)
+        elif isinstance(a, (ast.Tuple, ast.List)):
+            for e in a.elts:
+                self._add(e)
+        elif isinstance(a, ast.Dict):
+            for e in a.values:
+                self._add(e)
+        else:
+            self.call_exprs.add(id(a))
+
+    def drawn(self, call: ast.Call, calls_too: bool) -> bool:
+        exprs = self.random_exprs | self.call_exprs if calls_too else self.random_exprs
+        names = self.random_names | self.call_names if calls_too else self.random_names
+        if id(call) in exprs:
+            return True
+        if not names:
+            return False
+        for node in self.fn.of_type(ast.Assign):
+            if node.value is call:
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and t.id in names:
+                        return True
+        return False
+
+
+def _seed(call: ast.Call) -> Optional[ast.expr]:
+    if call.args:
+        a = call.args[0]
+        return None if isinstance(a, ast.Starred) else a
+    for kw in call.keywords:
+        if kw.arg == "seed":
+            return kw.value
+    return None
+
+
+def _is_literal(e: ast.expr) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        e = e.operand
+    return isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool)
+
+
+def _seed_text(e: ast.expr) -> str:
+    return ast.unparse(e)
+
+
+def _clock(m, seed: ast.expr, fn: Function) -> Optional[str]:
+    for n in ast.walk(seed):
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
+            q = m.qualname(n.func, fn)
+            if q in TIME_SOURCES:
+                return q
+    return None
+
+
+def _runs_traced(fn: Function, depth: int = 0) -> bool:
+    """Traced by a transform that runs the function repeatedly (not only inspected by
+    ``eval_shape``/``make_jaxpr``)."""
+    if depth > 6:
+        return False
+    for c in fn.contexts:
+        if c.transform in _INSPECTING:
+            continue
+        if c.transform == "call" and c.caller is not None:
+            if _runs_traced(c.caller, depth + 1):
+                return True
+            continue
+        return True
+    return False
+
+
+def _span(node: ast.AST) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+def _loop_ranges(fn: Function) -> List[Tuple[Tuple[int, int], Tuple[int, int], ast.AST]]:
+    """Source ranges of the parts of ``fn``'s loops that run once per iteration."""
+    out = []
+    for loop in fn.of_type(ast.For, ast.AsyncFor, ast.While):
+        parts: List[ast.AST] = list(loop.body)
+        if isinstance(loop, ast.While):
+            parts.append(loop.test)
+        if parts:
+            start = min(_span(p)[0] for p in parts)
+            end = max(_span(p)[1] for p in parts)
+            out.append((start, end, loop))
+    for comp in fn.of_type(*_COMPS):
+        parts = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
+        for g in comp.generators:
+            parts.extend(g.ifs)
+        for g in comp.generators[1:]:
+            parts.append(g.iter)
+        start = min(_span(p)[0] for p in parts)
+        end = max(_span(p)[1] for p in parts)
+        out.append((start, end, comp))
+    return out
+
+
+def _enclosing_loop(call: ast.Call, loops) -> Optional[ast.AST]:
+    pos_start, pos_end = _span(call)
+    best = None
+    best_start = None
+    for start, end, loop in loops:
+        if start <= pos_start and pos_end <= end:
+            if best is None or start > best_start:
+                best, best_start = loop, start
+    return best
+
+
+def _hoist_fix(ctx: Context, fn: Function, call: ast.Call, loop: ast.AST, loops) -> Optional[Fix]:
+    """``name = PRNGKey(<literal>)`` directly in a loop body: create the key once above the
+    outermost enclosing loop and split it per iteration where it was created."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        return None
+    stmt = next((s for s in loop.body if isinstance(s, ast.Assign) and s.value is call), None)
+    if stmt is None or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+        return None
+    name = stmt.targets[0].id
+    if name in fn.globals_declared:
+        return None
+    # hoist above the outermost statement loop that encloses the creation
+    outer = loop
+    for start, end, other in loops:
+        if isinstance(other, (ast.For, ast.AsyncFor, ast.While)) and start <= _span(stmt)[0] \
+                and _span(stmt)[1] <= end and (other.lineno, other.col_offset) < (outer.lineno, outer.col_offset):
+            outer = other
+    src = ctx.source
+    for node in (stmt, outer):
+        prefix = src.line_text(node.lineno)[:src.char_col(node.lineno, node.col_offset)]
+        if prefix.strip():
+            return None
+    # every other mention of the name must read the key after it is created, in the same loop
+    # body (anything else would now see the hoisted or the split key)
+    after = _span(stmt)[1]
+    body_end = _span(loop.body[-1])[1]
+    target = stmt.targets[0]
+    for n in ast.walk(outer):
+        if isinstance(n, ast.Name) and n.id == name and n is not target:
+            if isinstance(n.ctx, ast.Store) or not (after <= (n.lineno, n.col_offset) and
+                                                    (n.end_lineno, n.end_col_offset) <= body_end):
+                return None
+    local, import_edits = split_spelling(ctx, fn)
+    base = _fresh(ctx, fn, name)
+    nl = src.newline()
+    indent = src.line_text(outer.lineno)[:src.char_col(outer.lineno, outer.col_offset)]
+    edits = list(import_edits)
+    edits.append(Edit.insert(src.offset(outer.lineno, 0), f"{indent}{base} = {src.segment(call)}{nl}"))
+    start, end = src.node_span(stmt)
+    edits.append(Edit(start, end, f"{base}, {name} = {local}({base})"))
+    return Fix(ConstantPrngKey.fix_title, tuple(edits), UNSAFE)
+
+
+_PREFIXES = ("base_", "outer_", "root_")
+
+
+def _fresh(ctx: Context, fn: Function, name: str) -> str:
+    """A new name for the hoisted key: ``base_key`` (``outer_key`` when hoisting ``base_key``)."""
+    ka = key_analysis(ctx.model)
+    taken: Set[str] = set(ctx.model.module.locals) | set(ctx.model.imports.aliases)
+    s = fn
+    while s is not None:
+        taken |= s.locals
+        if not s.is_module:
+            taken |= ka.loaded_names(s)
+        s = s.parent
+    root = name
+    for p in _PREFIXES:
+        if root.startswith(p) and len(root) > len(p):
+            root = root[len(p):]
+            break
+    cands = [p + root for p in _PREFIXES if p + root != name]
+    for c in cands:
+        if c not in taken:
+            return c
+    i = 2
+    while f"{cands[0]}{i}" in taken:
+        i += 1
+    return f"{cands[0]}{i}"
