@@ -235,3 +235,46 @@ def test_transform_sites_record_where_and_what():
     (site,) = m.transform_sites
     assert site.transform.name == "jax.jit" and site.target.function.qualname == "f"
     assert site.scope.is_module and not site.is_decorator
+
+
+def test_models_are_freed_after_linting(monkeypatch):
+    """Topic analyses cache on model.cache; nothing may keep a model alive after
+    its file is linted (a module-level WeakKeyDictionary whose values reference
+    the model did, and made every later file slower)."""
+    import gc
+    import weakref
+
+    from jaxlint.analysis import model as model_mod
+    from jaxlint.checkers import all_rules
+    from jaxlint.engine import lint_source
+
+    refs = []
+    real_init = model_mod.SemanticModel.__init__
+
+    def spy(self, *a, **k):
+        real_init(self, *a, **k)
+        refs.append(weakref.ref(self))
+
+    monkeypatch.setattr(model_mod.SemanticModel, "__init__", spy)
+    src = textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+        history = []
+
+        @jax.jit
+        def step(x, key):
+            a = jax.random.normal(key, x.shape)
+            b = jax.random.normal(key, x.shape)
+            history.append(a)
+            return x + a + b
+
+        def train(x):
+            f = jax.jit(lambda v: v * 2)
+            for i in range(3):
+                x = f(x)
+            return x
+    """)
+    for _ in range(3):
+        lint_source(SourceFile("t.py", src), all_rules())
+    gc.collect()
+    assert refs and all(r() is None for r in refs)
