@@ -123,7 +123,7 @@ class CallIndex:
                     b = JitBinding(site, "name", t.id, self._binding_scope(t.id, scope), None, parent, fun)
                     self._by_name.setdefault((id(b.scope), t.id), b)
                 elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
-                    owner = _method_owner(scope)
+                    owner = method_owner(scope)
                     if owner is not None and t.value.id == owner.self_name:
                         b = JitBinding(site, "attr", t.attr, scope, owner.cls, parent, fun)
                         self._by_attr.setdefault((id(owner.cls), t.attr), b)
@@ -172,7 +172,7 @@ class CallIndex:
         """The jit binding ``self.<attr>`` refers to inside a method of the binding's class."""
         if not isinstance(expr.value, ast.Name):
             return None
-        owner = _method_owner(scope)
+        owner = method_owner(scope)
         if owner is None or expr.value.id != owner.self_name:
             return None
         cls = owner.cls
@@ -296,39 +296,16 @@ class CallIndex:
 
 
 def _fun_arg(call: Optional[ast.Call], tr: K.Transform) -> Optional[ast.expr]:
-    if call is None:
-        return None
-    if tr.fun_positions and len(call.args) > tr.fun_positions[0]:
-        a = call.args[tr.fun_positions[0]]
-        return None if isinstance(a, ast.Starred) else a
-    for kw in call.keywords:
-        if kw.arg in tr.fun_keywords:
-            return kw.value
-    return None
-
-
-def _method_owner(scope: Function) -> Optional[Function]:
-    """The method whose ``self`` is visible in ``scope`` (the scope itself or an enclosing one)."""
-    s = scope
-    while s is not None and not s.is_module:
-        if s.cls is not None and not s.is_lambda:
-            return s if s.is_method else None
-        s = s.parent
-    return None
+    return SemanticModel.transform_function_arg(call, tr)
 
 
 def method_owner(scope: Function) -> Optional[Function]:
-    return _method_owner(scope)
+    return scope.enclosing_method()
 
 
 def in_traced_code(fn: Function) -> bool:
     """``fn`` or an enclosing function runs under a transform."""
-    s = fn
-    while s is not None:
-        if s.contexts:
-            return True
-        s = s.parent
-    return False
+    return fn.under_trace
 
 
 def has_jit(model: SemanticModel) -> bool:

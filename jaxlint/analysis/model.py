@@ -173,6 +173,26 @@ class Function:
             out.extend(self.nodes.get(t, ()))
         return out
 
+    def enclosing_method(self) -> Optional["Function"]:
+        """The method whose ``self`` is visible here: this function if it is a
+        method, else the nearest enclosing one (``None`` in plain functions)."""
+        s = self
+        while s is not None and not s.is_module:
+            if s.cls is not None and not s.is_lambda:
+                return s if s.is_method else None
+            s = s.parent
+        return None
+
+    @property
+    def under_trace(self) -> bool:
+        """This function or an enclosing one runs under a transform."""
+        s = self
+        while s is not None:
+            if s.contexts:
+                return True
+            s = s.parent
+        return False
+
     def walk(self) -> Iterator[ast.AST]:
         """Every node of this scope's own body (nested function bodies excluded;
         their decorators and defaults included).  Slower than :meth:`of_type`:
@@ -657,6 +677,13 @@ class SemanticModel:
                             found[t.id] = node.value
             scope.aliases = {k: v for k, v in found.items() if counts.get(k) == 1}
         return scope.aliases
+
+    @staticmethod
+    def transform_function_arg(call: Optional[ast.Call], tr: K.Transform) -> Optional[ast.expr]:
+        """The (first) function argument of a transform call: ``f`` in ``jax.jit(f, ...)``."""
+        if call is None:
+            return None
+        return SemanticModel._transform_fun_arg(call, tr)
 
     @staticmethod
     def _transform_fun_arg(call: ast.Call, tr: K.Transform) -> Optional[ast.expr]:
@@ -1360,13 +1387,9 @@ class SemanticModel:
             return self.kind(e.value, fn)
         return 0
 
-    def _method_owner(self, fn: Function) -> Optional[Function]:
-        s = fn
-        while s is not None and not s.is_module:
-            if s.cls is not None and not s.is_lambda:
-                return s if s.is_method else None
-            s = s.parent
-        return None
+    @staticmethod
+    def _method_owner(fn: Function) -> Optional[Function]:
+        return fn.enclosing_method()
 
     def _self_attr_kind(self, method: Function, attr: str) -> int:
         """Kind of ``self.<attr>``: Flax params/variables from ``setup`` are traced;
@@ -1465,13 +1488,9 @@ class SemanticModel:
         cache[id(fn)] = k
         return k
 
-    def _in_traced(self, fn: Function) -> bool:
-        s = fn.parent
-        while s is not None:
-            if s.contexts:
-                return True
-            s = s.parent
-        return False
+    @staticmethod
+    def _in_traced(fn: Function) -> bool:
+        return fn.parent is not None and fn.parent.under_trace
 
     def _args_traced(self, call: ast.Call, fn: Function) -> int:
         for a in call.args:

@@ -55,7 +55,7 @@ def is_optimizer(m: SemanticModel, e: ast.expr, scope: Function) -> bool:
             s = s.parent
         owner = s or m.module
     elif isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
-        owner = _method(scope)
+        owner = scope.enclosing_method()
         if owner is None or owner.cls is None or e.value.id != owner.self_name:
             return False
         values = owner.cls.setup_attrs.get(name, [])
@@ -67,13 +67,6 @@ def is_optimizer(m: SemanticModel, e: ast.expr, scope: Function) -> bool:
     return False
 
 
-def _method(scope: Function) -> Optional[Function]:
-    s = scope
-    while s is not None and not s.is_module:
-        if s.cls is not None and not s.is_lambda:
-            return s if s.is_method else None
-        s = s.parent
-    return None
 
 
 def optimizer_update(m: SemanticModel, fn: Function, min_args: int = 2) -> Optional[Tuple[str, ast.Call]]:

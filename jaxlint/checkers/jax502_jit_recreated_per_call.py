@@ -325,7 +325,7 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
             return None   # a module attribute: the same function every time
         base = e.value
         if isinstance(base, ast.Name):
-            owner = _owner(scope)
+            owner = scope.enclosing_method()
             if owner is not None and base.id == owner.self_name:
                 if m.class_method(owner.cls, e.attr) is not None:
                     return f"the bound method `{base.id}.{e.attr}`"
@@ -336,13 +336,6 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
     return None
 
 
-def _owner(scope: Function) -> Optional[Function]:
-    s = scope
-    while s is not None and not s.is_module:
-        if s.cls is not None and not s.is_lambda:
-            return s if s.is_method else None
-        s = s.parent
-    return None
 
 
 def _walk_loop(loop: ast.AST):

@@ -213,7 +213,7 @@ class UnrolledPythonLoop(Rule):
         if isinstance(e, ast.Attribute):
             base = e.value
             if isinstance(base, ast.Name):
-                owner = _owner(fn)
+                owner = fn.enclosing_method()
                 if owner is not None and base.id == owner.self_name and owner.cls is not None:
                     info = owner.cls
                     if e.attr in info.fields:
@@ -326,7 +326,7 @@ class UnrolledPythonLoop(Rule):
         """The body builds or calls layers (sub-modules): unrolling is the intent."""
         m = ctx.model
         selfname = None
-        owner = _owner(fn)
+        owner = fn.enclosing_method()
         if owner is not None:
             selfname = owner.self_name
         for s in loop.body:
@@ -517,13 +517,6 @@ def _class_default(info, name: str) -> Optional[int]:
     return None
 
 
-def _owner(scope: Function) -> Optional[Function]:
-    s = scope
-    while s is not None and not s.is_module:
-        if s.cls is not None and not s.is_lambda:
-            return s if s.is_method else None
-        s = s.parent
-    return None
 
 
 def _reads(node: ast.AST) -> List[ast.Name]:
