@@ -82,7 +82,7 @@ class Function:
         "node", "name", "qualname", "parent", "cls", "params", "kwonly", "vararg", "kwarg",
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
-        "is_staticmethod", "aliases", "param_kinds",
+        "is_staticmethod", "aliases", "param_kinds", "param_inits",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -113,6 +113,8 @@ class Function:
         # kinds that traced call sites pass into each parameter (helpers only);
         # parameters traced by a transform directly are arrays (TRACED | JAX)
         self.param_kinds: Dict[str, int] = {}
+        # lax body carries: parameter -> (initial value expression, scope it is evaluated in)
+        self.param_inits: Dict[str, Tuple[ast.expr, "Function"]] = {}
         self.aliases: Optional[Dict[str, ast.expr]] = None
         if isinstance(node, _FUNC_TYPES):
             self._read_arguments(node.args)
@@ -926,6 +928,7 @@ class SemanticModel:
         elif tr.kind == "filter":
             traced = {p for p in candidates if not self._is_config_param(fn, p)}
         elif tr.kind == "body":
+            self._record_carry_init(fn, params, tr, call, scope)
             arity = self._body_arity(tr, call)
             if arity is None:
                 traced = set(candidates)
@@ -943,6 +946,41 @@ class SemanticModel:
             if outer.kind in ("jit", "trace", "pmap", "body", "filter"):
                 traced |= set(candidates) - static
         self._add_context(fn, ctx, traced, static)
+
+    _CARRY_INIT = {   # transform -> (body parameter index, call argument index of the initial carry)
+        "jax.lax.fori_loop": (1, 3), "jax.lax.scan": (0, 1), "jax.lax.while_loop": (0, 2),
+    }
+
+    @staticmethod
+    def _record_carry_init(fn: Function, params: List[str], tr: K.Transform, call: Optional[ast.Call],
+                           scope: Function) -> None:
+        spec = SemanticModel._CARRY_INIT.get(tr.name)
+        if spec is None or call is None or call.keywords:
+            return
+        pi, ai = spec
+        if pi < len(params) and ai < len(call.args) and not isinstance(call.args[ai], ast.Starred):
+            fn.param_inits[params[pi]] = (call.args[ai], scope)
+
+    def _carry_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
+        """Kinds of the elements of a lax carry ``name`` whose initial value is a literal
+        tuple of ``n`` items: each element is traced, and an array if its initial value is."""
+        got = fn.param_inits.get(name)
+        if got is None or name not in fn.traced_params:
+            return None
+        init, scope = got
+        if not isinstance(init, (ast.Tuple, ast.List)) or len(init.elts) != n \
+                or any(isinstance(e, ast.Starred) for e in init.elts):
+            return None
+        out = []
+        for e in init.elts:
+            k = self.kind(e, scope)
+            if k & CONTAINER and not k & ARRAYISH:
+                out.append(TRACED | CONTAINER)
+            elif k & (JAX | NUMPY | TRACED):
+                out.append(TRACED | JAX)
+            else:
+                out.append(TRACED)
+        return out
 
     @staticmethod
     def _body_arity(tr: K.Transform, call: Optional[ast.Call]) -> Optional[int]:
@@ -1165,8 +1203,11 @@ class SemanticModel:
                 ev.add(f.value.id)
         # dictionary keys: ``for k, v in d.items()`` / ``for k in d.keys()``
         keys: Set[str] = set()
+        iterated: Set[Tuple[str, str]] = set()    # (container, loop variable): for k in d
         for loop in fn.of_type(ast.For, ast.comprehension):
             it, tgt = loop.iter, loop.target
+            if isinstance(it, ast.Name) and isinstance(tgt, ast.Name):
+                iterated.add((it.id, tgt.id))
             if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
                 if it.func.attr == "items" and isinstance(tgt, ast.Tuple) and tgt.elts \
                         and isinstance(tgt.elts[0], ast.Name):
@@ -1178,7 +1219,8 @@ class SemanticModel:
                 continue
             sl = sub.slice
             if (isinstance(sl, ast.Constant) and isinstance(sl.value, str)) or \
-                    (isinstance(sl, ast.Name) and sl.id in keys):
+                    (isinstance(sl, ast.Name) and (sl.id in keys or (sub.value.id, sl.id) in iterated)):
+                # d["w"], d[k] for k in d.keys()/d.items(), d[k] for k in d: a mapping
                 ev.add(sub.value.id)
         fn._container_evidence = ev
         return ev
@@ -1243,6 +1285,13 @@ class SemanticModel:
                             changed = True
                     return changed
                 k = self._iter_element_kind(value, fn, k)
+            if mode == "=" and isinstance(value, ast.Name) and value.id in fn.param_inits:
+                elems = self._carry_elements(fn, value.id, len(target.elts))
+                if elems is not None:
+                    for te, ek in zip(target.elts, elems):
+                        if self._assign(te, ek, kinds, fn, None, "elem"):
+                            changed = True
+                    return changed
             # unpacking: the elements of a call's result (``q, r = jnp.linalg.qr(x)``)
             # share its array kind; elements of any other value (a carry tuple,
             # a pytree parameter) are only known to be traced

@@ -503,7 +503,9 @@ def _single_local_value(s: Function, name: str) -> Optional[ast.expr]:
 
 
 def _is_leading_axis(sl: ast.expr) -> bool:
-    return isinstance(sl, ast.Constant) and sl.value == 0
+    """Axis 0 (rows, samples) or 1 (time steps in batch-first sequences); the last axis
+    (channels/features) is left alone."""
+    return isinstance(sl, ast.Constant) and sl.value in (0, 1) and not isinstance(sl.value, bool)
 
 
 def _class_default(info, name: str) -> Optional[int]:
