@@ -875,6 +875,10 @@ class SemanticModel:
             return out
         return None
 
+    # public names for rules that read literal argnums/argnames themselves
+    literal_ints = _literal_ints
+    literal_strs = _literal_strs
+
     def static_spec(self, tr: K.Transform, call: Optional[ast.Call]):
         """(static positional indices, static names) declared on a transform call."""
         nums: List[int] = []

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function
+from ..analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
 from ..analysis.calls import JIT_NAMES, call_index
 from .base import Context, Finding, Rule, register
 
@@ -111,7 +111,7 @@ class BadStaticArgument(Rule):
             if call is not None:
                 for kw in call.keywords:
                     if kw.arg in tr.static_nums_kw:
-                        nums = _ints(kw.value)
+                        nums = SemanticModel.literal_ints(kw.value)
                         if nums is None:
                             continue
                         for i in nums:
@@ -122,7 +122,7 @@ class BadStaticArgument(Rule):
                                     f"`{kw.arg}` includes {i}, but {fn.display()} takes only {len(params)} "
                                     f"positional argument{'s' if len(params) != 1 else ''}: JAX raises `ValueError`"))
                     elif kw.arg in tr.static_names_kw:
-                        names = _strs(kw.value)
+                        names = SemanticModel.literal_strs(kw.value)
                         if names is None:
                             continue
                         for n in names:
@@ -285,34 +285,3 @@ def _local_values(scope: Function, name: str) -> List[ast.expr]:
         if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
             return []
     return out
-
-
-def _ints(node: ast.expr) -> Optional[List[int]]:
-    def one(e):
-        if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return e.value
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
-                and isinstance(e.operand.value, int):
-            return -e.operand.value
-        return None
-    v = one(node)
-    if v is not None:
-        return [v]
-    if isinstance(node, (ast.Tuple, ast.List)):
-        out = [one(e) for e in node.elts]
-        return None if any(x is None for x in out) else out
-    return None
-
-
-def _strs(node: ast.expr) -> Optional[List[str]]:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    if isinstance(node, (ast.Tuple, ast.List)):
-        out = []
-        for e in node.elts:
-            if isinstance(e, ast.Constant) and isinstance(e.value, str):
-                out.append(e.value)
-            else:
-                return None
-        return out
-    return None
