@@ -114,3 +114,47 @@ def test_functional_updates_compute_what_the_mutation_meant():
     np.testing.assert_allclose(np.asarray(after.build(5.0)), ref)
     np.testing.assert_allclose(np.asarray(after.build_jit(7.0)), [1, 1, 7, 1, 1])
     np.testing.assert_allclose(np.asarray(after.Buffer().push(1, 2.0)), [0, 2, 0])
+
+
+
+
+HOIST = """
+    import jax
+    import jax.numpy as jnp
+
+
+    def evaluate(w, batches):
+        total = 0.0
+        for x in batches:
+            f = jax.jit(lambda v: jnp.tanh(v @ w) * 3.0)
+            total = total + f(x).sum()
+        return total
+"""
+
+
+def test_hoisted_jit_computes_the_same_and_compiles_once():
+    src = textwrap.dedent(HOIST)
+    after_src = fixed(src, ["JAX502"])
+    assert after_src.index("jax.jit(") < after_src.index("for x in batches")
+    before, after = load(src, "before_hoist"), load(after_src, "after_hoist")
+    compiles = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        w = jnp.ones((3, 2))
+        batches = [jnp.full((4, 3), float(i)) for i in range(4)]
+        compiles.clear()
+        r_before = before.evaluate(w, batches)
+        n_before = len(compiles)
+        compiles.clear()
+        r_after = after.evaluate(w, batches)
+        n_after = len(compiles)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert float(r_after) == pytest.approx(float(r_before))
+    assert n_before >= len(batches)      # a new program per iteration before the fix
+    assert n_after < n_before and n_after <= 2
