@@ -41,4 +41,5 @@ def test_readme_test_command_is_what_ci_runs():
     commands = [line for line in blocks[0].splitlines() if line.strip() and not line.startswith("#")]
     assert len(commands) == 2, "README starts with exactly two set-up commands"
     assert "jaxlint check examples" in commands[0]
-    assert commands[1] in ci, ".ci/run must run the README's test command"
+    assert "pytest" in commands[1] and "[test]" in commands[1]
+    assert "README.md" in ci and "sed -n 2p" in ci, ".ci/run must read and run the README's test command"
