@@ -14,7 +14,9 @@ class RedundantNestedJit(Rule):
     ## What it does
     Reports a jitted function of this module that is only ever called from
     code JAX is already tracing (another jitted function, a `grad`/`vmap`
-    target, a `lax.scan` body). Informational; off by default (enable it with
+    target, a `lax.scan` body), and a `jax.jit` applied *inside* traced code
+    and called there (a nested `@jax.jit` def, `grad_fn = jax.jit(...)` in a
+    jitted step). Informational; off by default (enable it with
     `--select JAX503`).
 
     ## Why is this bad?
@@ -71,10 +73,21 @@ class RedundantNestedJit(Rule):
                                                for kw in b.site.call.keywords):
                 continue
             scope = b.scope
+            if in_traced_code(b.created_in):
+                # jax.jit applied while tracing (a nested @jax.jit def, grad_fn = jax.jit(...)
+                # inside a jitted step): it can only ever be called under that trace
+                creator = b.created_in
+                while creator is not None and not creator.is_module and not creator.contexts:
+                    creator = creator.parent
+                if creator is None or creator.confidence != CERTAIN or _escapes(m, b) \
+                        or not idx.calls_to(b):
+                    continue
+                msg = (f"`jax.jit` is applied inside {creator.trace_description()}, which is already traced: "
+                       f"the inner jit is inlined into the outer program and has no effect")
+                yield ctx.finding(self, b.site.node, msg, confidence=CERTAIN)
+                continue
             if scope.is_module and not b.name.startswith("_") and not _is_script(m):
                 continue   # a public function: other modules may call it eagerly
-            if in_traced_code(b.created_in):
-                continue
             calls = idx.calls_to(b)
             if not calls:
                 continue
