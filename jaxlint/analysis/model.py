@@ -314,6 +314,7 @@ class SemanticModel:
             self._find_transforms()
             self._seed_modules()
             self._propagate()
+            self._container_arguments()
 
     # ================================================================ index
     def _index(self) -> None:
@@ -1106,6 +1107,44 @@ class SemanticModel:
         for fn in self.functions:
             fn._kinds = None
         self._return_kinds.clear()
+
+    def _container_arguments(self) -> None:
+        """A transformed function's parameter that every call site in the module fills
+        with a Python container (``step(params, [jnp.zeros(3)])``) holds a pytree, not
+        an array: JAX flattens it and rebuilds a fresh container inside the trace."""
+        targets = {f.name: f for f in self.functions
+                   if f.confidence == CERTAIN and not f.is_lambda and not f.is_module}
+        if not targets:
+            return
+        names = set(targets)
+        for scope in (self.module,):
+            names |= {n for n, v in self._aliases_of(scope).items() if isinstance(v, ast.Call)}
+        seen: Dict[int, Dict[str, List[int]]] = {}
+        for scope in self.functions:
+            for call in scope.of_type(ast.Call):
+                f = call.func
+                if f.__class__ is not ast.Name or f.id not in names:
+                    continue
+                target = self.resolve_callable(f, scope)
+                if target is None or target.function.confidence != CERTAIN:
+                    continue
+                pairs, _ = self.bind_arguments(target, call)
+                per = seen.setdefault(id(target.function), {})
+                for p, a in pairs:
+                    per.setdefault(p, []).append(self.kind(a, scope))
+        changed = False
+        for fn in self.functions:
+            per = seen.get(id(fn))
+            if not per:
+                continue
+            for p, ks in per.items():
+                if p in fn.traced_params and ks and all(k & CONTAINER and not k & ARRAYISH for k in ks):
+                    fn.param_kinds[p] = TRACED | CONTAINER
+                    changed = True
+        if changed:
+            for fn in self.functions:
+                fn._kinds = None
+            self._return_kinds.clear()
 
     def _propagate_from(self, fn: Function) -> bool:
         changed = False

@@ -22,7 +22,9 @@ class ConstantPrngKey(Rule):
     Flags `jax.random.PRNGKey(<literal>)` / `jax.random.key(<literal>)`
     created inside a loop body or inside a traced function (`jax.jit`,
     `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
-    called from one), and keys seeded from the clock (`time.time()`).
+    called from one), and keys seeded from the clock (`time.time()`) in eager
+    code. A clock-seeded key *inside* traced code is reported once, as the
+    clock read under a trace (JAX104), not twice.
 
     ## Why is this bad?
     In PyTorch you seed once (`torch.manual_seed(0)`) and the generator keeps
@@ -125,12 +127,10 @@ class ConstantPrngKey(Rule):
                 short = "jax.random." + q.rsplit(".", 1)[1]
                 if clock is not None:
                     if traced:
-                        msg = (f"`{short}` seeded from `{clock}` inside {fn.trace_description()}: the clock is "
-                               f"read once at trace time, so every call uses the same key")
-                    else:
-                        msg = (f"`{short}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
-                               f"under `jit` would freeze the seed; seed from a config value and split the key")
-                    yield ctx.finding(self, call, msg, confidence=fn.confidence if traced else CERTAIN)
+                        continue   # the clock read under a trace is JAX104's finding: one finding per mistake
+                    msg = (f"`{short}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
+                           f"under `jit` would freeze the seed; seed from a config value and split the key")
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN)
                 elif loop is not None:
                     what = loop_label(loop)
                     msg = (f"`{short}({_seed_text(seed)})` is re-created on every iteration of this {what}: "
