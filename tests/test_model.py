@@ -278,3 +278,23 @@ def test_models_are_freed_after_linting(monkeypatch):
         lint_source(SourceFile("t.py", src), all_rules())
     gc.collect()
     assert refs and all(r() is None for r in refs)
+
+
+def test_self_attribute_defined_from_itself_does_not_recurse():
+    m = build("""
+        import jax.numpy as jnp
+
+        class Tracker:
+            def __init__(self, n):
+                self.counts = {}
+                self.counts = dict(self.counts)
+                self.buf = jnp.zeros(n)
+                self.buf = self.buf + self.buf.sum()
+
+            def push(self, i, v):
+                self.buf[i] = v
+                return self.counts
+    """)
+    push = fn(m, "Tracker.push")
+    target = push.of_type(ast.Assign)[0].targets[0]
+    assert m.is_array(target.value, push)

@@ -301,6 +301,7 @@ class SemanticModel:
         self._transform_calls: List[Tuple[ast.Call, Function]] = []
         self._loggers: Optional[Set[str]] = None
         self._return_kinds: Dict[int, int] = {}
+        self._attrs_in_progress: Set[Tuple[int, str]] = set()
         # per-model results of topic analyses (analysis/keys.py, calls.py, ...):
         # they live and die with the model.  (A module-level WeakKeyDictionary
         # whose values reference the model would keep every model alive.)
@@ -1491,15 +1492,22 @@ class SemanticModel:
         values = info.setup_attrs.get(attr)
         if not values:
             return 0
-        init = info.methods.get("setup" if info.module_kind == "linen" else "__init__")
-        k = 0
-        for v in values:
-            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
-                    and v.func.attr in ("param", "variable") and info.module_kind == "linen":
-                k |= TRACED | JAX if method.contexts else JAX
-            elif init is not None:
-                k |= self.kind(v, init) & (JAX | NUMPY | CONTAINER)
-        return k
+        key = (id(info), attr)
+        if key in self._attrs_in_progress:
+            return 0   # self.x = f(self.x) in __init__: no new information
+        self._attrs_in_progress.add(key)
+        try:
+            init = info.methods.get("setup" if info.module_kind == "linen" else "__init__")
+            k = 0
+            for v in values:
+                if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                        and v.func.attr in ("param", "variable") and info.module_kind == "linen":
+                    k |= TRACED | JAX if method.contexts else JAX
+                elif init is not None:
+                    k |= self.kind(v, init) & (JAX | NUMPY | CONTAINER)
+            return k
+        finally:
+            self._attrs_in_progress.discard(key)
 
     def _call_kind(self, call: ast.Call, fn: Function) -> int:
         func = call.func
