@@ -654,7 +654,32 @@ class SemanticModel:
                     return None
                 return CallTarget(inner.function, inner.bound_positional, inner.bound_keywords,
                                   ((tr, expr),) + inner.transforms)
+            if q is None:
+                # make_step(config): a local factory that returns one of its nested functions
+                factory = self.resolve_callable(expr.func, scope, _depth + 1)
+                if factory is not None:
+                    made = self._factory_product(factory.function)
+                    if made is not None:
+                        return CallTarget(made)
         return None
+
+    def _factory_product(self, fn: Function) -> Optional[Function]:
+        """The nested function every ``return`` of ``fn`` returns, if there is exactly one."""
+        if fn.is_lambda or fn.is_module:
+            return None
+        made = None
+        for ret in fn.of_type(ast.Return):
+            v = ret.value
+            if isinstance(v, ast.Name) and v.id in fn.defs:
+                cand = fn.defs[v.id]
+            elif isinstance(v, ast.Lambda):
+                cand = self.function_of_node.get(id(v))
+            else:
+                return None
+            if made is not None and cand is not made:
+                return None
+            made = cand
+        return made
 
     def _alias(self, name: str, scope: Function) -> Optional[ast.expr]:
         """``name = <callable expression>`` bound once in an enclosing scope."""
@@ -1420,9 +1445,12 @@ class SemanticModel:
                     return self._self_attr_kind(owner, e.attr)
                 if self.qualname(v, fn) is not None:
                     return 0   # a module attribute such as jnp.pi or jnp.float32
-            if e.attr == "at":
-                return self.kind(v, fn) & (TRACED | JAX)
-            return self.kind(v, fn) & (TRACED | JAX | NUMPY | CONTAINER)
+            vk = self.kind(v, fn)
+            if e.attr in _ARRAY_VIEWS:
+                return vk & (TRACED | JAX | NUMPY)
+            # a field of a traced pytree (state.params, state.dynamic_scale): traced,
+            # but not known to be an array (it may be None, a tuple, a dataclass)
+            return vk & (TRACED | NUMPY)
         if t is ast.Subscript:
             vk = self.kind(e.value, fn)
             if vk & CONTAINER and not vk & ARRAYISH:
@@ -1695,6 +1723,9 @@ _LEAVES = frozenset({
     # plain Python values stored in node fields (names, flags, match-statement constants)
     str, int, bool, float, complex, bytes, type(None), type(Ellipsis),
 })
+
+# attributes of an array that are arrays again
+_ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
 
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "id", "attr", "arg", "name",
                           "module", "asname", "level", "simple", "is_async", "conversion", "type_ignores"})
