@@ -248,6 +248,7 @@ class KeyAnalysis:
         self._random_q: Dict[int, Optional[str]] = {}
         self._keys: Dict[int, Set[str]] = {}
         self._loaded: Dict[int, FrozenSet[str]] = {}
+        self._folded: Dict[Tuple[int, str], bool] = {}
         self._reuses: Optional[List[Reuse]] = None
         self._loop_bodies: Optional[Dict[int, Tuple[str, Optional[str], str]]] = None
         self._text = text
@@ -326,6 +327,32 @@ class KeyAnalysis:
         self._ensure()
         return self._keys.get(id(fn), set())
 
+    def only_folded(self, fn: Function, param: str) -> bool:
+        """Key parameter ``param`` is only ever used through ``jax.random.fold_in(param, data)``
+        with non-constant data (``rng = fold_in(rng, state.step)`` first thing in the body):
+        each call derives its own key, so passing the same key on every call repeats nothing."""
+        k = (id(fn), param)
+        got = self._folded.get(k)
+        if got is not None:
+            return got
+        ok = False
+        body = fn.node.body if isinstance(fn.node.body, list) else []
+        fold_stmt = None
+        for stmt in body:
+            v = getattr(stmt, "value", None)
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                    and stmt.targets[0].id == param and isinstance(v, ast.Call) and v.args \
+                    and isinstance(v.args[0], ast.Name) and v.args[0].id == param \
+                    and self.random_qualname(v, fn) == "jax.random.fold_in" and not _constant_data(v):
+                fold_stmt = stmt
+                break
+            if any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt)):
+                break   # read (or rebound) before any fold
+        if fold_stmt is not None:
+            ok = True
+        self._folded[k] = ok
+        return ok
+
     def key_params(self, fn: Function) -> Set[str]:
         ks = self._keys.get(id(fn))
         if not ks:
@@ -349,6 +376,8 @@ class KeyAnalysis:
                     if q not in RANDOM_NON_CONSUMING:
                         a = self.key_argument(call)
                         if isinstance(a, ast.Subscript):
+                            if isinstance(a.slice, ast.Constant) and isinstance(a.slice.value, str):
+                                continue   # split(state["rng"]): `state` is a dict holding a key, not a key array
                             a = a.value
                         if isinstance(a, Name):
                             keys.add(a.id)
@@ -957,7 +986,7 @@ class _Interp:
                 st.env[name] = src
             return
         if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id in self.keys \
-                and isinstance(v.slice, ast.Constant):
+                and isinstance(v.slice, ast.Constant) and not isinstance(v.slice.value, str):
             for i, st in enumerate(states):
                 base = saved[i].get(v.value.id) if saved is not None else st.env.get(v.value.id)
                 st.env[name] = ("sub", base, v.slice.value) if base is not None else None
@@ -1113,7 +1142,7 @@ class _Interp:
             for p, a in pairs:
                 for c in cands:
                     if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and _contains(a, c)):
-                        if p in kp:
+                        if p in kp and not an.only_folded(callee, p):
                             out.append((c, "call", None, display, ident))
             # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
             seen = set()
