@@ -338,18 +338,22 @@ class KeyAnalysis:
         ok = False
         body = fn.node.body if isinstance(fn.node.body, list) else []
         fold_stmt = None
-        for stmt in body:
+        for i, stmt in enumerate(body):
             v = getattr(stmt, "value", None)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                    and stmt.targets[0].id == param and isinstance(v, ast.Call) and v.args \
+                    and isinstance(v, ast.Call) and v.args \
                     and isinstance(v.args[0], ast.Name) and v.args[0].id == param \
                     and self.random_qualname(v, fn) == "jax.random.fold_in" and not _constant_data(v):
                 fold_stmt = stmt
+                if stmt.targets[0].id == param:
+                    ok = True   # rng = fold_in(rng, step): later reads see the derived key
+                else:
+                    # step_key = fold_in(rng, step): the original key must not be read again
+                    ok = not any(isinstance(n, ast.Name) and n.id == param
+                                 for later in body[i + 1:] for n in ast.walk(later))
                 break
             if any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt)):
                 break   # read (or rebound) before any fold
-        if fold_stmt is not None:
-            ok = True
         self._folded[k] = ok
         return ok
 
