@@ -12,10 +12,10 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 np = pytest.importorskip("numpy")
 
-from jaxlint.analysis import dtypes  # noqa: E402
-from jaxlint.checkers import jax202_concrete_conversion_of_traced_value as r202  # noqa: E402
-from jaxlint.checkers import jax203_numpy_on_traced_value as r203  # noqa: E402
-from jaxlint.checkers import jax204_data_dependent_shape as r204  # noqa: E402
+from jaxlint.checkers.concrete import dtypes  # noqa: E402
+from jaxlint.checkers.concrete import jax202_concrete_conversion_of_traced_value as r202  # noqa: E402
+from jaxlint.checkers.concrete import jax203_numpy_on_traced_value as r203  # noqa: E402
+from jaxlint.checkers.concrete import jax204_data_dependent_shape as r204  # noqa: E402
 
 
 def _resolve(qualname):

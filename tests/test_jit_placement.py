@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jaxlint.analysis import SemanticModel, SourceFile
-from jaxlint.analysis import calls as calls_mod
+from jaxlint.checkers.jit import calls as calls_mod
 from jaxlint.checkers import REGISTRY, Settings
 from jaxlint.config import load_config
 from jaxlint.engine import lint_source

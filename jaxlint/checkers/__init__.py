@@ -1,4 +1,9 @@
-"""Rules: one module per rule (``jaxNNN_symbol.py``), discovered automatically.
+"""Rules, in one package per family, one module (or subpackage) per rule
+(``<family>/jaxNNN_symbol.py``), discovered automatically.
+
+Families: ``purity`` (JAX1xx), ``concrete`` (JAX2xx), ``arrays`` (JAX3xx), ``prng``
+(JAX4xx), ``jit`` (JAX5xx). Analysis that only one family uses lives in that family's
+package; what several families ask lives in :mod:`jaxlint.analysis`.
 
 Importing this package fills :data:`REGISTRY`; every front end (CLI, flake8,
 pylint, docs, tests) reads the registry, never a hand-kept list.
@@ -11,9 +16,21 @@ from typing import List
 
 from .base import DOC_SECTIONS, REGISTRY, Context, Finding, Rule, Settings, register
 
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _info.name.startswith("jax") and _info.name[3:6].isdigit():
-        importlib.import_module(f"{__name__}.{_info.name}")
+def _is_rule_module(name: str) -> bool:
+    return name.startswith("jax") and name[3:6].isdigit()
+
+
+def _discover() -> None:
+    for family in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if not family.ispkg:
+            continue
+        package = importlib.import_module(f"{__name__}.{family.name}")
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            if _is_rule_module(info.name):
+                importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+_discover()
 
 
 def all_rules() -> List[Rule]:

@@ -11,7 +11,7 @@ import ast
 import re
 from typing import Optional, Tuple
 
-from .model import Function, SemanticModel
+from ...analysis.model import Function, SemanticModel
 
 # transforms that differentiate
 GRAD_NAMES = frozenset({

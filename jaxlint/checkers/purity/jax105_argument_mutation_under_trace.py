@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ..analysis import CONTAINER, NUMPY, Function
-from ..analysis.bindings import AMBIGUOUS_METHODS, LIST_METHODS
-from ..analysis.purity import PurityFacts, Write, purity_for, value_traced
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import CONTAINER, NUMPY, Function
+from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
+from .facts import PurityFacts, Write, purity_for, value_traced
+from ..base import Context, Finding, Rule, register, traced_functions
 
 
 @register

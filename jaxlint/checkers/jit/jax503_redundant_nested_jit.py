@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ..analysis import CERTAIN
-from ..analysis.calls import call_index, has_jit, in_traced_code
-from .base import Context, Finding, Rule, register
+from ...analysis import CERTAIN
+from .calls import call_index, has_jit, in_traced_code
+from ..base import Context, Finding, Rule, register
 
 
 @register

@@ -4,10 +4,10 @@ import ast
 import re
 from typing import Dict, Iterator, Optional, Set, Tuple
 
-from ..analysis import Function
-from ..analysis.bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname
-from ..analysis.purity import PurityFacts, purity_for
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import Function
+from .bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname
+from .facts import PurityFacts, purity_for
+from ..base import Context, Finding, Rule, register, traced_functions
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Set
 
-from ..analysis import TRACED, Function
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import TRACED, Function
+from ..base import Context, Finding, Rule, register, traced_functions
 
 _SUGGEST = {
     "if": "use `jnp.where` or `jax.lax.cond`",

@@ -4,11 +4,11 @@ import ast
 import re
 from typing import Iterator, Optional, Set
 
-from ..analysis import Function
-from ..analysis import knowledge as K
-from ..analysis.calls import INIT_METHODS, CallIndex, JitBinding, call_index, has_jit, in_traced_code
-from ..fixes.edits import SAFE, Edit, Fix
-from .base import Context, Finding, Rule, register
+from ...analysis import Function
+from ...analysis import knowledge as K
+from .calls import INIT_METHODS, CallIndex, JitBinding, call_index, has_jit, in_traced_code
+from ...fixes.edits import SAFE, Edit, Fix
+from ..base import Context, Finding, Rule, register
 
 # names of functions that run once per training/eval step
 _STEP_NAME = re.compile(r"(?:^|_)(?:step|update)(?:$|_)")

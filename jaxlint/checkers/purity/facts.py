@@ -4,17 +4,17 @@ trace rather than on every call), which object a method's ``self`` is, and
 whether a parameter receives an object owned by a caller outside the trace.
 
 Everything is derived from the :class:`~jaxlint.analysis.model.SemanticModel`
-and :mod:`jaxlint.analysis.bindings`; results are cached per model.
+and :mod:`jaxlint.checkers.purity.bindings`; results are cached per model.
 """
 from __future__ import annotations
 
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from . import knowledge as K
+from ...analysis import knowledge as K
 from .bindings import (AMBIGUOUS_METHODS, LIST_METHODS, MUTATING_METHODS, BindingFacts, bindings_for,
                        root_name)
-from .model import CONTAINER, NUMPY, TRACED, ClassInfo, Function, SemanticModel
+from ...analysis.model import CONTAINER, NUMPY, TRACED, ClassInfo, Function, SemanticModel
 
 # transforms whose Python body runs on every call unless an enclosing function is staged
 EAGER_TRANSFORMS = frozenset({"jax.jvp", "jax.vjp", "jax.linearize"})

@@ -3,13 +3,13 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ..analysis import Function
-from ..analysis import knowledge as K
-from ..analysis.calls import INIT_METHODS, CallIndex, CallSite, JitBinding, call_index, has_jit, in_traced_code
-from ..analysis.steps import GRAD_NAMES, TREE_MAPS, arithmetic_callable, contains_update, eager_grad, \
+from ...analysis import Function
+from ...analysis import knowledge as K
+from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, call_index, has_jit, in_traced_code
+from .steps import GRAD_NAMES, TREE_MAPS, arithmetic_callable, contains_update, eager_grad, \
     optimizer_update, tree_update
-from ..fixes.edits import UNSAFE, Edit, Fix
-from .base import Context, Finding, Rule, register
+from ...fixes.edits import UNSAFE, Edit, Fix
+from ..base import Context, Finding, Rule, register
 
 # calls that cannot run under jit (Python side effects, host conversion)
 _NOT_JITTABLE = frozenset({"print", "float", "int", "bool", "open", "input", "numpy.asarray", "numpy.array",

@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ..analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
-from ..analysis.calls import JIT_NAMES, call_index
-from .base import Context, Finding, Rule, register
+from ...analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
+from .calls import JIT_NAMES, call_index
+from ..base import Context, Finding, Rule, register
 
 # transforms whose static arguments must be hashable and exist
 _STATIC_TRANSFORMS = frozenset({"jax.jit", "flax.nnx.jit", "jax.pmap"})

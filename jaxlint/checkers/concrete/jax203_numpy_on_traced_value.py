@@ -3,11 +3,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ..analysis import Function
-from ..analysis.concrete import at_compile_time, culprit, short, traced_value, unreliable_param
-from ..fixes.edits import UNSAFE, Edit, Fix
-from ..fixes.imports import module_alias
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import Function
+from .values import at_compile_time, culprit, short, traced_value, unreliable_param
+from ...fixes.edits import UNSAFE, Edit, Fix
+from ...fixes.imports import module_alias
+from ..base import Context, Finding, Rule, register, traced_functions
 
 # ---------------------------------------------------------------------------
 # Vocabulary: the functions of ``jax.numpy`` (and its ``linalg``/``fft``

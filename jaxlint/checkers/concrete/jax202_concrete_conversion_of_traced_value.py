@@ -5,10 +5,10 @@ import math as _math
 import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ..analysis import JAX, TRACED, Function
-from ..analysis.concrete import (at_compile_time, culprit, output_nodes, short, traced_array, traced_value,
+from ...analysis import JAX, TRACED, Function
+from .values import (at_compile_time, culprit, output_nodes, short, traced_array, traced_value,
                                  unreliable_param)
-from .base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, Rule, register, traced_functions
 
 _ALL = -1   # every positional argument
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Set, Tuple
 
-from . import knowledge as K
-from .model import CONTAINER, JAX, NUMPY, TRACED, Function, SemanticModel
+from ...analysis import knowledge as K
+from ...analysis.model import CONTAINER, JAX, NUMPY, TRACED, Function, SemanticModel
 
 _WARN_FUNCS = frozenset({"warnings.warn", "absl.logging.log_first_n", "absl.logging.log_every_n"})
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ..analysis import CERTAIN, Function
-from ..fixes.edits import SAFE, Edit, Fix
-from .base import Context, Finding, Rule, register
+from ...analysis import CERTAIN, Function
+from ...fixes.edits import SAFE, Edit, Fix
+from ..base import Context, Finding, Rule, register
 
 _AUG_METHODS = {
     ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power",

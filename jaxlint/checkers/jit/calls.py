@@ -18,8 +18,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
-from . import knowledge as K
-from .model import ClassInfo, Function, SemanticModel, TransformSite
+from ...analysis import knowledge as K
+from ...analysis.model import ClassInfo, Function, SemanticModel, TransformSite
 
 # transforms that compile: applying one creates a cached, compiled callable
 JIT_NAMES = frozenset({"jax.jit", "flax.nnx.jit", "equinox.filter_jit"})

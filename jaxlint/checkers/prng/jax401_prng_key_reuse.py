@@ -4,11 +4,11 @@ import ast
 import re
 from typing import Iterator, List, Optional, Set
 
-from ..analysis import CERTAIN, INFERRED, Function
-from ..analysis.keys import RANDOM, Reuse, Use, key_analysis
-from ..fixes.edits import UNSAFE, Edit, Fix
-from ..fixes.imports import module_alias
-from .base import Context, Finding, Rule, register
+from ...analysis import CERTAIN, INFERRED, Function
+from .keys import RANDOM, Reuse, Use, key_analysis
+from ...fixes.edits import UNSAFE, Edit, Fix
+from ...fixes.imports import module_alias
+from ..base import Context, Finding, Rule, register
 
 
 @register

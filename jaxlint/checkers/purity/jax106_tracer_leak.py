@@ -3,11 +3,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ..analysis import Function
-from ..analysis.bindings import AMBIGUOUS_METHODS, LIST_METHODS
-from ..analysis.purity import (STORING_METHODS, PurityFacts, Write, depends_on_locals, purity_for,
+from ...analysis import Function
+from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
+from .facts import (STORING_METHODS, PurityFacts, Write, depends_on_locals, purity_for,
                                value_traced)
-from .base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, Rule, register, traced_functions
 
 
 @register

@@ -18,7 +18,7 @@ import ast
 import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from .model import Function, SemanticModel
+from ...analysis.model import Function, SemanticModel
 
 # ----------------------------------------------------------------- vocabulary
 # methods that mutate a Python container in place

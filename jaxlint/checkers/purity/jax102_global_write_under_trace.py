@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ..analysis import Function
-from ..analysis.bindings import LIST_METHODS
-from ..analysis.purity import STORING_METHODS, PurityFacts, Write, purity_for, value_traced
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import Function
+from .bindings import LIST_METHODS
+from .facts import STORING_METHODS, PurityFacts, Write, purity_for, value_traced
+from ..base import Context, Finding, Rule, register, traced_functions
 
 
 @register

@@ -4,11 +4,11 @@ import ast
 import re
 from typing import Iterator, List, Optional, Tuple
 
-from ..analysis import TRACED, Function
-from ..analysis import knowledge as K
-from ..fixes.edits import SAFE, Edit, Fix
-from ..fixes.imports import module_alias
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import TRACED, Function
+from ...analysis import knowledge as K
+from ...fixes.edits import SAFE, Edit, Fix
+from ...fixes.imports import module_alias
+from ..base import Context, Finding, Rule, register, traced_functions
 
 
 @register

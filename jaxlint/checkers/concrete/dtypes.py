@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
-from .model import Function, SemanticModel
+from ...analysis.model import Function, SemanticModel
 
 _JNP = "jax.numpy."
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ..analysis import JAX, TRACED, Function
-from ..analysis.concrete import at_compile_time, culprit, short, traced_operand
-from ..analysis.dtypes import BoolAnalysis
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import JAX, TRACED, Function
+from .values import at_compile_time, culprit, short, traced_operand
+from .dtypes import BoolAnalysis
+from ..base import Context, Finding, Rule, register, traced_functions
 
 _JNP = "jax.numpy."
 

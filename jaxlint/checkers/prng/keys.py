@@ -43,8 +43,8 @@ import ast
 import functools
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-from . import knowledge as K
-from .model import Function, SemanticModel
+from ...analysis import knowledge as K
+from ...analysis.model import Function, SemanticModel
 
 # ---------------------------------------------------------------- vocabulary
 RANDOM = "jax.random."

@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Tuple
 
-from ..analysis import Function
-from ..analysis.purity import PurityFacts, purity_for
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import Function
+from .facts import PurityFacts, purity_for
+from ..base import Context, Finding, Rule, register, traced_functions
 
 # constructors of host random generators: seeded ones are deterministic, and the
 # draws made from them are what this rule reports

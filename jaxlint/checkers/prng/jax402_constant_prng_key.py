@@ -3,11 +3,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ..analysis import CERTAIN, Function
-from ..analysis.keys import (KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
+from ...analysis import CERTAIN, Function
+from .keys import (KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
                              TIME_SOURCES, functions_mentioning, is_config_sweep, key_analysis, loop_label)
-from ..fixes.edits import UNSAFE, Edit, Fix
-from .base import Context, Finding, Rule, register
+from ...fixes.edits import UNSAFE, Edit, Fix
+from ..base import Context, Finding, Rule, register
 from .jax401_prng_key_reuse import split_spelling
 
 # transforms that trace a function only to inspect it (shapes, jaxpr): a constant key there is fine

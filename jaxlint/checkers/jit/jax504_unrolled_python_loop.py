@@ -6,11 +6,11 @@ import re
 import tokenize
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ..analysis import CONTAINER, JAX, TRACED, Function
-from ..analysis import knowledge as K
-from ..fixes.edits import UNSAFE, Edit, Fix
-from ..fixes.imports import module_alias
-from .base import Context, Finding, Rule, register, traced_functions
+from ...analysis import CONTAINER, JAX, TRACED, Function
+from ...analysis import knowledge as K
+from ...fixes.edits import UNSAFE, Edit, Fix
+from ...fixes.imports import module_alias
+from ..base import Context, Finding, Rule, register, traced_functions
 
 # attribute chains that hold configuration: ``config.num_steps``, ``self.cfg.n_iter``
 _CONFIG_OWNERS = frozenset({"config", "cfg", "conf", "hparams", "hps", "hp", "args", "opts", "options",
