@@ -193,19 +193,27 @@ class BoolAnalysis:
         if target is None or target.transforms:
             return None
         callee = target.function
-        key = (id(callee), "<return>")
+
+        def compute() -> Optional[bool]:
+            if callee.is_lambda:
+                values = [callee.node.body]
+            else:
+                values = [r.value for r in callee.of_type(ast.Return)]
+            results = [self.of(v, callee, depth + 1) if v is not None else False for v in values]
+            return True if results and all(r is True for r in results) else None
+
+        return self._memoized((id(callee), "<return>"), compute)
+
+    def _memoized(self, key: Tuple[int, str], compute) -> Optional[bool]:
+        """``compute()`` once per key; ``None`` (unknown) while it is being
+        computed, so that recursive functions and self-referencing names end."""
         if key in self._memo:
             return self._memo[key]
         if key in self._active:
             return None
         self._active.add(key)
         try:
-            if callee.is_lambda:
-                values = [callee.node.body]
-            else:
-                values = [r.value for r in callee.of_type(ast.Return)]
-            results = [self.of(v, callee, depth + 1) if v is not None else False for v in values]
-            out = True if results and all(r is True for r in results) else None
+            out = compute()
         finally:
             self._active.discard(key)
         self._memo[key] = out
@@ -217,28 +225,20 @@ class BoolAnalysis:
             s = s.parent
         if s is None or s.is_module:
             return None
-        key = (id(s), name)
-        if key in self._memo:
-            return self._memo[key]
-        if key in self._active:
-            return None
-        self._active.add(key)
-        try:
+
+        def compute() -> Optional[bool]:
             results: List[Optional[bool]] = []
             for value in self._scope_bindings(s).get(name, ()):
                 results.append(None if value is None else self.of(value, s, depth + 1))
             if name in s.param_nodes:
                 results.append(self._param(s, name, depth))
             if any(r is False for r in results):
-                out: Optional[bool] = False
-            elif results and all(r is True for r in results):
-                out = True
-            else:
-                out = True if mask_like_name(name) else None
-        finally:
-            self._active.discard(key)
-        self._memo[key] = out
-        return out
+                return False
+            if results and all(r is True for r in results):
+                return True
+            return True if mask_like_name(name) else None
+
+        return self._memoized((id(s), name), compute)
 
     def _param(self, fn: Function, name: str, depth: int) -> Optional[bool]:
         a = fn.param_nodes.get(name)

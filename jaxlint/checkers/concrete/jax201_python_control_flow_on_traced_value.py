@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Set
 
-from ...analysis import TRACED, Function
+from ...analysis import Function
 from ..base import Context, Finding, Rule, register, traced_functions
 
 _SUGGEST = {

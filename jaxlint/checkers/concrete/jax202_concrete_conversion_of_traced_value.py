@@ -6,8 +6,9 @@ import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from ...analysis import JAX, TRACED, Function
-from .values import (at_compile_time, culprit, output_nodes, short, traced_array, traced_value,
+from .values import (at_compile_time, culprit, output_nodes, traced_array, traced_value,
                                  unreliable_param)
+from ..messages import short
 from ..base import Context, Finding, Rule, register, traced_functions
 
 _ALL = -1   # every positional argument

@@ -4,9 +4,10 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import Function
-from .values import at_compile_time, culprit, short, traced_value, unreliable_param
+from .values import at_compile_time, culprit, traced_value, unreliable_param
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ...fixes.imports import module_alias
+from ..messages import short
 from ..base import Context, Finding, Rule, register, traced_functions
 
 # ---------------------------------------------------------------------------

@@ -4,8 +4,9 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import JAX, TRACED, Function
-from .values import at_compile_time, culprit, short, traced_operand
+from .values import at_compile_time, culprit, traced_operand
 from .dtypes import BoolAnalysis
+from ..messages import short
 from ..base import Context, Finding, Rule, register, traced_functions
 
 _JNP = "jax.numpy."

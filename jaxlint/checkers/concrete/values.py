@@ -47,17 +47,11 @@ def traced_value(model: SemanticModel, e: ast.AST, fn: Function) -> bool:
 
 
 def traced_array(model: SemanticModel, e: ast.AST, fn: Function) -> bool:
-    """``e`` is a traced array (or scalar), not a Python container that may hold one."""
-    k = model.kind(e, fn)
-    if not k & TRACED:
+    """``e`` is a traced array (or scalar), not a Python container that may hold
+    one, nor an opaque value whose kind is only guessed."""
+    if not traced_operand(model, e, fn):
         return False
-    if k & NUMPY and not k & JAX:
-        return False
-    if k & CONTAINER and not k & (JAX | NUMPY):
-        return False
-    if not k & JAX and opaque(model, e, fn):
-        return False
-    return True
+    return bool(model.kind(e, fn) & JAX) or not opaque(model, e, fn)
 
 
 def traced_operand(model: SemanticModel, e: ast.AST, fn: Function) -> bool:
@@ -202,12 +196,6 @@ def _bindings(model: SemanticModel, s: Function) -> Dict[str, list]:
         out.setdefault(p, []).append(None)
     cache[id(s)] = out
     return out
-
-
-def short(node: ast.AST, limit: int = 40) -> str:
-    text = node.id if isinstance(node, ast.Name) else ast.unparse(node)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def culprit(model: SemanticModel, e: ast.AST, fn: Function) -> ast.AST:

@@ -9,7 +9,7 @@ and :mod:`jaxlint.checkers.purity.bindings`; results are cached per model.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from ...analysis import knowledge as K
 from .bindings import (AMBIGUOUS_METHODS, LIST_METHODS, MUTATING_METHODS, BindingFacts, bindings_for,
@@ -617,5 +617,19 @@ def purity_for(model: SemanticModel) -> PurityFacts:
     return facts
 
 
-__all__ = ["Write", "PurityFacts", "purity_for", "value_traced", "depends_on_locals",
+def traced_writes(model: SemanticModel, staged: bool = False) -> Iterator[Tuple[PurityFacts, Function, List[Write]]]:
+    """Each traced function of the file that writes something, with its writes
+    (``staged``: only functions whose Python body runs once per trace).  The
+    purity facts are computed on the first traced function, never for a file
+    without one."""
+    facts: Optional[PurityFacts] = None
+    for fn in model.traced_functions():
+        if facts is None:
+            facts = purity_for(model)
+        writes = facts.writes(fn)
+        if writes and (not staged or facts.staged(fn)):
+            yield facts, fn, writes
+
+
+__all__ = ["Write", "PurityFacts", "purity_for", "traced_writes", "value_traced", "depends_on_locals",
            "AMBIGUOUS_METHODS", "LIST_METHODS", "MUTATING_METHODS", "STORING_METHODS"]

@@ -8,6 +8,7 @@ from ...analysis import TRACED, Function
 from ...analysis import knowledge as K
 from ...fixes.edits import SAFE, Edit, Fix
 from ...fixes.imports import module_alias
+from ..messages import short
 from ..base import Context, Finding, Rule, register, traced_functions
 
 
@@ -95,7 +96,7 @@ class PrintUnderTrace(Rule):
                 culprit = self._traced_argument(call, fn, ctx)
                 if culprit is None:
                     continue
-                shown = _short(ctx, culprit)
+                shown = short(culprit)
                 msg = (f"{what} of traced value `{shown}` inside {fn.trace_description()} runs once at "
                        f"trace time and shows a tracer, not the value")
                 if q == "print":
@@ -120,11 +121,6 @@ class PrintUnderTrace(Rule):
             elif m.kind(a, fn) & TRACED:
                 return m.traced_culprit(a, fn)
         return None
-
-
-def _short(ctx: Context, node: ast.AST) -> str:
-    text = ast.unparse(node) if not isinstance(node, ast.Name) else node.id
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _RESERVED = {"fmt", "ordered", "partitioned"}

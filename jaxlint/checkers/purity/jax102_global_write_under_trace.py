@@ -5,8 +5,8 @@ from typing import Iterator, Optional
 
 from ...analysis import Function
 from .bindings import LIST_METHODS
-from .facts import STORING_METHODS, PurityFacts, Write, purity_for, value_traced
-from ..base import Context, Finding, Rule, register, traced_functions
+from .facts import (PurityFacts, STORING_METHODS, Write, traced_writes, value_traced)
+from ..base import Context, Finding, Rule, register
 
 
 @register
@@ -67,16 +67,8 @@ class GlobalWriteUnderTrace(Rule):
     summary = "rebinding a global or mutating an outer container inside a traced function runs only at trace time"
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        facts: Optional[PurityFacts] = None
-        for fn in traced_functions(ctx):
-            if facts is None:
-                facts = purity_for(m)
-            writes = facts.writes(fn)
-            if not writes or not facts.staged(fn):
-                continue
-            b = facts.bindings
-            g, n = b.declarations(fn)
+        for facts, fn, writes in traced_writes(ctx.model, staged=True):
+            g, n = facts.bindings.declarations(fn)
             for w in writes:
                 what = self._outer_write(facts, fn, w, g, n)
                 if what is None:

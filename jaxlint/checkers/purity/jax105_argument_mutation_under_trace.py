@@ -5,8 +5,8 @@ from typing import Iterator, Optional
 
 from ...analysis import CONTAINER, NUMPY, Function
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
-from .facts import PurityFacts, Write, purity_for, value_traced
-from ..base import Context, Finding, Rule, register, traced_functions
+from .facts import (PurityFacts, Write, traced_writes, value_traced)
+from ..base import Context, Finding, Rule, register
 
 
 @register
@@ -63,14 +63,7 @@ class ArgumentMutationUnderTrace(Rule):
     summary = "a traced function mutates a container or object argument; the caller never sees the change"
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        facts: Optional[PurityFacts] = None
-        for fn in traced_functions(ctx):
-            if facts is None:
-                facts = purity_for(m)
-            writes = facts.writes(fn)
-            if not writes:
-                continue
+        for facts, fn, writes in traced_writes(ctx.model):
             for w in writes:
                 msg = self._self_mutation(facts, fn, w)
                 if msg is None:

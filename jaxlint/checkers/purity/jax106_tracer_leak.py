@@ -5,9 +5,9 @@ from typing import Iterator, Optional
 
 from ...analysis import Function
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
-from .facts import (STORING_METHODS, PurityFacts, Write, depends_on_locals, purity_for,
-                               value_traced)
-from ..base import Context, Finding, Rule, register, traced_functions
+from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
+from ..messages import short
+from ..base import Context, Finding, Rule, register
 
 
 @register
@@ -67,13 +67,7 @@ class TracerLeak(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         m = ctx.model
-        facts: Optional[PurityFacts] = None
-        for fn in traced_functions(ctx):
-            if facts is None:
-                facts = purity_for(m)
-            writes = facts.writes(fn)
-            if not writes:
-                continue
+        for facts, fn, writes in traced_writes(m):
             g, n = facts.bindings.declarations(fn)
             for w in writes:
                 if w.kind == "del":
@@ -115,7 +109,7 @@ class TracerLeak(Rule):
                 return None   # building the object
             if w.kind == "call" and not self._container_call(facts, fn, w, owner):
                 return None
-            return f"on `{_short(w.target)}`"
+            return f"on `{short(w.target)}`"
         # --- on a class
         info = facts.class_root(fn, root)
         if info is not None:
@@ -123,7 +117,7 @@ class TracerLeak(Rule):
                 return None
             if w.kind == "call" and w.method not in LIST_METHODS:
                 return None
-            return f"on class attribute `{_short(w.target)}`"
+            return f"on class attribute `{short(w.target)}`"
         # --- global / nonlocal rebinding
         if w.kind == "name":
             if root.id in g:
@@ -179,8 +173,3 @@ class TracerLeak(Rule):
             if facts.bindings.is_container_value(v, info.scope):
                 return True
         return False
-
-
-def _short(e: ast.AST) -> str:
-    text = ast.unparse(e)
-    return text if len(text) <= 40 else text[:37] + "..."
