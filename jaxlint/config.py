@@ -45,6 +45,18 @@ class Config:
     def rules(self) -> List[Rule]:
         return select_rules(self.select, self.ignore, self.extend_select)
 
+    def rules_for(self, path: Optional[str]) -> List[Rule]:
+        """The rules to run on ``path``: :meth:`rules` minus its ``per-file-ignores``.
+
+        The one place per-file-ignores are applied (CLI, flake8 and pylint plugins,
+        language server); entries may be codes, prefixes or rule symbols.
+        """
+        rules = self.rules()
+        ignored = self.ignored_for(path) if path else []
+        if not ignored:
+            return rules
+        return [r for r in rules if not _matches(r.code, ignored)]
+
     def ignored_for(self, path: str) -> List[str]:
         if not self.per_file_ignores:
             return []

@@ -40,8 +40,7 @@ class JaxlintChecker:
         directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("stdin", "-") \
             else os.getcwd()
         cfg = _config_for_dir(directory)
-        ignored = cfg.ignored_for(self.filename)
-        rules = [r for r in cfg.rules() if not any(r.code.startswith(i.upper()) for i in ignored)]
+        rules = cfg.rules_for(self.filename if self.filename not in ("stdin", "-") else None)
         source = SourceFile(self.filename, "".join(self.lines))
         try:
             findings = lint_source(source, rules, cfg.settings, tree=self.tree, apply_noqa=False)

@@ -62,8 +62,7 @@ class JaxlintPylintChecker(BaseRawFileChecker):
         try:
             source = SourceFile.from_bytes(path, raw)
             cfg = self._config(path)
-            ignored = cfg.ignored_for(path)
-            rules = [r for r in cfg.rules() if not any(r.code.startswith(i.upper()) for i in ignored)]
+            rules = cfg.rules_for(path)
             findings = lint_source(source, rules, cfg.settings)
         except (SourceError, InternalError):
             return  # pylint reports syntax errors itself

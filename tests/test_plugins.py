@@ -97,3 +97,38 @@ def test_flake8_entry_point_is_registered():
     from importlib.metadata import entry_points
     eps = [ep for ep in entry_points(group="flake8.extension") if ep.name == "JAX"]
     assert eps and eps[0].value == "jaxlint.flake8_plugin:JaxlintChecker"
+
+
+PFI_SOURCE = "import jax\n\n@jax.jit\ndef f(x):\n    print(x)\n    if x > 0:\n        return x\n    return -x\n"
+
+
+@pytest.mark.parametrize("entry", ["print-under-trace", "JAX101", "JAX10"])
+def test_per_file_ignores_agree_across_front_ends(tmp_path, entry):
+    """per-file-ignores accepts codes, prefixes and symbols in the CLI and both plugins alike."""
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.jaxlint]\nper-file-ignores = {{ "m.py" = ["{entry}"] }}\n')
+    p = tmp_path / "m.py"
+    p.write_text(PFI_SOURCE)
+    cli = subprocess.run([sys.executable, "-m", "jaxlint", "check", "-q", "--color", "never", "m.py"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--select", "JAX", "m.py"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    pylint = subprocess.run(
+        [sys.executable, "-m", "pylint", "--load-plugins=jaxlint.pylint_plugin", "--disable=all",
+         "--enable=print-under-trace,python-control-flow-on-traced-value", "--persistent=n", "--score=n",
+         "--msg-template={path}:{line}:{msg}", "m.py"], capture_output=True, text=True, cwd=tmp_path)
+    for name, proc in (("cli", cli), ("flake8", flake8), ("pylint", pylint)):
+        assert "Traceback" not in proc.stderr, (name, proc.stderr)
+        assert "JAX101" not in proc.stdout, (name, proc.stdout)
+        assert "JAX201" in proc.stdout, (name, proc.stdout)
+
+
+def test_config_rules_for_drops_per_file_ignores(tmp_path):
+    from jaxlint.config import load_config
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.jaxlint]\nper-file-ignores = { "tests/*" = ["print-under-trace", "JAX2"] }\n')
+    cfg = load_config(str(tmp_path / "pyproject.toml"))
+    codes = {r.code for r in cfg.rules_for(str(tmp_path / "tests" / "t.py"))}
+    assert "JAX101" not in codes and not any(c.startswith("JAX2") for c in codes)
+    assert {r.code for r in cfg.rules_for(str(tmp_path / "src.py"))} == {r.code for r in cfg.rules()}
+    assert cfg.rules_for(None) == cfg.rules()
