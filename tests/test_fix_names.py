@@ -33,10 +33,13 @@ def test_names_in_scope_sees_enclosing_nested_and_used_globals():
                 d = c
                 return e
             return inner
+
+        def sibling():
+            zzz = 1
     """)
     source = SourceFile("m.py", src)
     model = SemanticModel(source.parse(), source)
     outer = next(f for f in model.module.children if f.name == "outer")
     taken = names_in_scope(model, outer)
     assert {"jnp", "TOP", "outer", "a", "b", "inner", "helper_global", "c", "d", "e"} <= taken
-    assert "e" not in names_in_scope(model, outer, include_children=False)
+    assert "zzz" not in taken                      # a sibling's locals cannot clash
