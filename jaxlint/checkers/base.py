@@ -112,6 +112,9 @@ class Rule:
     fix_title: Optional[str] = None
     fix_applicability: Optional[str] = None   # the applicability of the fix this rule offers, if any
     default_enabled: bool = True
+    # how runtime confirmation (jaxlint/confirm/) shows this rule's findings with JAX:
+    # a strategy name, or a tuple of the name and the evidence it looks for; None: not confirmable
+    confirm: Optional[object] = None
 
     def check(self, ctx: Context) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
