@@ -1,0 +1,192 @@
+"""JAX504, the rule: which loops of a traced function are unrolled into the compiled program,
+and the message that says how many copies of the body that makes.  Trip counting lives in
+:mod:`.trips`, the ``fori_loop``/``scan`` rewrite in :mod:`.rewrite`."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ....analysis import TRACED, Function
+from ....fixes.edits import UNSAFE
+from ...base import Context, Finding, Rule, register, traced_functions
+from .rewrite import LoopFix, NoFix, carry_names
+from .trips import for_trip, while_trip
+
+# class-construction prefixes of layer libraries: a loop that builds or calls layers
+_LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
+
+
+@register
+class UnrolledPythonLoop(Rule):
+    """
+    ## What it does
+    Flags a Python `for` or `while` loop inside a traced function (`jax.jit`,
+    `grad`, a Flax module, ...) whose body does array work and whose trip count
+    is large or not fixed when the code is written: `range(N)` with a literal
+    `N` of at least 16 (configurable), `range(n)` over a static argument or a
+    configuration value (a `static_argnames` parameter, a module field,
+    `config.num_steps`), or iteration over the rows of a traced array
+    (`for row in x`). Small loops — over a model's layers, over a literal list
+    of a few items, over `range(x.ndim)` — are not flagged.
+
+    ## Why is this bad?
+    In PyTorch a Python loop runs its body N times at run time. Under
+    `jax.jit` the loop runs once, at trace time, and records every iteration:
+    a 1000-step loop becomes 1000 copies of its body in the compiled program.
+    Tracing and compilation time grow with N (minutes for long loops), and the
+    program is compiled again for every new value of a static trip count.
+    `jax.lax.fori_loop` and `jax.lax.scan` trace the body once and loop on the
+    device.
+
+    ## Example
+    ```python
+    @partial(jax.jit, static_argnames="num_steps")
+    def integrate(state, dt, num_steps=1000):
+        for _ in range(num_steps):
+            state = state + dt * lorenz(state)
+        return state
+    ```
+
+    ## Use instead
+    ```python
+    @partial(jax.jit, static_argnames="num_steps")
+    def integrate(state, dt, num_steps=1000):
+        return jax.lax.fori_loop(0, num_steps, lambda _, s: s + dt * lorenz(s), state)
+    ```
+    Use `jax.lax.fori_loop` when only a carry flows from one step to the
+    next, and `jax.lax.scan` when each step also produces an output that you
+    collect (`ys.append(y)` followed by `jnp.stack(ys)`).
+
+    ## Fix safety
+    The fix rewrites two simple shapes: a loop over `range(...)` whose body
+    only reassigns carried variables (`carry = body(carry, i)`) becomes
+    `jax.lax.fori_loop`, and a loop whose body ends by appending a per-step
+    output to a list that is then `jnp.stack`ed becomes `jax.lax.scan`. It is
+    unsafe: the carry must keep the same shape and dtype on every iteration (a
+    Python `0` that becomes a float array does not), the loop index becomes a
+    traced integer (it can no longer pick shapes or Python branches), a
+    `fori_loop` whose bounds are traced cannot be reverse-differentiated, and
+    temporaries of the body no longer exist after the loop. Loops with other
+    statements (`if`, nested loops, an `append` that is not last) are reported
+    without a fix.
+    """
+
+    code = "JAX504"
+    confirm = "unrolled-loop"
+    symbol = "unrolled-python-loop"
+    summary = "a long Python loop inside a traced function is unrolled into the compiled program"
+    fix_title = "Rewrite the loop with `jax.lax.fori_loop` / `jax.lax.scan`"
+    fix_applicability = UNSAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        threshold = ctx.settings.unrolled_loop_threshold
+        for fn in traced_functions(ctx):
+            loops = fn.of_type(ast.For, ast.While)
+            if not loops:
+                continue
+            for loop in loops:
+                if isinstance(loop, ast.For):
+                    trip = for_trip(m, fn, loop)
+                    kw = "for"
+                else:
+                    trip = while_trip(m, fn, loop)
+                    kw = "while"
+                if trip is None:
+                    continue
+                if trip.count is not None and trip.count < threshold:
+                    continue
+                if not self._array_work(ctx, fn, loop) or self._layer_loop(ctx, fn, loop):
+                    continue
+                appends = self._appends(loop)
+                if trip.kind == "array" or appends:
+                    if appends and not self._carried(loop, fn):
+                        hint = "`jax.vmap` (independent steps) or `jax.lax.scan`"
+                    else:
+                        hint = "`jax.lax.scan` (carry plus per-step outputs)"
+                else:
+                    hint = "`jax.lax.fori_loop` (carry only) or `jax.lax.scan` (carry plus per-step outputs)"
+                if trip.kind == "literal" and kw == "while":
+                    copies = f"one copy of its body per iteration (counting to {trip.count})"
+                elif trip.kind == "literal":
+                    copies = f"{trip.count} copies of its body"
+                elif trip.kind == "array":
+                    copies = "one copy of its body per row"
+                else:
+                    copies = "one copy of its body per iteration"
+                head = f"Python `for` loop over {trip.what}" if kw == "for" else f"Python `while {trip.what}"
+                msg = f"{head} inside {fn.trace_description()} is unrolled into {copies}; use {hint}"
+                fix = None
+                if kw == "for":
+                    try:
+                        fix = LoopFix(ctx, fn, loop, self.fix_title).build()
+                    except NoFix:
+                        fix = None
+                yield ctx.finding(self, loop, msg, confidence=fn.confidence, fix=fix, end_node=loop.iter
+                                  if isinstance(loop, ast.For) else loop.test)
+
+    # ----------------------------------------------------------- the body
+    @staticmethod
+    def _array_work(ctx: Context, fn: Function, loop: ast.AST) -> bool:
+        m = ctx.model
+        for s in loop.body:
+            for n in ast.walk(s):
+                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
+                    if n.value is not None and m.kind(n.value, fn) & TRACED:
+                        return True
+                    v = n.value
+                    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                            and v.func.attr in ("append", "extend", "insert") \
+                            and any(m.kind(a, fn) & TRACED for a in v.args):
+                        return True
+        return False
+
+    @staticmethod
+    def _layer_loop(ctx: Context, fn: Function, loop: ast.AST) -> bool:
+        """The body builds or calls layers (sub-modules): unrolling is the intent."""
+        m = ctx.model
+        selfname = None
+        owner = fn.enclosing_method()
+        if owner is not None:
+            selfname = owner.self_name
+        for s in loop.body:
+            for n in ast.walk(s):
+                if not isinstance(n, ast.Call):
+                    continue
+                f = n.func
+                if isinstance(f, ast.Call):
+                    q = m.qualname(f.func, fn)
+                    if q is not None and q.startswith(_LAYER_PREFIXES) and q.rsplit(".", 1)[-1][:1].isupper():
+                        return True
+                    if q == "getattr":
+                        return True
+                    if isinstance(f.func, ast.Name) and f.func.id in m.classes \
+                            and m.classes[f.func.id].module_kind:
+                        return True
+                elif isinstance(f, ast.Subscript):
+                    base = f.value
+                    if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) \
+                            and base.value.id == selfname:
+                        return True
+                elif isinstance(f, ast.Name) and f.id in m.classes and m.classes[f.id].module_kind:
+                    return True
+                else:
+                    q = m.qualname(f, fn)
+                    if q is not None and q.startswith(_LAYER_PREFIXES) and q.rsplit(".", 1)[-1][:1].isupper():
+                        return True
+        return False
+
+    @staticmethod
+    def _appends(loop: ast.AST) -> bool:
+        for s in loop.body:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append":
+                    return True
+        return False
+
+    @staticmethod
+    def _carried(loop: ast.AST, fn: Function) -> bool:
+        carried, _ = carry_names(loop.body)
+        return bool(carried)

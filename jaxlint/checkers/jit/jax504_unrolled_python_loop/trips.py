@@ -1,0 +1,362 @@
+"""Trip counting for JAX504: what a Python loop iterates over and how many times, as far as
+it is known when the code is written.
+
+:func:`for_trip` and :func:`while_trip` describe a loop as a :class:`Trip` (a literal count,
+a bound fixed at trace time such as a static argument or a configuration value, or the rows of
+a traced array) or return ``None`` when the loop is not one the rule reasons about.
+:func:`loop_info` is the same count in the form runtime confirmation records
+(``jaxlint/confirm``): which name to vary to retrace the loop with fewer iterations.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional, Tuple
+
+from ....analysis import CONTAINER, JAX, TRACED, Function, SemanticModel
+from ....analysis import knowledge as K
+from ...messages import short
+
+# attribute chains that hold configuration: ``config.num_steps``, ``self.cfg.n_iter``
+_CONFIG_OWNERS = frozenset({"config", "cfg", "conf", "hparams", "hps", "hp", "args", "opts", "options",
+                            "params_cfg", "settings", "flags", "FLAGS"})
+
+# jax.numpy functions that return a list of arrays, not an array
+_LIST_RESULTS = frozenset({"jax.numpy.split", "jax.numpy.array_split", "jax.numpy.hsplit", "jax.numpy.vsplit",
+                           "jax.numpy.dsplit", "jax.numpy.meshgrid", "jax.numpy.unstack", "jax.numpy.nonzero",
+                           "jax.numpy.where", "jax.numpy.unravel_index", "jax.numpy.indices",
+                           "jax.numpy.linalg.eigh", "jax.numpy.linalg.svd", "jax.numpy.linalg.qr",
+                           "jax.numpy.linalg.slogdet", "jax.numpy.linalg.eig", "jax.lax.scan",
+                           "jax.lax.while_loop", "jax.lax.fori_loop", "jax.lax.cond", "jax.lax.switch",
+                           "jax.random.split"})
+
+# parameters named like a sequence of data rather than a list of layers/parameters
+_ARRAY_NAME = re.compile(r"^(?:xs|x_seq|seq|sequence|inputs|signal|frames|tokens|timesteps|ts|times|"
+                         r"obs|observations|actions|rewards|trajectory|samples)$")
+
+# a trip count named like a number of layers: ``num_layers``, ``self.depth``, ``n_blocks``
+_LAYER_COUNT = re.compile(r"layer|depth|block|stage|head|level", re.IGNORECASE)
+
+
+class Trip:
+    """What a loop iterates over, as far as it is known when the code is written."""
+
+    __slots__ = ("count", "what", "kind", "bound")
+
+    def __init__(self, kind: str, what: str, count: Optional[int] = None, bound: Optional[ast.expr] = None):
+        self.kind = kind      # literal | static | array
+        self.what = what      # e.g. "`num_steps` (a static argument, 1000 by default)"
+        self.count = count    # known trip count (or default), if any
+        self.bound = bound    # the expression that bounds the count (``range``'s stop), if any
+
+
+# ---------------------------------------------------------------- for / while
+def for_trip(m: SemanticModel, fn: Function, loop: ast.For) -> Optional[Trip]:
+    it = loop.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.args \
+            and m.qualname(it.func, fn) in ("enumerate", "reversed") and len(it.args) == 1:
+        it = it.args[0]
+    if isinstance(it, ast.Call) and m.qualname(it.func, fn) == "range":
+        return _range_trip(m, fn, it)
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)):
+        if any(isinstance(e, ast.Starred) for e in it.elts):
+            return None
+        return Trip("literal", f"{len(it.elts)} literal items", len(it.elts))
+    if isinstance(it, ast.Call) and m.qualname(it.func, fn) == "zip":
+        for a in it.args:
+            if traced_array(m, fn, a):
+                return Trip("array", f"the rows of traced array `{short(a)}`")
+        return None
+    if traced_array(m, fn, it) and not _used_as_mapping(loop):
+        return Trip("array", f"the rows of traced array `{short(it)}`")
+    return None
+
+
+def _range_trip(m: SemanticModel, fn: Function, call: ast.Call) -> Optional[Trip]:
+    if call.keywords or not 1 <= len(call.args) <= 3 or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    vals = [int_value(m, fn, a) for a in call.args]
+    text = f"`{short(call)}`"
+    stop = call.args[0] if len(call.args) == 1 else call.args[1]
+    if all(v is not None for v in vals):
+        try:
+            n = len(range(*vals))
+        except ValueError:
+            return None
+        return Trip("literal", text, n, stop)
+    start_v = vals[0] if len(call.args) > 1 else 0
+    if len(call.args) == 3 or start_v is None:
+        return None
+    if _LAYER_COUNT.search(_bound_name(stop)):
+        return None   # one iteration per layer/block/head: unrolling is the intent
+    cls = _static_bound(m, fn, stop)
+    if cls is None:
+        return None
+    desc, default = cls
+    n = None if default is None else max(0, default - start_v)
+    if n is not None:
+        what = f"{text} ({desc}, {n} by default)"
+    else:
+        what = f"{text} ({desc})"
+    return Trip("static", what, n, stop)
+
+
+def while_trip(m: SemanticModel, fn: Function, loop: ast.While) -> Optional[Trip]:
+    test = loop.test
+    if m.truth_traced(test, fn):
+        return None   # a traced condition fails at trace time (JAX201)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op = test.ops[0]
+    left, right = test.left, test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(left, ast.Name):
+        counter, bound = left, right
+    elif isinstance(op, (ast.Gt, ast.GtE)) and isinstance(right, ast.Name):
+        counter, bound = right, left
+    else:
+        return None
+    # the counter must be stepped in the body
+    if not any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == counter.id
+               for s in loop.body for n in ast.walk(s)):
+        return None
+    v = int_value(m, fn, bound)
+    text = f"{short(test)}` loop"
+    if v is None and _LAYER_COUNT.search(_bound_name(bound)):
+        return None
+    if v is not None:
+        return Trip("literal", text, v, bound)
+    cls = _static_bound(m, fn, bound)
+    if cls is None:
+        return None
+    desc, default = cls
+    what = f"{text} ({desc}" + (f", {default} by default)" if default is not None else ")")
+    return Trip("static", what, default, bound)
+
+
+def loop_info(m: SemanticModel, line: int, fn: Optional[Function]) -> Optional[dict]:
+    """The loop at ``line`` as runtime confirmation records it: its span and, for a ``for``
+    loop over ``range``, its trip bound as ``{"kind": "literal", "value": n}``, a parameter
+    of ``fn`` (``{"kind": "param", "name": ...}``) or a module-level name (``"global"``):
+    the name confirmation varies to retrace the loop with fewer iterations."""
+    for node in ast.walk(m.tree):
+        if isinstance(node, (ast.For, ast.While)) and node.lineno == line:
+            info = {"line": node.lineno, "end_line": node.end_lineno or node.lineno}
+            trip = for_trip(m, fn, node) if fn is not None and isinstance(node, ast.For) else None
+            bound = trip.bound if trip is not None else None
+            if isinstance(bound, ast.Constant) and isinstance(bound.value, int):
+                info["trip"] = {"kind": "literal", "value": bound.value}
+            elif isinstance(bound, ast.Name):
+                if bound.id in fn.param_nodes:
+                    info["trip"] = {"kind": "param", "name": bound.id}
+                elif bound.id in m.module.locals:
+                    info["trip"] = {"kind": "global", "name": bound.id}
+            return info
+    return None
+
+
+# ------------------------------------------------------------------- bounds
+def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
+                  depth: int = 0) -> Optional[Tuple[str, Optional[int]]]:
+    """A bound fixed at trace time but not in the code: a static argument, a module field, a
+    configuration value, the length of a traced array.  (description, default if known)"""
+    if isinstance(e, ast.Name):
+        s = fn
+        while s is not None and not s.is_module:
+            if e.id in s.param_nodes:
+                if e.id in s.static_params and s.confidence == "certain" and not s.is_lambda:
+                    d = s.defaults.get(e.id)
+                    return "a static argument", literal_int(d)
+                return None
+            if e.id in s.locals:
+                local = single_local_value(s, e.id)
+                if local is None or depth > 3:
+                    return None
+                return _static_bound(m, s, local, depth + 1)
+            s = s.parent
+        return None
+    if isinstance(e, ast.Attribute):
+        base = e.value
+        if isinstance(base, ast.Name):
+            owner = fn.enclosing_method()
+            if owner is not None and base.id == owner.self_name and owner.cls is not None:
+                info = owner.cls
+                if e.attr in info.fields:
+                    return "a module field", _class_default(info, e.attr)
+                if base.id in _CONFIG_OWNERS:
+                    return "a configuration value", None
+                return None
+            if base.id in _CONFIG_OWNERS and m.qualname(base, fn) is None:
+                return "a configuration value", None
+        elif isinstance(base, ast.Attribute) and base.attr in _CONFIG_OWNERS:
+            return "a configuration value", None
+        return None
+    if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
+        arr = e.value.value
+        if traced_array(m, fn, arr) and _is_leading_axis(e.slice):
+            return f"the length of traced array `{short(arr)}`", None
+        return None
+    if isinstance(e, ast.Call) and m.qualname(e.func, fn) == "len" and len(e.args) == 1:
+        if traced_array(m, fn, e.args[0]):
+            return f"the length of traced array `{short(e.args[0])}`", None
+    return None
+
+
+def _bound_name(e: ast.expr) -> str:
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute):
+        return e.attr
+    if isinstance(e, ast.Call) and e.args:   # len(self.layers)
+        return _bound_name(e.args[0])
+    return ""
+
+
+def _is_leading_axis(sl: ast.expr) -> bool:
+    """Axis 0 (rows, samples) or 1 (time steps in batch-first sequences); the last axis
+    (channels/features) is left alone."""
+    return isinstance(sl, ast.Constant) and sl.value in (0, 1) and not isinstance(sl.value, bool)
+
+
+def _class_default(info, name: str) -> Optional[int]:
+    for stmt in info.node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+            return literal_int(stmt.value)
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    return literal_int(stmt.value)
+    return None
+
+
+# ------------------------------------------------------------ traced arrays
+def traced_array(m: SemanticModel, fn: Function, e: ast.expr) -> bool:
+    """``e`` is surely a traced *array*, not a pytree (a list of layers, a dict of
+    parameters): a local bound from array arithmetic or a ``jax.numpy`` call, or a
+    parameter annotated as an array or used like one (``x.shape``, ``x @ w``)."""
+    k = m.kind(e, fn)
+    if not (k & TRACED and k & JAX) or k & CONTAINER:
+        return False
+    if not isinstance(e, ast.Name):
+        return False
+    name = e.id
+    if name in fn.param_nodes:
+        ann = fn.param_nodes[name].annotation
+        if ann is not None:
+            q = m.qualname(ann.value if isinstance(ann, ast.Subscript) else ann, fn.parent)
+            if q in K.ARRAY_ANNOTATIONS:
+                return True
+        return _used_as_array(fn, name) or bool(_ARRAY_NAME.match(name))
+    values = [a.value for a in fn.of_type(ast.Assign)
+              if any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+    values += [a for a in fn.of_type(ast.AugAssign) if isinstance(a.target, ast.Name) and a.target.id == name]
+    if not values:
+        return False
+    for v in values:
+        if isinstance(v, (ast.AugAssign, ast.BinOp)):
+            continue
+        if isinstance(v, ast.Call) and isinstance(v.func, (ast.Name, ast.Attribute)):
+            q = m.qualname(v.func, fn)
+            if q is not None and q.startswith(("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")) \
+                    and q not in _LIST_RESULTS:
+                continue
+        return False
+    return True
+
+
+def _used_as_mapping(loop: ast.For) -> bool:
+    """The loop variable is unpacked or indexed with strings: elements are layers/pytrees."""
+    if not isinstance(loop.target, ast.Name):
+        return True
+    var = loop.target.id
+    for s in loop.body:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var \
+                    and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
+                return True
+    return False
+
+
+def _used_as_array(fn: Function, name: str) -> bool:
+    """``name`` is used like an array somewhere in ``fn``: an arithmetic operand or ``.shape``."""
+    for n in fn.walk():
+        if isinstance(n, ast.BinOp):
+            for side in (n.left, n.right):
+                if isinstance(side, ast.Name) and side.id == name:
+                    return True
+        elif isinstance(n, ast.Attribute) and n.attr in ("shape", "ndim", "T", "dtype", "reshape", "astype") \
+                and isinstance(n.value, ast.Name) and n.value.id == name:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- constants
+def literal_int(e: Optional[ast.expr]) -> Optional[int]:
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = literal_int(e.operand)
+        return -v if v is not None else None
+    return None
+
+
+def int_value(m: SemanticModel, fn: Function, e: ast.expr, depth: int = 0) -> Optional[int]:
+    """A literal int, a module-level int constant, or simple arithmetic over them."""
+    if depth > 6:
+        return None
+    v = literal_int(e)
+    if v is not None:
+        return v
+    if isinstance(e, ast.Name):
+        # a module-level constant bound once, never a local or parameter
+        s = fn
+        while s is not None and not s.is_module:
+            if e.id in s.locals:
+                local = single_local_value(s, e.id)
+                return int_value(m, s, local, depth + 1) if local is not None else None
+            s = s.parent
+        value = None
+        for a in m.module.of_type(ast.Assign, ast.AnnAssign):
+            targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id == e.id:
+                    if value is not None:
+                        return None
+                    value = a.value
+        if value is None:
+            return None
+        return int_value(m, m.module, value, depth + 1)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        a = int_value(m, fn, e.left, depth + 1)
+        b = int_value(m, fn, e.right, depth + 1)
+        if a is None or b is None:
+            return None
+        if isinstance(e.op, ast.Add):
+            return a + b
+        if isinstance(e.op, ast.Sub):
+            return a - b
+        if isinstance(e.op, ast.Mult):
+            return a * b
+        return a // b if b else None
+    return None
+
+
+def single_local_value(s: Function, name: str) -> Optional[ast.expr]:
+    """The value of a local bound exactly once, by a plain ``name = value``."""
+    if name in s.param_nodes:
+        return None
+    value = None
+    for a in s.of_type(ast.Assign):
+        for t in a.targets:
+            if isinstance(t, ast.Name) and t.id == name:
+                if value is not None:
+                    return None
+                value = a.value
+            elif not isinstance(t, (ast.Attribute, ast.Subscript)) and any(
+                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                return None
+    for a in s.of_type(ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem,
+                       ast.comprehension):
+        t = getattr(a, "target", None) or getattr(a, "optional_vars", None)
+        if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+            return None
+    return value
