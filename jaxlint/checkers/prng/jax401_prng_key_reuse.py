@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 import ast
-import re
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Optional
 
-from ...analysis import CERTAIN, INFERRED, Function
-from .keys import RANDOM, Reuse, Use, key_analysis
+from ...analysis import CERTAIN, INFERRED
 from ...fixes.edits import UNSAFE, Edit, Fix
-from ...fixes.imports import module_alias
 from ..base import Context, Finding, Rule, register
+from ..messages import short
+from .keys import Reuse, Use, rule_analysis
+from .naming import split_spelling, subkey_name
+from .vocabulary import RANDOM
 
 
 @register
@@ -69,22 +70,20 @@ class PrngKeyReuse(Rule):
     """
 
     code = "JAX401"
+    confirm = "key-reuse"
     symbol = "prng-key-reuse"
     summary = "a PRNG key consumed twice gives the same random numbers twice"
     fix_title = "Split the key before each use"
     fix_applicability = UNSAFE
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
-        ka = key_analysis(m, ctx.source.text)
-        for r in ka.reuses():
+        ka = rule_analysis(ctx)
+        for r in ka.reuses() if ka is not None else ():
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
         use = r.use
-        name = _expr_text(use.arg)
+        name = short(use.arg, 30)
         consumer = _consumer(use)
         if r.reason == "again":
             first = r.first
@@ -107,11 +106,6 @@ class PrngKeyReuse(Rule):
         conf = CERTAIN if certain else INFERRED
         fix = _split_fix(ctx, r)
         return ctx.finding(self, use.call, msg, confidence=conf, fix=fix)
-
-
-def _expr_text(e: ast.AST) -> str:
-    text = e.id if isinstance(e, ast.Name) else ast.unparse(e)
-    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def _consumer(use: Use) -> str:
@@ -146,7 +140,7 @@ def _split_fix(ctx: Context, r: Reuse) -> Optional[Fix]:
             return None          # two consumers in one statement
         stmts.add(id(u.stmt))
     spelling, import_edits = split_spelling(ctx, fn)
-    sub = _fresh_name(ctx, fn, name)
+    sub = subkey_name(ctx, fn, name)
     nl = src.newline()
     edits: List[Edit] = list(import_edits)
     for u in sites:
@@ -174,77 +168,3 @@ def _fixable_stmt(ctx: Context, u: Use) -> bool:
 
 def _within(node: ast.AST, root: ast.AST) -> bool:
     return any(n is node for n in ast.walk(root))
-
-
-def split_spelling(ctx: Context, fn: Function):
-    """How this module spells ``jax.random.split`` (``jr.split``, ``random.split``, ``split``),
-    adding ``import jax`` when it has no spelling; ``(text, import edits)``."""
-    m = ctx.model
-    local = m.imports.local_name_for("jax.random.split")
-    if local is not None:
-        head = local.split(".")[0]
-        s = fn
-        shadowed = False
-        while s is not None and not s.is_module:
-            if head in s.locals:
-                shadowed = True
-                break
-            s = s.parent
-        if not shadowed:
-            return local, []
-    jax_name, edits = module_alias(m, ctx.source, "jax", "jax")
-    return f"{jax_name}.random.split", edits
-
-
-def _taken(ctx: Context, fn: Function) -> Set[str]:
-    ka = key_analysis(ctx.model)
-    taken: Set[str] = set(ctx.model.module.locals) | set(ctx.model.imports.aliases)
-    s = fn
-    while s is not None:
-        taken |= s.locals
-        if not s.is_module:
-            taken |= ka.loaded_names(s)
-        s = s.parent
-    for child in fn.children:
-        taken |= ka.loaded_names(child)
-    return taken
-
-
-def _style(ctx: Context) -> Optional[tuple]:
-    """The module's own split naming: ("prefix", "sub") from ``key, subkey = split(key)``,
-    ("suffix", "_sub") from ``rng, rng_sub = split(rng)``."""
-    m = ctx.model
-    for fn in m.functions:
-        for node in fn.of_type(ast.Assign):
-            t = node.targets[0]
-            v = node.value
-            if not (isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(v, ast.Call) and v.args
-                    and all(isinstance(e, ast.Name) for e in t.elts) and isinstance(v.args[0], ast.Name)):
-                continue
-            a, b = t.elts[0].id, t.elts[1].id
-            if v.args[0].id != a or m.qualname(v.func, fn) != "jax.random.split":
-                continue
-            if b.endswith(a) and "sub" in b[: -len(a)]:
-                return ("prefix", b[: -len(a)])
-            if b.startswith(a) and "sub" in b[len(a):]:
-                return ("suffix", b[len(a):])
-    return None
-
-
-def _fresh_name(ctx: Context, fn: Function, name: str) -> str:
-    style = _style(ctx) or ("prefix", "sub")
-    kind, affix = style
-    if kind == "prefix":
-        head, sep, last = name.rpartition("_")
-        base = f"{head}{sep}{affix}{last}"
-    else:
-        base = name + affix
-    if not re.fullmatch(r"[A-Za-z_]\w*", base):
-        base = "sub" + name
-    taken = _taken(ctx, fn)
-    cand = base
-    i = 2
-    while cand in taken or cand == name:
-        cand = f"{base}{i}"
-        i += 1
-    return cand

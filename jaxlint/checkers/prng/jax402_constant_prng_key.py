@@ -4,15 +4,17 @@ import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
 from ...analysis import CERTAIN, Function
-from .keys import (KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
-                             TIME_SOURCES, functions_mentioning, is_config_sweep, key_analysis, loop_label)
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
-from .jax401_prng_key_reuse import split_spelling
+from ..messages import short
+from .keys import rule_analysis
+from .loops import is_config_sweep, loop_label
+from .naming import base_key_name, split_spelling
+from .vocabulary import (COMPREHENSIONS, KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
+                         TIME_SOURCES, functions_mentioning)
 
 # transforms that trace a function only to inspect it (shapes, jaxpr): a constant key there is fine
 _INSPECTING = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
-_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
 @register
@@ -76,19 +78,18 @@ class ConstantPrngKey(Rule):
     """
 
     code = "JAX402"
+    confirm = "key-reuse"
     symbol = "constant-prng-key"
     summary = "a PRNG key created from a constant in a loop or traced function repeats the same numbers"
     fix_title = "Create the key once before the loop and split it per iteration"
     fix_applicability = UNSAFE
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
         text = ctx.source.text
-        if "PRNGKey" not in text and "key(" not in text:
+        ka = rule_analysis(ctx) if "PRNGKey" in text or "key(" in text else None
+        if ka is None:
             return
-        ka = key_analysis(m, text)
+        m = ctx.model
         aliases = [local for local, q in m.imports.aliases.items() if q in KEY_FROM_SEED]
         terms = frozenset(["PRNGKey", "key"] + aliases)
         for fn in functions_mentioning(m, tuple(["PRNGKey", "key("] + aliases)):
@@ -124,22 +125,22 @@ class ConstantPrngKey(Rule):
                         loop = None
                     if traced and loop is None and not flow.drawn(call, calls_too=False):
                         traced = False
-                short = "jax.random." + q.rsplit(".", 1)[1]
+                spelled = "jax.random." + q.rsplit(".", 1)[1]
                 if clock is not None:
                     if traced:
                         continue   # the clock read under a trace is JAX104's finding: one finding per mistake
-                    msg = (f"`{short}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
+                    msg = (f"`{spelled}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
                            f"under `jit` would freeze the seed; seed from a config value and split the key")
                     yield ctx.finding(self, call, msg, confidence=CERTAIN)
                 elif loop is not None:
                     what = loop_label(loop)
-                    msg = (f"`{short}({_seed_text(seed)})` is re-created on every iteration of this {what}: "
+                    msg = (f"`{spelled}({short(seed)})` is re-created on every iteration of this {what}: "
                            f"every iteration gets the same key and draws the same numbers; create it once "
                            f"before the loop and split it")
                     fix = _hoist_fix(ctx, fn, call, loop, loops)
                     yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix)
                 elif traced:
-                    msg = (f"`{short}({_seed_text(seed)})` inside {fn.trace_description()} is the same key on "
+                    msg = (f"`{spelled}({short(seed)})` inside {fn.trace_description()} is the same key on "
                            f"every call, so every call draws the same numbers; pass a fresh key in")
                     yield ctx.finding(self, call, msg, confidence=fn.confidence)
 
@@ -225,10 +226,6 @@ def _is_literal(e: ast.expr) -> bool:
     return isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool)
 
 
-def _seed_text(e: ast.expr) -> str:
-    return ast.unparse(e)
-
-
 def _clock(m, seed: ast.expr, fn: Function) -> Optional[str]:
     for n in ast.walk(seed):
         if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
@@ -269,7 +266,7 @@ def _loop_ranges(fn: Function) -> List[Tuple[Tuple[int, int], Tuple[int, int], a
             start = min(_span(p)[0] for p in parts)
             end = max(_span(p)[1] for p in parts)
             out.append((start, end, loop))
-    for comp in fn.of_type(*_COMPS):
+    for comp in fn.of_type(*COMPREHENSIONS):
         parts = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
         for g in comp.generators:
             parts.extend(g.ifs)
@@ -325,7 +322,7 @@ def _hoist_fix(ctx: Context, fn: Function, call: ast.Call, loop: ast.AST, loops)
                                                     (n.end_lineno, n.end_col_offset) <= body_end):
                 return None
     local, import_edits = split_spelling(ctx, fn)
-    base = _fresh(ctx, fn, name)
+    base = base_key_name(ctx, fn, name)
     nl = src.newline()
     indent = src.line_text(outer.lineno)[:src.char_col(outer.lineno, outer.col_offset)]
     edits = list(import_edits)
@@ -333,31 +330,3 @@ def _hoist_fix(ctx: Context, fn: Function, call: ast.Call, loop: ast.AST, loops)
     start, end = src.node_span(stmt)
     edits.append(Edit(start, end, f"{base}, {name} = {local}({base})"))
     return Fix(ConstantPrngKey.fix_title, tuple(edits), UNSAFE)
-
-
-_PREFIXES = ("base_", "outer_", "root_")
-
-
-def _fresh(ctx: Context, fn: Function, name: str) -> str:
-    """A new name for the hoisted key: ``base_key`` (``outer_key`` when hoisting ``base_key``)."""
-    ka = key_analysis(ctx.model)
-    taken: Set[str] = set(ctx.model.module.locals) | set(ctx.model.imports.aliases)
-    s = fn
-    while s is not None:
-        taken |= s.locals
-        if not s.is_module:
-            taken |= ka.loaded_names(s)
-        s = s.parent
-    root = name
-    for p in _PREFIXES:
-        if root.startswith(p) and len(root) > len(p):
-            root = root[len(p):]
-            break
-    cands = [p + root for p in _PREFIXES if p + root != name]
-    for c in cands:
-        if c not in taken:
-            return c
-    i = 2
-    while f"{cands[0]}{i}" in taken:
-        i += 1
-    return f"{cands[0]}{i}"

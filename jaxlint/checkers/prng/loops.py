@@ -1,0 +1,132 @@
+"""Loops in the key flow: Python loops over literal configurations (replayed on purpose), the
+``lax`` loop primitives whose body runs once per step (``LOOP_BODIES``, which function of a
+``lax.scan``/``fori_loop``/``while_loop`` call is the body and where its carry is) and keys
+closed over by such a body."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set, Tuple
+
+from ...analysis.model import Function, SemanticModel
+from .states import Reuse, Use
+from .vocabulary import COMPREHENSIONS, RANDOM_NON_CONSUMING, constant_data, key_argument
+
+# loop primitives whose body runs once per step: name -> (function position, function keyword,
+# index of the carry parameter or None, how the carry is returned: "first" of a 2-tuple / "all")
+LOOP_BODIES = {
+    "jax.lax.scan": (0, "f", 0, "first"),
+    "jax.lax.fori_loop": (2, "body_fun", 1, "all"),
+    "jax.lax.while_loop": (1, "body_fun", 0, "all"),
+    "jax.lax.map": (0, "f", None, None),
+}
+
+
+def loop_label(loop: ast.AST) -> str:
+    """How a message names the loop whose iterations repeat a key."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return "`for` loop"
+    if isinstance(loop, ast.While):
+        return "`while` loop"
+    return "comprehension"
+
+
+_SWEEP_CALLS = frozenset({"itertools.product", "itertools.combinations", "itertools.permutations"})
+_LITERALS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+
+def is_config_sweep(model: SemanticModel, loop: ast.AST, fn: Function) -> bool:
+    """A loop over literal configurations (``for shape in [(2, 3), (4,)]``,
+    ``for dtype in dtypes`` with ``dtypes = [...]``, ``itertools.product(...)``)."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        it = loop.iter
+    elif isinstance(loop, COMPREHENSIONS):
+        it = loop.generators[0].iter
+    else:
+        return False
+    return _sweep_iter(model, it, fn, 0)
+
+
+def _sweep_iter(model: SemanticModel, it: ast.AST, fn: Function, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(it, _LITERALS):
+        return True
+    if isinstance(it, ast.Call):
+        f = it.func
+        if isinstance(f, ast.Attribute) and f.attr in ("items", "keys", "values") and not it.args:
+            return _sweep_iter(model, f.value, fn, depth + 1)
+        q = model.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        if q in _SWEEP_CALLS:
+            return True
+        if q in ("zip", "enumerate", "reversed", "sorted", "list", "tuple") and it.args:
+            return _sweep_iter(model, it.args[0], fn, depth + 1)
+        return False
+    if isinstance(it, ast.Name):
+        s = fn
+        while s is not None and it.id not in s.locals:
+            s = s.parent
+        if s is None or it.id in s.param_nodes:
+            return False
+        values = [n.value for n in s.of_type(ast.Assign)
+                  if any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)]
+        return bool(values) and all(_sweep_iter(model, v, s, depth + 1) for v in values)
+    return False
+
+
+def loop_bodies(m: SemanticModel) -> Dict[int, Tuple[str, Optional[str], str]]:
+    """Functions used as the body of a ``lax`` loop primitive:
+    id(function) -> (primitive, carry parameter or None, carry return shape)."""
+    out: Dict[int, Tuple[str, Optional[str], str]] = {}
+    for site in m.transform_sites:
+        spec = LOOP_BODIES.get(site.transform.name)
+        if spec is None or site.target is None or site.call is None:
+            continue
+        pos, kw, carry_idx, shape = spec
+        call = site.call
+        arg = call.args[pos] if len(call.args) > pos and not isinstance(call.args[pos], ast.Starred) else None
+        if arg is None:
+            arg = next((k.value for k in call.keywords if k.arg == kw), None)
+        if arg is None:
+            continue
+        target = m.resolve_callable(arg, site.scope)
+        if target is None or target.function is not site.target.function:
+            continue
+        body = target.function
+        carry = None
+        if carry_idx is not None:
+            i = target.bound_positional + carry_idx
+            if i < len(body.params):
+                carry = body.params[i]
+        out[id(body)] = (site.transform.name, carry, shape)
+    return out
+
+
+def closure_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
+    """A key of an enclosing scope consumed in a ``lax`` loop body: the same key every step
+    (``an`` is the module's :class:`~.keys.KeyAnalysis`)."""
+    out: List[Reuse] = []
+    seen: Set[str] = set()
+    label = primitive.replace("jax.lax.", "lax.")
+    for call in sorted(fn.of_type(ast.Call), key=lambda c: (c.lineno, c.col_offset)):
+        q = an.random_qualname(call, fn)
+        if q is None or q in RANDOM_NON_CONSUMING:
+            continue
+        a = key_argument(call)
+        if not isinstance(a, ast.Name) or a.id in fn.locals:
+            continue
+        if q == "jax.random.fold_in" and not constant_data(call):
+            continue
+        owner = fn.parent
+        while owner is not None and a.id not in owner.locals:
+            owner = owner.parent
+        if owner is None or a.id in owner.globals_declared:
+            continue
+        if a.id not in an.key_names(owner):
+            continue
+        if a.id in seen:
+            continue
+        seen.add(a.id)
+        kind = "split" if q == "jax.random.split" else ("fold_in" if q == "jax.random.fold_in" else "sample")
+        use = Use(call, a, None, kind, q, None, False, fn)
+        out.append(Reuse(fn, use, None, "closure", f"`{label}` body"))
+    return out

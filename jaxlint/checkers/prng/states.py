@@ -1,0 +1,193 @@
+"""Per-scope key states: the records of the key-flow analysis (one consumption, one reuse)
+and the abstract state of one execution path (which key value each name holds, which values
+were already consumed), with the syntax helpers the interpreter walks targets with."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional, Set
+
+from ...analysis.model import Function
+
+STATE_CAP = 32
+STEP_BUDGET = 20000
+
+class Use:
+    """One consumption of a key value."""
+
+    __slots__ = ("call", "arg", "stmt", "name", "kind", "callee", "data", "in_comp", "fn", "ident")
+
+    def __init__(self, call: ast.Call, arg: ast.expr, stmt: Optional[ast.stmt], kind: str, callee: str,
+                 data, in_comp: bool, fn: Function, ident: Optional[str] = None):
+        self.call = call
+        self.arg = arg                      # the key expression (a Name or ``keys[0]``)
+        self.stmt = stmt                    # the statement whose evaluation runs the call
+        self.name = arg.id if isinstance(arg, ast.Name) else None
+        self.kind = kind                    # sample | split | fold_in | call
+        self.callee = callee                # display name of the consumer
+        self.data = data                    # fold_in data (a constant) or None
+        self.in_comp = in_comp              # inside a comprehension
+        self.fn = fn
+        # for calls into other functions: which function (through jit/grad/partial wrappers)
+        self.ident = ident
+
+    @property
+    def line(self) -> int:
+        return self.call.lineno
+
+    def __repr__(self) -> str:  # pragma: no cover
+        return f"<Use {self.name} by {self.callee} line {self.line}>"
+
+
+class Reuse:
+    """A key value consumed a second time.
+
+    ``reason``: ``again`` (already consumed earlier on some path), ``loop``
+    (consumed on every iteration of a Python loop or comprehension without
+    being re-split), ``carry`` (taken from a ``lax`` loop carry, consumed and
+    returned unchanged), ``closure`` (closed over by a ``lax`` loop body).
+    """
+
+    __slots__ = ("fn", "use", "first", "reason", "where", "sites", "_vid")
+
+    def __init__(self, fn: Function, use: Use, first: Optional[Use], reason: str, where: str,
+                 vid=None):
+        self.fn = fn
+        self.use = use
+        self.first = first
+        self.reason = reason
+        self.where = where          # "`for` loop", "comprehension", "`lax.scan`", ...
+        # every consumption of the reused value in this scope, in source order (fixes split
+        # before each of them); empty when unknown
+        self.sites: List[Use] = []
+        self._vid = vid
+
+
+class State:
+    __slots__ = ("env", "used")
+
+    def __init__(self, env: Dict[str, object], used: Dict[object, tuple]):
+        self.env = env
+        self.used = used
+
+    def copy(self) -> "State":
+        return State(dict(self.env), dict(self.used))
+
+    def sig(self):
+        return (frozenset(self.env.items()), frozenset(self.used.items()))
+
+
+class Budget(Exception):
+    pass
+
+
+class Frame:
+    __slots__ = ("breaks", "continues", "node")
+
+    def __init__(self, node):
+        self.node = node
+        self.breaks: List[State] = []
+        self.continues: List[State] = []
+
+
+def dedupe(states: List[State]) -> List[State]:
+    if len(states) <= 1:
+        return states
+    seen = set()
+    out = []
+    for s in states:
+        k = s.sig()
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(s)
+        if len(out) >= STATE_CAP:
+            break
+    return out
+
+
+def copy_all(states: List[State]) -> List[State]:
+    return [s.copy() for s in states]
+
+
+def rooted_at(e: ast.AST, name: str) -> bool:
+    while isinstance(e, (ast.Subscript, ast.Attribute)):
+        e = e.value
+    return isinstance(e, ast.Name) and e.id == name
+
+
+def forget(st: State, vid) -> None:
+    """A binding site runs again: its value (and values indexed from it) are new."""
+    used = st.used
+    if not used:
+        return
+    used.pop(vid, None)
+    stale = [k for k in used if k.__class__ is tuple and k[0] == "sub" and k[1] == vid]
+    for k in stale:
+        del used[k]
+
+
+def conflict(first: Use, second: Use) -> bool:
+    if first.kind == "fold_in" or second.kind == "fold_in":
+        # fold_in(key, d) derives a distinct key per datum: only the same constant twice repeats
+        return first.kind == second.kind == "fold_in" and first.data is not None and first.data == second.data
+    if first.kind == second.kind == "call" and first.call is not second.call and first.ident == second.ident:
+        # one function evaluated twice with one key (``f(key, x)`` and ``jax.grad(f)(key, x)``,
+        # a data generator replayed): the same randomness on purpose
+        return False
+    return True
+
+
+def target_names(t: ast.AST) -> List[str]:
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        out = []
+        for e in t.elts:
+            out.extend(target_names(e))
+        return out
+    if isinstance(t, ast.Starred):
+        return target_names(t.value)
+    return []
+
+
+def mentions(e: ast.AST, names: Set[str]) -> bool:
+    for n in ast.walk(e):
+        if n.__class__ is ast.Name and n.id in names:
+            return True
+    return False
+
+def encloses(outer: ast.AST, inner: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and \
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+
+def carry_names(e: ast.AST, out: List[str]) -> None:
+    if isinstance(e, ast.Name):
+        out.append(e.id)
+    elif isinstance(e, (ast.Tuple, ast.List)):
+        for x in e.elts:
+            carry_names(x, out)
+    elif isinstance(e, ast.Dict):
+        for x in e.values:
+            carry_names(x, out)
+
+
+def iter_name_nodes(t: ast.AST) -> Iterable[ast.Name]:
+    if isinstance(t, ast.Name):
+        yield t
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            yield from iter_name_nodes(e)
+    elif isinstance(t, ast.Starred):
+        yield from iter_name_nodes(t.value)
+
+
+def contains(container: ast.AST, node: ast.AST) -> bool:
+    for n in ast.walk(container):
+        if n is node:
+            return True
+    return False
+
+
+def starts_after(a: ast.AST, b: ast.AST) -> bool:
+    """Does ``a`` start after ``b`` in the source?"""
+    return (a.lineno, a.col_offset) > (b.lineno, b.col_offset)
