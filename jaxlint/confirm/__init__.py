@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from .plan import plan_file
-from .rules import STRATEGY, supported
+from . import rules as _rules
+from .rules import supported
 from .specs import ConfirmConfig, SpecError, load_confirm_config
 
 STATUSES = ("confirmed", "not-confirmed", "unreached")
@@ -153,6 +154,12 @@ def _progress(opts: ConfirmOptions, total: int, label: str):
     task = progress.add_task(label, total=total)
     progress.start()
     return progress, task
+
+
+def __getattr__(name: str):
+    if name == "STRATEGY":           # code -> strategy name, derived from the rules' declarations
+        return _rules.strategy_table()
+    raise AttributeError(name)
 
 
 __all__ = ["STATUSES", "ConfirmConfig", "ConfirmOptions", "ConfirmSummary", "SpecError", "STRATEGY",

@@ -133,22 +133,30 @@ def install() -> None:
 
 
 def _on_jax(jax) -> None:
-    real_jit = jax.jit
-    if getattr(real_jit, "_jaxlint_patched", False):
+    if getattr(jax.jit, "_jaxlint_patched", False):
         return
-    missing = object()
-
-    @functools.wraps(real_jit)
-    def jit(fun=missing, *args, **kwargs):
-        if fun is missing:
-            return lambda f: jit(f, *args, **kwargs)
-        return real_jit(_spy_for(fun), *args, **kwargs)
-
-    jit._jaxlint_patched = True
-    jax.jit = jit
+    # the transforms whose record says the harness instruments them (knowledge.Transform.instrumented)
+    from ..analysis import knowledge as K
+    for name in K.INSTRUMENTED:
+        if name.count(".") == 1 and name.startswith("jax.") and hasattr(jax, name[4:]):
+            setattr(jax, name[4:], _spying(getattr(jax, name[4:])))
     from jax import monitoring
     monitoring.register_event_duration_secs_listener(_on_compile)
     atexit.register(_finish)
+
+
+def _spying(real):
+    """``real`` (``jax.jit``) taking the spy of its function instead of the function."""
+    missing = object()
+
+    @functools.wraps(real)
+    def wrapper(fun=missing, *args, **kwargs):
+        if fun is missing:
+            return lambda f: wrapper(f, *args, **kwargs)
+        return real(_spy_for(fun), *args, **kwargs)
+
+    wrapper._jaxlint_patched = True
+    return wrapper
 
 
 # ------------------------------------------------------------ signatures

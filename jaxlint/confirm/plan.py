@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..analysis import knowledge as K
+from .rules import declaration
 from .specs import ConfirmConfig
 
 # jaxtyping dtype annotations -> dtype ("key" for PRNG keys)
@@ -312,22 +313,9 @@ def _names_in_span(model: SemanticModel, line: int, end_line: int) -> List[str]:
 
 
 def _loop_info(model: SemanticModel, line: int, fn: Optional[Function]) -> Optional[dict]:
-    """The trip count of the loop at ``line`` (JAX504): literal, global or parameter."""
-    for node in ast.walk(model.tree):
-        if isinstance(node, (ast.For, ast.While)) and node.lineno == line:
-            info = {"line": node.lineno, "end_line": node.end_lineno or node.lineno}
-            it = node.iter if isinstance(node, ast.For) else None
-            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args:
-                arg = it.args[0] if len(it.args) == 1 else it.args[1]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
-                    info["trip"] = {"kind": "literal", "value": arg.value}
-                elif isinstance(arg, ast.Name):
-                    if fn is not None and arg.id in fn.param_nodes:
-                        info["trip"] = {"kind": "param", "name": arg.id}
-                    elif arg.id in model.module.locals:
-                        info["trip"] = {"kind": "global", "name": arg.id}
-            return info
-    return None
+    """The trip count of the loop at ``line`` (JAX504), counted by the rule's own trip counter."""
+    from ..checkers.jit.jax504_unrolled_python_loop.trips import loop_info
+    return loop_info(model, line, fn)
 
 
 def _jit_target_name(model: SemanticModel, line: int) -> Optional[str]:
@@ -432,7 +420,10 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
              "names": _names_in_span(model, f.line, f.end_line), "entries": [], "extra": {},
              "via": via_lines(model, fn)}
         chain = entry_chain(model, fn)
-        if f.code == "JAX501":
+        decl = t["confirm"] = declaration(f.code)
+        strategy, args = (decl["strategy"], decl["args"]) if decl else (None, [])
+        step = (args or ["caller"])[0] if strategy == "compiles" else None
+        if step == "caller":
             steps = _callers(model, f.line)
             t["extra"]["jit_name"] = _jit_target_name(model, f.line)
             t["extra"]["steps"] = [_addressable(s) for s in steps]
@@ -440,7 +431,7 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
             if not steps:
                 t["unreached"] = ("no eager function that calls the jitted function was found, "
                                   "so there is no step whose compilations could be counted")
-        elif f.code == "JAX502":
+        elif step == "enclosing":
             t["extra"]["jit_name"] = _jit_target_name(model, f.line)
             step = _enclosing_addressable(model, f.line)
             t["extra"]["steps"] = [_addressable(step)] if step is not None and not step.contexts else []
@@ -448,7 +439,7 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
             if not chain:
                 t["unreached"] = ("the `jax.jit` is not inside an eager module-level function or method "
                                   "whose calls could be counted")
-        elif f.code == "JAX504":
+        elif strategy == "unrolled-loop":
             loop = _loop_info(model, f.line, fn)
             if loop is not None:
                 t["extra"]["loop"] = loop

@@ -1,50 +1,88 @@
 """Which runtime signal confirms which rule (no JAX here).
 
-One table keyed by rule code; a code whose rule is not registered yet is
-simply supported when it appears.  The strategies themselves live in
-:mod:`jaxlint.confirm.evidence` (worker side).
+A rule declares its own runtime evidence in a ``confirm`` class attribute,
+read here and nowhere else: a strategy name, or a tuple of the strategy
+name and its arguments::
+
+    confirm = "print"
+    confirm = ("trace-error", "ConcretizationTypeError", "ValueError: truth value of an array")
+    confirm = ("compiles", "caller")
+
+``trace-error`` arguments are exception class names accepted anywhere in the
+raised error's MRO, or ``"Class: fragment"`` (that class, with the fragment
+in its message).  ``compiles`` takes which function is the step whose
+compilations are counted: ``caller`` (the eager functions that call the
+jitted function, JAX501) or ``enclosing`` (the function holding the
+``jax.jit``, JAX502).  The strategies themselves live in
+:mod:`jaxlint.confirm.strategies` (worker side); the planner copies each
+finding's declaration into its target, so the worker needs no registry.
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Tuple
+from typing import Dict, FrozenSet, Optional, Tuple
 
-# code -> strategy name (see evidence.STRATEGIES)
-STRATEGY: Dict[str, str] = {
-    "JAX101": "print",            # print/logging spy: called at trace time with a tracer
-    "JAX102": "global-write",     # module globals / attributes changed by tracing
-    "JAX103": "global-read",      # varying the global changes the traced program
-    "JAX104": "impure-call",      # clock / Python or NumPy RNG called at trace time (sys.setprofile)
-    "JAX105": "arg-mutation",     # argument pytree structure / leaf identities changed by tracing
-    "JAX106": "tracer-leak",      # tracer left in a global / attribute; jax.checking_leaks()
-    "JAX201": "trace-error",
-    "JAX202": "trace-error",
-    "JAX203": "trace-error",
-    "JAX204": "trace-error",
-    "JAX301": "trace-error",
-    "JAX401": "key-reuse",        # jax_debug_key_reuse with typed keys
-    "JAX402": "key-reuse",
-    "JAX501": "compiles",         # compilations per step vs the whole step jitted
-    "JAX502": "compiles",
-    "JAX504": "unrolled-loop",    # equations / compile seconds vs the trip count
-}
-
-_CONCRETIZATION = frozenset({"ConcretizationTypeError", "TracerBoolConversionError",
-                             "TracerIntegerConversionError", "TracerArrayConversionError"})
-
-# code -> (exception class names accepted anywhere in the MRO,
-#          ((class name, message fragment), ...) accepted as well)
-TRACE_ERRORS: Dict[str, Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]] = {
-    "JAX201": (frozenset({"TracerBoolConversionError", "ConcretizationTypeError"}),
-               (("ValueError", "truth value of an array"),)),
-    "JAX202": (_CONCRETIZATION, ()),
-    "JAX203": (_CONCRETIZATION, ()),
-    "JAX204": (frozenset({"NonConcreteBooleanIndexError", "ConcretizationTypeError"}), ()),
-    "JAX301": (frozenset(), (("TypeError", "immutable"), ("TypeError", "does not support item assignment"))),
+# strategy name -> what it observes (the worker's STRATEGIES must implement them all)
+STRATEGY_NAMES: Dict[str, str] = {
+    "trace-error": "tracing raises the predicted error at the flagged line",
+    "print": "print/logging spy: called at trace time with a tracer",
+    "global-write": "module globals / attributes changed by tracing",
+    "global-read": "varying the global changes the traced program",
+    "impure-call": "clock / Python or NumPy RNG called at trace time (sys.setprofile)",
+    "arg-mutation": "argument pytree structure / leaf identities changed by tracing",
+    "tracer-leak": "tracer left in a global / attribute; jax.checking_leaks()",
+    "key-reuse": "jax_debug_key_reuse with typed keys",
+    "compiles": "compilations per step vs the whole step jitted",
+    "unrolled-loop": "equations / compile seconds vs the trip count",
 }
 
 # strategies that need sys.setprofile during the base trace
 NEEDS_PROFILE = {"impure-call"}
 
 
+def declaration(code: str) -> Optional[dict]:
+    """The rule's ``confirm`` declaration as ``{"strategy": name, "args": [...]}``, or None."""
+    from ..checkers import REGISTRY
+    rule = REGISTRY.get(code)
+    raw = getattr(rule, "confirm", None)
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = (raw,)
+    name, args = raw[0], [str(a) for a in raw[1:]]
+    if name not in STRATEGY_NAMES:
+        raise ValueError(f"{code}: unknown confirmation strategy {name!r}")
+    return {"strategy": name, "args": args}
+
+
+def strategy_table() -> Dict[str, str]:
+    """code -> strategy name, for every registered rule that declares one."""
+    from ..checkers import REGISTRY
+    out = {}
+    for code in sorted(REGISTRY):
+        d = declaration(code)
+        if d is not None:
+            out[code] = d["strategy"]
+    return out
+
+
 def supported(code: str) -> bool:
-    return code in STRATEGY
+    return declaration(code) is not None
+
+
+def trace_errors(decl: dict) -> Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]:
+    """(class names accepted anywhere in the MRO, ((class name, message fragment), ...))."""
+    names, fragments = set(), []
+    for a in decl.get("args") or ():
+        cls, sep, frag = a.partition(":")
+        if sep:
+            fragments.append((cls.strip(), frag.strip()))
+        else:
+            names.add(a.strip())
+    return frozenset(names), tuple(fragments)
+
+
+def __getattr__(name: str):
+    # ``STRATEGY`` (code -> strategy name) is derived from the registry on first use
+    if name == "STRATEGY":
+        return strategy_table()
+    raise AttributeError(name)

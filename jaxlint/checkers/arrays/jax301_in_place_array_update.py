@@ -56,6 +56,7 @@ class InPlaceArrayUpdate(Rule):
     """
 
     code = "JAX301"
+    confirm = ("trace-error", "TypeError: immutable", "TypeError: does not support item assignment")
     symbol = "in-place-array-update"
     summary = "item assignment on an immutable JAX array raises `TypeError`"
     fix_title = "Use the functional `.at[...]` update"

@@ -62,6 +62,7 @@ class PythonControlFlowOnTracedValue(Rule):
     """
 
     code = "JAX201"
+    confirm = ("trace-error", "ConcretizationTypeError", "ValueError: truth value of an array")
     symbol = "python-control-flow-on-traced-value"
     summary = "Python `if`/`while`/`assert`/`and`/`or`/`not` on a traced value fails at trace time"
 

@@ -123,6 +123,7 @@ class ConcreteConversionOfTracedValue(Rule):
     """
 
     code = "JAX202"
+    confirm = ("trace-error", "ConcretizationTypeError", "TracerIntegerConversionError", "TracerArrayConversionError")
     symbol = "concrete-conversion-of-traced-value"
     summary = "`int()`/`.item()`/`range()`/shape or slice from a traced value needs a concrete value under tracing"
 

@@ -145,6 +145,7 @@ class NumpyOnTracedValue(Rule):
     """
 
     code = "JAX203"
+    confirm = ("trace-error", "ConcretizationTypeError", "TracerIntegerConversionError", "TracerArrayConversionError")
     symbol = "numpy-on-traced-value"
     summary = "a `numpy` function on a traced value converts a tracer to a NumPy array"
     fix_title = "Use the `jax.numpy` function of the same name"

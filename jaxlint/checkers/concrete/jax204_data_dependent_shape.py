@@ -86,6 +86,7 @@ class DataDependentShape(Rule):
     """
 
     code = "JAX204"
+    confirm = ("trace-error", "NonConcreteBooleanIndexError", "ConcretizationTypeError")
     symbol = "data-dependent-shape"
     summary = "boolean-mask indexing or `nonzero`/`unique`/... without `size=` on a traced value: the shape is unknown"
 

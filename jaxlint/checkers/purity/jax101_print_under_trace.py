@@ -66,6 +66,7 @@ class PrintUnderTrace(Rule):
     """
 
     code = "JAX101"
+    confirm = "print"
     symbol = "print-under-trace"
     summary = "`print`/logging of a traced value inside a traced function runs once, at trace time"
     fix_title = "Use `jax.debug.print`"

@@ -63,6 +63,7 @@ class GlobalWriteUnderTrace(Rule):
     """
 
     code = "JAX102"
+    confirm = "global-write"
     symbol = "global-write-under-trace"
     summary = "rebinding a global or mutating an outer container inside a traced function runs only at trace time"
 

@@ -69,6 +69,7 @@ class MutableGlobalReadUnderTrace(Rule):
     """
 
     code = "JAX103"
+    confirm = "global-read"
     symbol = "mutable-global-read-under-trace"
     summary = "a traced function reads a global or closed-over value that changes later; the traced value is stale"
 

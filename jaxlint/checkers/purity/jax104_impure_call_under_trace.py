@@ -93,6 +93,7 @@ class ImpureCallUnderTrace(Rule):
     """
 
     code = "JAX104"
+    confirm = "impure-call"
     symbol = "impure-call-under-trace"
     summary = "Python/NumPy randomness, clocks or I/O inside a traced function are evaluated once and baked in"
 

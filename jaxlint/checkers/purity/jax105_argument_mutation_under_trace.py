@@ -59,6 +59,7 @@ class ArgumentMutationUnderTrace(Rule):
     """
 
     code = "JAX105"
+    confirm = "arg-mutation"
     symbol = "argument-mutation-under-trace"
     summary = "a traced function mutates a container or object argument; the caller never sees the change"
 

@@ -62,6 +62,7 @@ class TracerLeak(Rule):
     """
 
     code = "JAX106"
+    confirm = "tracer-leak"
     symbol = "tracer-leak"
     summary = "a traced value stored on `self`, a global, an outer container or a class escapes the trace"
 

@@ -1,0 +1,410 @@
+"""One function per runtime signal (worker side; imports JAX).
+
+Each strategy takes a target (one finding, see :mod:`jaxlint.confirm.plan`)
+and the :class:`~.group.Group` that reaches it, and returns a verdict:
+``confirmed`` with evidence, ``not-confirmed`` (traced and compiled
+cleanly) or ``unreached`` with the reason.  Rules name their strategy in
+their ``confirm`` attribute (:mod:`jaxlint.confirm.rules`).
+"""
+from __future__ import annotations
+
+import numbers
+import os
+import time
+from typing import Callable, Dict, Optional
+
+import jax
+import numpy as np
+
+from . import rules as R
+from .group import Group, _error_line, _in_span, confirmed, not_confirmed, unreached
+from .session import (CompileCounter, ErrorInfo, Inputs, TraceResult, block, count_eqns, describe_value,
+                      make_call, trace)
+
+
+def s_trace_error(t: dict, g: Group) -> dict:
+    names, fragments = R.trace_errors(t["confirm"])
+    err = g.base().error
+    if err is not None and _in_span(_error_line(err), t):
+        if err.mro & names or any(cls in err.mro and frag in err.full_message for cls, frag in fragments):
+            return confirmed(f"tracing `{g.name}` raised {err.type} at line {_error_line(err)}: {err.message}")
+        return unreached(f"tracing `{g.name}` failed at line {_error_line(err)} with {err.short()}, "
+                         f"not the error {t['code']} predicts")
+    if not g.ran(t):
+        return g.not_reached(t)
+    return g.clean(t, "an error")
+
+
+def s_print(t: dict, g: Group) -> dict:
+    base = g.base()
+    recs = [r for r in base.probe.prints if _in_span(r["line"], t)]
+    with_tracer = [r for r in recs if r["tracer"]]
+    if with_tracer:
+        r = with_tracer[0]
+        return confirmed(f"`{r['what']}` ran while `{g.name}` was traced (once per compilation, not per call) "
+                         f"and was given a tracer, {r['tracer']}, instead of a value")
+    err = base.error
+    if err is not None and _in_span(_error_line(err), t):
+        if "Tracer" in err.full_message or "__format__" in err.full_message:
+            return confirmed(f"formatting the traced value failed at trace time: {err.short()}")
+        return unreached(f"tracing `{g.name}` failed at line {_error_line(err)}: {err.short()}")
+    if not g.ran(t):
+        return g.not_reached(t)
+    if recs:
+        return not_confirmed(f"`{recs[0]['what']}` at line {t['line']} ran at trace time with static values only "
+                             f"({', '.join(recs[0]['args'])})")
+    return g.clean(t, "printing or logging a tracer")
+
+
+def s_global_write(t: dict, g: Group) -> dict:
+    g.base()
+    mine = {n.split(".")[0] for n in t["names"]} | {".".join(n.split(".")[:2]) for n in t["names"]
+                                                    if n.startswith("self.")}
+    changes = g.c.diff({k: v for k, v in g._snap_before.items() if k in mine}, g._snap_after)
+    if changes and g.ran(t):
+        return confirmed(f"tracing `{g.name}` once changed {'; '.join(changes[:3])}: the change happens at trace "
+                         f"time only, compiled calls never run line {t['line']} again")
+    if not g.ran(t):
+        return g.not_reached(t)
+    return g.clean(t, "changing global state")
+
+
+def _perturb(v, depth: int = 0):
+    """A different value of the same kind, or None."""
+    if isinstance(v, bool) or isinstance(v, np.bool_):
+        return not v
+    if isinstance(v, numbers.Integral):
+        return type(v)(v * 2 + 1)
+    if isinstance(v, numbers.Number):
+        return type(v)(v * 2 + 1)
+    if isinstance(v, (np.ndarray, jax.Array)) and v.dtype.kind in "fiuc":
+        return v + 1
+    if depth < 2 and isinstance(v, dict):
+        out = {k: (_perturb(x, depth + 1) if _perturb(x, depth + 1) is not None else x) for k, x in v.items()}
+        return out if any(out[k] is not v[k] for k in v) else None
+    if depth < 2 and isinstance(v, (list, tuple)):
+        items = [(_perturb(x, depth + 1) if _perturb(x, depth + 1) is not None else x) for x in v]
+        if not any(a is not b for a, b in zip(items, v)):
+            return None
+        return type(v)(items) if isinstance(v, tuple) and not hasattr(v, "_fields") else (
+            type(v)(*items) if hasattr(v, "_fields") else items)
+    return None
+
+
+def _same_program(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    if str(a.jaxpr) != str(b.jaxpr):
+        return False
+    if len(a.consts) != len(b.consts):
+        return False
+    for x, y in zip(a.consts, b.consts):
+        try:
+            if not np.array_equal(np.asarray(x), np.asarray(y)):
+                return False
+        except Exception:
+            if x is not y:
+                return False
+    return True
+
+
+def s_global_read(t: dict, g: Group) -> dict:
+    base = g.base()
+    if not g.ran(t):
+        return g.not_reached(t)
+    mod = g.c.module
+    tried = []
+    for name in t["names"]:
+        parts = name.split(".")
+        if parts[0] not in vars(mod) or parts[0] in ("self", "cls"):
+            continue
+        holder, attr = (mod, parts[0]) if len(parts) == 1 else (getattr(mod, parts[0], None), parts[1])
+        if holder is None or not hasattr(holder, attr):
+            continue
+        old = getattr(holder, attr)
+        if callable(old) or isinstance(old, type(os)):
+            continue
+        new = _perturb(old)
+        if new is None:
+            continue
+        shown = ".".join(parts[:2])
+        try:
+            setattr(holder, attr, new)
+        except Exception:
+            continue
+        try:
+            other = g.retrace()
+        finally:
+            setattr(holder, attr, old)
+            jax.clear_caches()
+        tried.append(shown)
+        differs = (other.error is None) != (base.error is None) or not _same_program(base.jaxpr, other.jaxpr)
+        if differs:
+            return confirmed(f"global `{shown}` is read at trace time and baked into the program: re-tracing "
+                             f"`{g.name}` after changing it ({describe_value(old)} → {describe_value(new)}) gives a "
+                             f"different program, while an already-compiled call keeps the old value")
+    if not tried:
+        return unreached(f"no global number or array on line {t['line']} that could be varied")
+    if base.error is not None:
+        return not_confirmed(f"changing {', '.join(f'`{n}`' for n in tried)} does not change the traced program "
+                             f"(tracing failed {base.error.where()}: {base.error.short()})")
+    return not_confirmed(f"changing {', '.join(f'`{n}`' for n in tried)} does not change the program traced "
+                         f"from `{g.name}`")
+
+
+def s_impure_call(t: dict, g: Group) -> dict:
+    base = g.base()
+    recs = [r for r in base.probe.impure if _in_span(r["line"], t)]
+    if recs:
+        names = sorted({r["name"] for r in recs})
+        other = g.memo("retrace", lambda: g.retrace())
+        if base.error is None and other.error is None and not _same_program(base.jaxpr, other.jaxpr):
+            frozen = ("two traces (with `jax.clear_caches()` between) baked different constants, so each compiled "
+                      "program replays one frozen value on every call")
+        else:
+            frozen = "its result is a trace-time constant of the compiled program"
+        return confirmed(f"`{'`, `'.join(names)}` ran at trace time from line {t['line']} "
+                         f"({len(recs)} call{'s' if len(recs) != 1 else ''} while tracing `{g.name}`): {frozen}")
+    err = base.error
+    if err is not None and _in_span(_error_line(err), t):
+        return unreached(f"tracing `{g.name}` failed at line {_error_line(err)}: {err.short()}")
+    if not g.ran(t):
+        return g.not_reached(t)
+    return g.clean(t, "calling a clock or Python/NumPy random function")
+
+
+def s_arg_mutation(t: dict, g: Group) -> dict:
+    base = g.base()
+    changes = base.observer.changes if base.observer is not None else []
+    params = set(g.param_names()) | {p["name"] for p in g.info.get("params", [])}
+    named = [p for p in params if p in t["names"]]
+    if named:      # only the arguments this line names
+        changes = [c for c in changes if c.split("[")[0].split(".")[0] in named]
+    if changes and g.ran(t):
+        shown = ", ".join(f"`{c}`" for c in changes[:3]) + (f" and {len(changes) - 3} more" if len(changes) > 3 else "")
+        return confirmed(f"tracing `{g.name}` replaced {shown} inside the caller's argument; under `jit` the "
+                         f"caller's object is not updated (eager code would update it)")
+    if not g.ran(t):
+        return g.not_reached(t)
+    if base.error is not None and not changes:
+        return unreached(f"tracing `{g.name}` failed {base.error.where()} before the arguments could be "
+                         f"compared: {base.error.short()}")
+    return g.clean(t, "changing its arguments")
+
+
+def s_tracer_leak(t: dict, g: Group) -> dict:
+    g.base()
+    leaks = g.c.find_tracers(t["names"], g.entry)
+    if leaks and g.ran(t):
+        return confirmed(f"after tracing `{g.name}`, {'; '.join(leaks[:3])}: a leaked tracer raises "
+                         f"UnexpectedTracerError when used later")
+    if not g.ran(t):
+        return g.not_reached(t)
+
+    def leak_pass():
+        jax.clear_caches()
+        with jax.checking_leaks():
+            return trace(g.entry, g.inputs, g.c.paths, probe=False)
+    res = g.memo("leaks", leak_pass)
+    if res.error is not None and "Leaked" in res.error.full_message:
+        refs = [ln.strip() for ln in res.error.full_message.splitlines() if "is referred to by" in ln]
+        named = [r for r in refs if not r.split("is referred to by")[-1].strip().startswith("<")]
+        detail = (named or refs or [res.error.message])[0]
+        return confirmed(f"`jax.checking_leaks()` reports a leaked tracer while tracing `{g.name}`: {detail}")
+    return g.clean(t, "leaking a tracer")
+
+
+def s_key_reuse(t: dict, g: Group) -> dict:
+    def reuse_pass():
+        jax.clear_caches()
+        old_flag = jax.config.jax_debug_key_reuse
+        patched = []
+        legacy = jax.random.PRNGKey
+        patched.append((jax.random, "PRNGKey", legacy))
+        jax.random.PRNGKey = jax.random.key
+        for k, v in list(vars(g.c.module).items()):
+            if v is legacy:
+                patched.append((g.c.module, k, v))
+                setattr(g.c.module, k, jax.random.key)
+        jax.config.update("jax_debug_key_reuse", True)
+        try:
+            return trace(g.entry, g.inputs, g.c.paths, key_wrap=True)
+        finally:
+            jax.config.update("jax_debug_key_reuse", old_flag)
+            for owner, name, value in patched:
+                setattr(owner, name, value)
+            jax.clear_caches()
+    res = g.memo("key-reuse", reuse_pass)
+    err = res.error
+    if err is not None and "KeyReuseError" in err.mro:
+        where = err.cause_lines or err.lines
+        if any(_in_span(ln, t) for ln in where):
+            return confirmed(f"with `jax_debug_key_reuse`, tracing `{g.name}` raised KeyReuseError "
+                             f"({err.message}); the key is consumed again at line {t['line']}")
+        via = set(t.get("via") or ())
+        hit = [ln for ln in where if ln in via]
+        if hit and "body" in err.message and res.probe.ran(t["line"], t["end_line"]):
+            return confirmed(f"with `jax_debug_key_reuse`, tracing `{g.name}` raised KeyReuseError at line "
+                             f"{hit[-1]} ({err.message.rstrip(':')}): the key used at line {t['line']} is the "
+                             f"same in every iteration")
+        if res.probe.ran(t["line"], t["end_line"]):
+            return not_confirmed(f"`jax_debug_key_reuse` reports a reused key at line "
+                                 f"{where[-1] if where else '?'}, not at line {t['line']}")
+    if not res.probe.ran(t["line"], t["end_line"]):
+        if err is not None:
+            return unreached(f"tracing `{g.name}` with typed keys failed before reaching line {t['line']}: "
+                             f"{err.short()} ({err.where()})")
+        return unreached(f"line {t['line']} did not run while tracing `{g.name}` with inputs {g.inputs.describe()}")
+    if err is not None:
+        return unreached(f"tracing `{g.name}` with typed keys failed {err.where()}: {err.short()}")
+    return not_confirmed(f"`jax_debug_key_reuse` found no reused key while tracing `{g.name}` "
+                         f"with inputs {g.inputs.describe()}")
+
+
+def s_unrolled_loop(t: dict, g: Group) -> dict:
+    base = g.base()
+    loop = t["extra"].get("loop") or {"line": t["line"]}
+    hits = base.probe.lines.get(loop["line"], 0)
+    if not hits:
+        return g.not_reached(t)
+    if base.error is not None:
+        return unreached(f"tracing `{g.name}` failed {base.error.where()}: {base.error.short()}")
+    iters = max(hits - 1, 0)
+    eqns = count_eqns(base.jaxpr.jaxpr)
+    secs, cerr = g.compile()
+    compile_txt = f", {secs:.2f} s to compile" if secs is not None else ""
+    threshold = g.c.job["config"].get("unrolled_loop_threshold", 16)
+    smaller = ""
+    trip = loop.get("trip") or {}
+    if iters >= 2 and trip.get("kind") in ("global", "param"):
+        n2 = max(1, iters // 10 if iters >= 20 else iters // 2)
+        other = _retrace_with_trip(g, trip, n2)
+        if other is not None and other.error is None:
+            e2 = count_eqns(other.jaxpr.jaxpr)
+            t0 = time.perf_counter()
+            try:
+                other.traced.lower().compile()
+                c2 = f", {time.perf_counter() - t0:.2f} s"
+            except Exception:
+                c2 = ""
+            smaller = f" ({n2} iteration{'s' if n2 != 1 else ''}: {e2} equations{c2})"
+    summary = f"{iters} iteration{'s' if iters != 1 else ''} → {eqns} equations{compile_txt}{smaller}"
+    if iters >= threshold:
+        return confirmed(f"tracing `{g.name}` unrolled the loop at line {loop['line']}: {summary}")
+    return not_confirmed(f"the loop at line {loop['line']} ran {iters} time{'s' if iters != 1 else ''} under "
+                         f"tracing ({eqns} equations{compile_txt}), below the threshold of {threshold}")
+
+
+def _retrace_with_trip(g: Group, trip: dict, n: int) -> Optional[TraceResult]:
+    name = trip["name"]
+    if trip["kind"] == "global":
+        mod = g.c.module
+        if name not in vars(mod):
+            return None
+        old = getattr(mod, name)
+        setattr(mod, name, n)
+        try:
+            return g.retrace()
+        finally:
+            setattr(mod, name, old)
+            jax.clear_caches()
+    kwargs = dict(g.inputs.kwargs)
+    args = list(g.inputs.args)
+    names = g.param_names()
+    if name in names and names.index(name) < len(args):
+        args[names.index(name)] = n
+    else:
+        kwargs[name] = n
+    saved = g.inputs
+    g.inputs = Inputs(args, kwargs, saved.source)
+    try:
+        return g.retrace()
+    finally:
+        g.inputs = saved
+        jax.clear_caches()
+
+
+def _step_counts(g: Group, calls: int = 3):
+    """Compilations during each of ``calls`` real calls of the step, and for the whole step jitted."""
+    rec = g.c.step_records.get(g.qual)
+    if rec is not None:                       # observed by the harness (calls that compiled something)
+        counts, names = list(rec["counts"]), list(rec["names"])
+        inputs = rec.get("inputs")
+    else:
+        inputs = g.inputs
+        conc = inputs.concrete()
+        block(jax.tree_util.tree_leaves((conc.args, conc.kwargs)))
+        jax.clear_caches()     # count from a cold cache, whatever ran before in this process
+        counts, names = [], []
+        for _ in range(calls):
+            with CompileCounter() as c:
+                block(g.entry.call(*conc.args, **conc.kwargs))
+            counts.append(c.count)
+            names.append(list(c.names))
+    whole, whole_err = None, None
+    if inputs is not None:
+        jax.clear_caches()
+        call, dyn = make_call(g.entry, inputs)
+        try:
+            with CompileCounter() as c:
+                jax.jit(call).trace(*dyn).lower().compile()
+            whole = c.count
+        except Exception as exc:
+            whole_err = ErrorInfo(exc, g.c.paths)
+    return counts, names, whole, whole_err
+
+
+def s_compiles(t: dict, g: Group) -> dict:
+    try:
+        counts, names, whole, whole_err = g.memo("steps", lambda: _step_counts(g))
+    except Exception as exc:
+        info = ErrorInfo(exc, g.c.paths)
+        return unreached(f"calling the step `{g.name}` failed {info.where()}: {info.short()}")
+    if not counts:
+        return unreached(f"the step `{g.name}` was not called")
+    jit_name = t["extra"].get("jit_name")
+    whole_txt = (f"; jitting the whole step compiles {whole}" if whole is not None else "")
+    n = len(counts)
+    observed = g.qual in g.c.step_records
+    calls = f"during the command, {n} calls of `{g.name}`" if observed else f"calling `{g.name}` {n} times"
+    if (t["confirm"].get("args") or ["caller"])[0] == "enclosing":      # JAX502: the jit is recreated
+        later = counts[1:]
+        if any(later):
+            return confirmed(f"{calls} compiled {', '.join(map(str, counts))} executables: "
+                             f"the `jax.jit` at line {t['line']} builds a new function each time and recompiles"
+                             f"{whole_txt}")
+        first = names[0] if names else []
+        dup = sorted({x for x in first if first.count(x) > 1 and (not jit_name or jit_name in x)})
+        if dup:
+            k = first.count(dup[0])
+            return confirmed(f"one call of `{g.name}` compiled `{dup[0]}` {k} times (once per loop iteration)"
+                             f"{whole_txt}")
+        return not_confirmed(f"{calls} compiled {counts[0]} executable"
+                             f"{'s' if counts[0] != 1 else ''}, then nothing: no recompilation")
+    # JAX501: inner jit inside an eager step
+    first = counts[0]
+    if whole is None:
+        why = whole_err.short() if whole_err is not None else "no recorded inputs"
+        return unreached(f"the first call of `{g.name}` compiled {first} executables, but the whole step could "
+                         f"not be jitted to compare: {why}")
+    if first > whole:
+        top = ", ".join(sorted(set(names[0]))[:4]) if names else ""
+        return confirmed(f"the first call of `{g.name}` compiled {first} executables ({top}) and every call "
+                         f"dispatches them one by one; {whole} after jitting the whole step")
+    return not_confirmed(f"the first call of `{g.name}` compiled {first} executable{'s' if first != 1 else ''}, "
+                         f"no more than the whole step jitted ({whole})")
+
+
+STRATEGIES: Dict[str, Callable[[dict, Group], dict]] = {
+    "trace-error": s_trace_error,
+    "print": s_print,
+    "global-write": s_global_write,
+    "global-read": s_global_read,
+    "impure-call": s_impure_call,
+    "arg-mutation": s_arg_mutation,
+    "tracer-leak": s_tracer_leak,
+    "key-reuse": s_key_reuse,
+    "unrolled-loop": s_unrolled_loop,
+    "compiles": s_compiles,
+}
+assert set(R.STRATEGY_NAMES) == set(STRATEGIES)
