@@ -50,7 +50,7 @@ and :class:`Use` sites; they never walk key dataflow themselves.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis.model import Function, SemanticModel
 from .interp import Interpreter
@@ -70,7 +70,6 @@ class KeyAnalysis:
         self.model = model
         self._random_q: Dict[int, Optional[str]] = {}
         self._keys: Dict[int, Set[str]] = {}
-        self._loaded: Dict[int, FrozenSet[str]] = {}
         self._folded: Dict[Tuple[int, str], bool] = {}
         self._reuses: Optional[List[Reuse]] = None
         self._loop_bodies: Optional[Dict[int, Tuple[str, Optional[str], str]]] = None
@@ -354,22 +353,6 @@ class KeyAnalysis:
                     ks.add(a.id)
                     changed = True
         return changed
-
-    def loaded_names(self, fn: Function) -> FrozenSet[str]:
-        """Every name read anywhere in ``fn`` (nested functions included)."""
-        k = id(fn)
-        got = self._loaded.get(k)
-        if got is None:
-            body = fn.node.body if not fn.is_lambda else fn.node.body
-            roots = body if isinstance(body, list) else [body]
-            names = set()
-            for r in roots:
-                for n in ast.walk(r):
-                    if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load:
-                        names.add(n.id)
-            got = frozenset(names)
-            self._loaded[k] = got
-        return got
 
     # ------------------------------------------------------------ loop bodies
     def loop_bodies(self) -> Dict[int, Tuple[str, Optional[str], str]]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterable, List, Optional, Set, Tuple
+from typing import List, Optional, Tuple
 
 from ...analysis import Function
 from ...fixes.edits import Edit
 from ...fixes.imports import module_alias
+from ...fixes.names import fresh_name, names_in_scope
 from ..base import Context
-from .keys import key_analysis
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
@@ -33,37 +33,6 @@ def split_spelling(ctx: Context, fn: Function) -> Tuple[str, List[Edit]]:
             return local, []
     jax_name, edits = module_alias(m, ctx.source, "jax", "jax")
     return f"{jax_name}.random.split", edits
-
-
-def taken_names(ctx: Context, fn: Function) -> Set[str]:
-    """Every name a new binding in ``fn`` could clash with: module globals and imports, the
-    locals of ``fn`` and its enclosing scopes, and every name they or ``fn``'s nested functions
-    read."""
-    ka = key_analysis(ctx.model)
-    taken: Set[str] = set(ctx.model.module.locals) | set(ctx.model.imports.aliases)
-    s = fn
-    while s is not None:
-        taken |= s.locals
-        if not s.is_module:
-            taken |= ka.loaded_names(s)
-        s = s.parent
-    for child in fn.children:
-        taken |= ka.loaded_names(child)
-    return taken
-
-
-def first_free(ctx: Context, fn: Function, candidates: Iterable[str], avoid: str = "") -> str:
-    """The first of ``candidates`` that is not taken in ``fn`` (and is not ``avoid``); when all
-    are, the first one numbered ``2``, ``3``, ..."""
-    taken = taken_names(ctx, fn)
-    cands = [c for c in candidates if c != avoid]
-    for c in cands:
-        if c not in taken:
-            return c
-    i = 2
-    while f"{cands[0]}{i}" in taken or f"{cands[0]}{i}" == avoid:
-        i += 1
-    return f"{cands[0]}{i}"
 
 
 def _split_style(ctx: Context) -> Optional[Tuple[str, str]]:
@@ -98,7 +67,7 @@ def subkey_name(ctx: Context, fn: Function, name: str) -> str:
         base = name + affix
     if not _IDENTIFIER.fullmatch(base):
         base = "sub" + name
-    return first_free(ctx, fn, [base], avoid=name)
+    return fresh_name(names_in_scope(ctx.model, fn) | {name}, base)
 
 
 _BASE_PREFIXES = ("base_", "outer_", "root_")
@@ -112,4 +81,5 @@ def base_key_name(ctx: Context, fn: Function, name: str) -> str:
         if root.startswith(p) and len(root) > len(p):
             root = root[len(p):]
             break
-    return first_free(ctx, fn, [p + root for p in _BASE_PREFIXES], avoid=name)
+    cands = [p + root for p in _BASE_PREFIXES if p + root != name]
+    return fresh_name(names_in_scope(ctx.model, fn), cands[0], alternatives=cands[1:])
