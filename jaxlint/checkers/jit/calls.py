@@ -313,6 +313,14 @@ def has_jit(model: SemanticModel) -> bool:
     return any(s.transform.name in JIT_NAMES for s in model.transform_sites)
 
 
+def jit_index(model: SemanticModel) -> Optional[CallIndex]:
+    """The call index of a file that applies a jit transform, None for any other file: where
+    every jit-placement rule starts."""
+    if not model.mentions_jax or not has_jit(model):
+        return None
+    return call_index(model)
+
+
 def call_index(model: SemanticModel) -> CallIndex:
     idx = model.cache.get("calls")
     if idx is None:

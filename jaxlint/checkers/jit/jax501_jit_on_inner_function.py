@@ -5,11 +5,12 @@ from typing import Iterator, List, Optional, Set, Tuple
 
 from ...analysis import Function
 from ...analysis import knowledge as K
-from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, call_index, has_jit, in_traced_code
+from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, in_traced_code, jit_index
 from .steps import GRAD_NAMES, TREE_MAPS, arithmetic_callable, contains_update, eager_grad, \
     optimizer_update, tree_update
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
+from ..messages import short
 
 # calls that cannot run under jit (Python side effects, host conversion)
 _NOT_JITTABLE = frozenset({"print", "float", "int", "bool", "open", "input", "numpy.asarray", "numpy.array",
@@ -74,6 +75,7 @@ class JitOnInnerFunction(Rule):
     """
 
     code = "JAX501"
+    confirm = ("compiles", "caller")
     symbol = "jit-on-inner-function"
     summary = "`jax.jit` on an inner piece of a step whose caller runs the rest (the update) eagerly"
     fix_title = "Move `@jax.jit` to the outer step"
@@ -81,9 +83,9 @@ class JitOnInnerFunction(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         m = ctx.model
-        if not m.mentions_jax or not has_jit(m):
+        idx = jit_index(m)
+        if idx is None:
             return
-        idx = call_index(m)
         for b in idx.jit_bindings:
             if b.kind not in ("def", "name", "attr"):
                 continue
@@ -182,8 +184,7 @@ class JitOnInnerFunction(Rule):
                 if isinstance(n, ast.BinOp):
                     names = {x.id for x in ast.walk(n) if isinstance(x, ast.Name)}
                     if names & results and names & fed:
-                        text = ast.unparse(n)
-                        return text if len(text) <= 40 else text[:37] + "..."
+                        return short(n)
         return None
 
     @staticmethod
@@ -207,10 +208,7 @@ class JitOnInnerFunction(Rule):
     def _inner_name(ctx: Context, b: JitBinding) -> str:
         if b.kind == "def":
             return f"`{b.target.qualname}`" if b.target is not None else f"`{b.name}`"
-        text = ctx.source.segment(b.fun_expr) if b.fun_expr is not None else b.name
-        if len(text) > 40:
-            text = text[:37] + "..."
-        return f"`{text}`"
+        return f"`{short(b.fun_expr) if b.fun_expr is not None else b.name}`"
 
     # ----------------------------------------------------------------- fix
     def _fix(self, ctx: Context, idx: CallIndex, b: JitBinding, caller: Function,

@@ -6,9 +6,10 @@ from typing import Iterator, Optional, Set
 
 from ...analysis import Function
 from ...analysis import knowledge as K
-from .calls import INIT_METHODS, CallIndex, JitBinding, call_index, has_jit, in_traced_code
+from .calls import INIT_METHODS, CallIndex, JitBinding, in_traced_code, jit_index
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
+from ..messages import short
 
 # names of functions that run once per training/eval step
 _STEP_NAME = re.compile(r"(?:^|_)(?:step|update)(?:$|_)")
@@ -65,16 +66,16 @@ class JitRecreatedPerCall(Rule):
     """
 
     code = "JAX502"
+    confirm = ("compiles", "enclosing")
     symbol = "jit-recreated-per-call"
     summary = "`jax.jit` re-created in a loop or per step on a new callable: retraces and recompiles every time"
     fix_title = "Create the jitted function once, before the loop"
     fix_applicability = SAFE
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax or not has_jit(m):
+        idx = jit_index(ctx.model)
+        if idx is None:
             return
-        idx = call_index(m)
         for b in idx.jit_bindings:
             scope = b.created_in
             if in_traced_code(scope):
@@ -105,9 +106,7 @@ class JitRecreatedPerCall(Rule):
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
             return ctx.finding(self, b.site.node, msg, fix=fix)
         if b.kind == "inline":
-            fun = ctx.source.segment(b.fun_expr) if b.fun_expr is not None else "the function"
-            if len(fun) > 40:
-                fun = fun[:37] + "..."
+            fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
             msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}, "
                    f"losing jit's fast dispatch path; create it once before the loop")
             return ctx.finding(self, b.site.node, msg)

@@ -4,7 +4,7 @@ import ast
 from typing import Iterator
 
 from ...analysis import CERTAIN
-from .calls import call_index, has_jit, in_traced_code
+from .calls import in_traced_code, jit_index
 from ..base import Context, Finding, Rule, register
 
 
@@ -41,12 +41,13 @@ class RedundantNestedJit(Rule):
 
     ## Use instead
     ```python
-    def _normalize(x):
+    def _normalize(x):   # traced into train_step's program
         return (x - x.mean()) / x.std()
 
     @jax.jit
     def train_step(params, x):
-        return loss(params, _normalize(x))
+        x = _normalize(x)
+        return loss(params, x)
     ```
 
     ## Fix safety
@@ -62,9 +63,9 @@ class RedundantNestedJit(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         m = ctx.model
-        if not m.mentions_jax or not has_jit(m):
+        idx = jit_index(m)
+        if idx is None:
             return
-        idx = call_index(m)
         for b in idx.jit_bindings:
             if b.kind not in ("def", "name"):
                 continue
