@@ -12,6 +12,7 @@ from typing import List, Optional, Set, Tuple
 from ....analysis import CONTAINER, JAX, TRACED, Function
 from ....fixes.edits import UNSAFE, Edit, Fix
 from ....fixes.imports import module_alias
+from ....fixes.names import fresh_name, names_in_scope
 from ...base import Context
 
 
@@ -231,7 +232,7 @@ class LoopFix:
         inner = src.indentation(body[0].lineno)
         self.require(len(inner) > len(indent))
         nl = src.newline()
-        name = fresh_name(self.fn, "loop_body")
+        name = fresh_name(names_in_scope(self.m, self.fn), "loop_body", sep="_")
         param, unpack, init, assign = self._carry(inner, nl)
         head = f"def {name}({self.var}, {param}):{self._header_comment()}{nl}"
         ret = f"{inner}return {assign}"
@@ -308,7 +309,7 @@ class LoopFix:
         self.require(not self._comments(a_end, end) or
                      all(c[0] < src.offset(append.end_lineno + 1, 0) for c in self._comments(a_end, end)))
         nl = src.newline()
-        name = fresh_name(fn, "scan_body")
+        name = fresh_name(names_in_scope(m, fn), "scan_body", sep="_")
         param, unpack, carry_out, _ = self._carry(inner, nl)
         head = f"def {name}({param}, {self.var}):{self._header_comment()}{nl}"
         body_text = ""
@@ -330,24 +331,6 @@ class LoopFix:
 
 _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**",
             ast.FloorDiv: "//", ast.Mod: "%"}
-
-
-def fresh_name(fn: Function, base: str) -> str:
-    """``base``, or ``base_2``, ``base_3``, ...: a name no enclosing or nested scope of ``fn``
-    binds, for a function the fix defines inside ``fn``."""
-    taken: Set[str] = set()
-    s = fn
-    while s is not None:
-        taken |= s.locals
-        s = s.parent
-    for f in fn.children:
-        taken |= f.locals
-    name = base
-    i = 2
-    while name in taken:
-        name = f"{base}_{i}"
-        i += 1
-    return name
 
 
 def _statement_list(fn: Function, target: ast.stmt) -> Optional[List[ast.stmt]]:
