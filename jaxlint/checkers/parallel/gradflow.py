@@ -1,0 +1,276 @@
+"""Where the gradients of a pmapped step go: from the ``jax.grad``/``value_and_grad`` call
+that makes them, through clipping and ``tx.update``, to the optimizer update that applies
+them, and whether a reducing collective (``lax.pmean``/``psum``) touches them on the way.
+
+One pass over the statements of one function, in source order (branches are visited in
+order and a sync in any branch counts: when the rule cannot tell, it stays silent).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from ...analysis import Function, SemanticModel
+from ...analysis import knowledge as K
+from .axes import REDUCING, call_arg, mentions_collective
+
+# gradient makers: qualified name -> index of the gradients in the result of the made
+# function (None: the whole result), and that index when ``has_aux=True``
+GRAD_MAKERS: Dict[str, Tuple[Optional[int], Optional[int]]] = {
+    "jax.grad": (None, 0),
+    "jax.value_and_grad": (1, 1),
+    "flax.nnx.grad": (None, 0),
+    "flax.nnx.value_and_grad": (1, 1),
+    "equinox.filter_grad": (None, 0),
+    "equinox.filter_value_and_grad": (1, 1),
+}
+# optimizer updates that apply gradients (or updates made from them) to the parameters:
+# qualified function -> (keyword, position) of the gradient argument
+APPLY_FUNCTIONS: Dict[str, Tuple[str, int]] = {"optax.apply_updates": ("updates", 1)}
+# methods: name -> (keyword, position); ``state.apply_gradients(grads=grads)``
+APPLY_METHODS: Dict[str, Tuple[str, int]] = {"apply_gradients": ("grads", 0)}
+# ``tx.update(grads, opt_state, params)``: an optimizer transformation (it takes at least
+# two arguments; ``dict.update`` takes one)
+TX_UPDATE = "update"
+TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path"})
+
+
+class Origin:
+    """One gradient value: the statement that makes it and the name it is bound to."""
+
+    __slots__ = ("stmt", "name", "tx_call")
+
+    def __init__(self, stmt: ast.stmt, name: Optional[str]):
+        self.stmt = stmt
+        self.name = name            # the bound name (None when bound inside a tuple value)
+        self.tx_call: Optional[ast.Call] = None   # the first tx.update that consumed it
+
+
+class Unsynced:
+    __slots__ = ("origin", "sink")
+
+    def __init__(self, origin: Origin, sink: ast.Call):
+        self.origin = origin
+        self.sink = sink
+
+
+class GradFlow:
+    def __init__(self, model: SemanticModel, fn: Function):
+        self.m = model
+        self.fn = fn
+        self.raw: Dict[str, Origin] = {}
+        self.found: List[Unsynced] = []
+
+    # ------------------------------------------------------------- entry
+    def run(self) -> List[Unsynced]:
+        body = self.fn.node.body if not self.fn.is_lambda else []
+        self._block(body)
+        return self.found
+
+    def _block(self, stmts: List[ast.stmt]) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            self._sinks(st)
+            if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                self._assign(st)
+            elif isinstance(st, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
+                for field in ("body", "orelse", "finalbody"):
+                    self._block(getattr(st, field, []) or [])
+                for h in getattr(st, "handlers", []) or []:
+                    self._block(h.body)
+
+    # ------------------------------------------------------- bindings
+    def _assign(self, st: ast.stmt) -> None:
+        value = st.value
+        if value is None:
+            return
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        grad = self._maker(value.func, 0) if isinstance(value, ast.Call) else None
+        if grad is not None:
+            (index,) = grad
+            for t in targets:
+                self._bind_grads(st, t, index)
+            return
+        if self._syncs(value):
+            for t in targets:
+                for name in _names(t):
+                    self.raw.pop(name, None)
+            return
+        origin = self._raw_in(value)
+        for t in targets:
+            for name in _names(t):
+                if origin is not None:
+                    self.raw[name] = origin
+                elif not isinstance(st, ast.AugAssign):
+                    self.raw.pop(name, None)
+        if origin is not None and isinstance(value, ast.Call) and origin.tx_call is None \
+                and self._is_tx_update(value):
+            origin.tx_call = value
+
+    def _bind_grads(self, st: ast.stmt, target: ast.expr, index: Optional[int]) -> None:
+        if index is None:
+            if isinstance(target, ast.Name):
+                self.raw[target.id] = Origin(st, target.id)
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if index < len(target.elts) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                e = target.elts[index]
+                if isinstance(e, ast.Name):
+                    self.raw[e.id] = Origin(st, e.id)
+        elif isinstance(target, ast.Name):
+            self.raw[target.id] = Origin(st, None)   # the (value, grads) pair
+
+    def _maker(self, func: ast.expr, depth: int) -> Optional[Tuple[Optional[int]]]:
+        """Is ``func`` a gradient function (``jax.grad(f)``, a name bound to one)?  Returns
+        ``(index,)``: where the gradients are in its result (None: the whole result)."""
+        m, fn = self.m, self.fn
+        if isinstance(func, ast.Call):
+            q = m.qualname(func.func, fn) if isinstance(func.func, (ast.Name, ast.Attribute)) else None
+            if q in GRAD_MAKERS:
+                plain, aux = GRAD_MAKERS[q]
+                has_aux = any(k.arg == "has_aux" and isinstance(k.value, ast.Constant) and k.value.value is True
+                              for k in func.keywords)
+                return (aux if has_aux else plain,)
+            tr = K.transform_for(q)
+            if tr is not None and tr.kind in ("jit", "filter") and func.args and depth < 4:
+                return self._maker(func.args[0], depth + 1)   # jax.jit(jax.grad(f))
+            return None
+        if isinstance(func, ast.Name) and depth < 4:
+            bound = _single_binding(m, fn, func.id)
+            if bound is not None:
+                return self._maker(bound, depth + 1)
+        return None
+
+    def _syncs(self, value: ast.expr) -> bool:
+        """``value`` passes something through a reducing collective (directly, in a
+        ``tree.map`` lambda, via ``partial``, or in a helper of this module)."""
+        m, fn = self.m, self.fn
+        if mentions_collective(m, value, fn):
+            return True
+        for n in ast.walk(value):
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
+                target = m.resolve_callable(n.func, fn)
+                if target is not None and _reaches_collective(m, target.function, set()):
+                    return True
+        return False
+
+    def _raw_in(self, node: ast.AST) -> Optional[Origin]:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in self.raw:
+                return self.raw[n.id]
+        return None
+
+    def _is_tx_update(self, call: ast.Call) -> bool:
+        f = call.func
+        return isinstance(f, ast.Attribute) and f.attr == TX_UPDATE and len(call.args) + len(call.keywords) >= 2
+
+    # ------------------------------------------------------------ sinks
+    def _sinks(self, st: ast.stmt) -> None:
+        if not self.raw:
+            return
+        for node in _own_nodes(st):
+            if isinstance(node, ast.Call):
+                arg = self._sink_arg(node)
+                if arg is None or self._syncs(arg):
+                    continue
+                origin = self._raw_in(arg)
+                if origin is not None and not any(u.origin is origin for u in self.found):
+                    self.found.append(Unsynced(origin, node))
+
+    def _sink_arg(self, call: ast.Call) -> Optional[ast.AST]:
+        m, fn = self.m, self.fn
+        f = call.func
+        q = m.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        spec = APPLY_FUNCTIONS.get(q) if q else None
+        if spec is None and q is None and isinstance(f, ast.Attribute):
+            spec = APPLY_METHODS.get(f.attr)
+        if spec is not None:
+            return call_arg(call, spec[0], spec[1])
+        if q in TREE_MAP and len(call.args) >= 2 and _is_step(m, call.args[0], fn):
+            # jax.tree.map(lambda p, g: p - lr * g, params, grads): a hand-written SGD step
+            return ast.Tuple(elts=list(call.args[1:]), ctx=ast.Load())
+        return None
+
+
+def _names(target: ast.expr) -> Iterator[str]:
+    for n in ast.walk(target):
+        if isinstance(n, ast.Name):
+            yield n.id
+
+
+def _own_nodes(st: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of one simple statement (or a compound statement's header)."""
+    if isinstance(st, (ast.If, ast.While)):
+        roots = [st.test]
+    elif isinstance(st, (ast.For, ast.AsyncFor)):
+        roots = [st.iter]
+    elif isinstance(st, (ast.With, ast.AsyncWith)):
+        roots = [i.context_expr for i in st.items]
+    elif isinstance(st, ast.Try):
+        roots = []
+    else:
+        roots = [st]
+    for r in roots:
+        yield from ast.walk(r)
+
+
+def _is_step(m: SemanticModel, fun: ast.expr, scope: Function) -> bool:
+    """``lambda p, g: p - lr * g`` (or a def returning ``p - ...``): a parameter update."""
+    body = None
+    if isinstance(fun, ast.Lambda):
+        body = fun.body
+    else:
+        target = m.resolve_callable(fun, scope) if isinstance(fun, (ast.Name, ast.Attribute)) else None
+        if target is not None and not target.function.is_lambda:
+            rets = target.function.of_type(ast.Return)
+            if len(rets) == 1:
+                body = rets[0].value
+        elif target is not None:
+            body = target.function.node.body
+    if not isinstance(body, ast.BinOp) or not isinstance(body.op, (ast.Sub, ast.Add)):
+        return False
+    params = _lambda_params(fun, m, scope)
+    return isinstance(body.left, ast.Name) and (params is None or body.left.id == params[0])
+
+
+def _lambda_params(fun: ast.expr, m: SemanticModel, scope: Function) -> Optional[List[str]]:
+    if isinstance(fun, ast.Lambda):
+        return [a.arg for a in fun.args.args]
+    target = m.resolve_callable(fun, scope)
+    if target is not None:
+        return target.function.params[target.bound_positional:] or None
+    return None
+
+
+def _single_binding(m: SemanticModel, fn: Function, name: str) -> Optional[ast.expr]:
+    """The value of the one assignment ``name = <value>`` visible from ``fn`` (lexically)."""
+    s: Optional[Function] = fn
+    while s is not None:
+        if name in s.locals:
+            if name in s.param_nodes:
+                return None
+            values = [a.value for a in s.of_type(ast.Assign)
+                      for t in a.targets if isinstance(t, ast.Name) and t.id == name]
+            return values[0] if len(values) == 1 else None
+        s = s.parent
+    return None
+
+
+def _reaches_collective(m: SemanticModel, fn: Function, seen: Set[int], depth: int = 0) -> bool:
+    """``fn`` (or a function of this module it calls) applies a reducing collective."""
+    if id(fn) in seen or depth > 6:
+        return False
+    seen.add(id(fn))
+    for call in fn.of_type(ast.Call):
+        if mentions_collective(m, call, fn, REDUCING):
+            return True
+    for child in fn.children:
+        if _reaches_collective(m, child, seen, depth + 1):
+            return True
+    for call in fn.of_type(ast.Call):
+        if isinstance(call.func, (ast.Name, ast.Attribute)):
+            t = m.resolve_callable(call.func, fn)
+            if t is not None and _reaches_collective(m, t.function, seen, depth + 1):
+                return True
+    return False

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from ...analysis import Function
+from ...fixes.edits import UNSAFE, Edit, Fix
+from ...fixes.imports import module_alias
+from ..base import Context, Finding, Rule, register
+from ..messages import short
+from .axes import REPLICATING, axis_index, collective_axis, iter_collectives, literal_names
+from .gradflow import GradFlow, Unsynced
+
+
+@register
+class UnsynchronizedGradientsInPmap(Rule):
+    """
+    ## What it does
+    Inside a function mapped over devices with `jax.pmap(..., axis_name=...)`,
+    flags gradients (from `jax.grad` / `jax.value_and_grad`) that reach the
+    optimizer update (`tx.update`, `optax.apply_updates`,
+    `state.apply_gradients`, or a hand-written `jax.tree.map(lambda p, g: p - lr * g, ...)`)
+    without passing through `lax.pmean` / `lax.psum` over that axis. Also flags
+    a collective (`lax.pmean(x, axis_name="x")`, `psum`, `all_gather`, ...)
+    whose axis name no enclosing `pmap` / `vmap` binds.
+
+    ## Why is this bad?
+    In PyTorch, `DistributedDataParallel` all-reduces the gradients during
+    `loss.backward()`, so every replica applies the same averaged update.
+    `jax.pmap` does no such thing: each device computes the gradient of its own
+    shard of the batch, and if the step applies it as is, every device takes a
+    different step. The parameters, replicated at the start, silently drift
+    apart (run on 4 CPU devices, one SGD step already leaves them differing by
+    0.45), and the model you save from device 0 was trained on a quarter of
+    the data. Averaging the *loss* with `lax.pmean` inside the loss function
+    does not help: the gradient of each replica is still its own. A collective
+    over an axis name that no transform binds raises
+    `NameError: unbound axis name` when the function is traced.
+
+    ## Example
+    ```python
+    @partial(jax.pmap, axis_name="batch")
+    def train_step(state, batch):
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch)
+        return state.apply_gradients(grads=grads), loss
+    ```
+
+    ## Use instead
+    ```python
+    @partial(jax.pmap, axis_name="batch")
+    def train_step(state, batch):
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, batch)
+        grads = jax.lax.pmean(grads, axis_name="batch")
+        loss = jax.lax.pmean(loss, axis_name="batch")
+        return state.apply_gradients(grads=grads), loss
+    ```
+    For a collective whose axis is not bound, name the axis the enclosing
+    `pmap`/`vmap` declares (`axis_name=`), or apply the transform that binds it.
+    `shard_map` is not flagged: JAX reduces the gradients of replicated inputs
+    of a `shard_map` itself.
+
+    ## Fix safety
+    The fix inserts `grads = jax.lax.pmean(grads, axis_name=...)` right after
+    the line that computes the gradients. It is unsafe: it changes the
+    numbers the step computes (that is its purpose), and a step that trains
+    independent replicas on purpose (an ensemble) or synchronizes elsewhere
+    (a `psum` followed by a division, updates averaged after `tx.update`)
+    must not get it. Unbound axis names get no fix.
+    """
+
+    code = "JAX601"
+    symbol = "unsynchronized-gradients-in-pmap"
+    summary = "gradients applied inside `pmap` without `lax.pmean` over the axis; collective over an unbound axis"
+    fix_title = "Average the gradients over the devices with `jax.lax.pmean`"
+    fix_applicability = UNSAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax or not m.transform_sites:
+            return
+        axes = axis_index(m)
+        # 1. gradients applied without a reduction inside a replicating pmap
+        for fn, names in self._pmapped(ctx):
+            for u in GradFlow(m, fn).run():
+                yield self._unsynced(ctx, fn, names, u)
+        # 2. collectives over an axis name that nothing binds
+        for fn in m.functions:
+            if not fn.contexts:
+                continue
+            for call, q in iter_collectives(m, fn):
+                axis = collective_axis(call, q)
+                wanted = literal_names(axis)
+                if not wanted:
+                    continue
+                bound = axes.bound(fn)
+                if bound is None:
+                    break
+                missing = [n for n in wanted if n not in bound]
+                if not missing:
+                    continue
+                spelled = q.replace("jax.lax.", "lax.")
+                have = (", ".join(f"`{n}`" for n in sorted(bound)) if bound else "none")
+                msg = (f"`{spelled}` over axis `{missing[0]}` in {fn.trace_description()}: no enclosing "
+                       f"`pmap`/`vmap` binds that axis name (bound here: {have}); JAX raises "
+                       f"`NameError: unbound axis name`")
+                yield ctx.finding(self, axis, msg, confidence=fn.confidence)
+
+    # ----------------------------------------------------------------- pmap
+    def _pmapped(self, ctx: Context) -> Iterator[Tuple[Function, Tuple[str, ...]]]:
+        """Functions a replicating transform maps with a literal axis name, and the names."""
+        m = ctx.model
+        axes = axis_index(m)
+        per: Dict[int, Tuple[Function, List[str]]] = {}
+        for site in m.transform_sites:
+            if site.transform.name not in REPLICATING or site.target is None:
+                continue
+            binds, names = axes.site_names(site)
+            if not binds or not names:
+                continue
+            fn = site.target.function
+            if fn.is_lambda:
+                continue
+            entry = per.setdefault(id(fn), (fn, []))
+            entry[1].extend(n for n in names if n not in entry[1])
+        for fn, names in per.values():
+            yield fn, tuple(names)
+
+    def _unsynced(self, ctx: Context, fn: Function, names: Tuple[str, ...], u: Unsynced) -> Finding:
+        origin = u.origin
+        where = origin.tx_call if origin.tx_call is not None else u.sink
+        what = short(where.func)
+        grads = f"`{origin.name}`" if origin.name else "the gradients"
+        axis = names[0]
+        msg = (f"{grads} reach `{what}` in {fn.trace_description()} without `lax.pmean` over axis "
+               f"`{axis}`: each device applies its own shard's gradients and the replicas drift apart "
+               f"(PyTorch's DDP averages them for you; pmap does not)")
+        fix = self._fix(ctx, origin, axis) if len(names) == 1 else None
+        return ctx.finding(self, where, msg, confidence=fn.confidence, fix=fix)
+
+    def _fix(self, ctx: Context, origin, axis: str) -> Optional[Fix]:
+        src, m = ctx.source, ctx.model
+        st = origin.stmt
+        if origin.name is None or not isinstance(st, ast.Assign):
+            return None
+        indent = src.indentation(st.lineno)
+        if len(indent) != src.char_col(st.lineno, st.col_offset):
+            return None   # not the first statement on its line
+        line = src.line_text(st.end_lineno)
+        rest = line[src.char_col(st.end_lineno, st.end_col_offset):].strip()
+        if rest and not rest.startswith("#"):
+            return None   # `a = ...; b = ...`
+        if st.end_lineno >= src.line_count:
+            return None
+        at = src.offset(st.end_lineno + 1, 0)
+        local = m.imports.local_name_for("jax.lax")
+        edits: List[Edit] = []
+        if local is None:
+            jax_name, edits = module_alias(m, src, "jax", "jax")
+            local = f"{jax_name}.lax"
+        quoted = f'"{axis}"' if '"' not in axis and "\\" not in axis else repr(axis)
+        text = f"{indent}{origin.name} = {local}.pmean({origin.name}, axis_name={quoted}){src.newline()}"
+        return Fix(self.fix_title, tuple([Edit.insert(at, text)] + edits), UNSAFE)
