@@ -7,8 +7,9 @@ rule-specific vocabularies (which calls are impure, which are samplers, ...).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Set as AbstractSet
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
 
 # --------------------------------------------------------------------------
 # Canonical spellings: several public paths name the same object.
@@ -39,83 +40,269 @@ def canonical(name: str) -> str:
 
 # --------------------------------------------------------------------------
 # Transforms: calls that trace the function they are given.
+#
+# One record per transform holds everything jaxlint knows about it; every
+# other table (``BODY_ARITY``, ``JIT_NAMES``, ``GRAD_NAMES``, the purity and
+# PRNG tables, ...) is derived from ``TRANSFORMS`` and read live, so teaching
+# jaxlint a transform is one row here.  The record has no defaults: a row
+# states every fact (tests/test_transforms.py checks it).
 # --------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transform:
-    name: str                     # canonical qualified name
-    kind: str                     # jit | grad | vmap | pmap | trace | filter | body
-    fun_positions: Tuple[int, ...] = (0,)   # positional indices of traced callables
-    fun_keywords: Tuple[str, ...] = ("fun", "f")
-    static_nums_kw: Tuple[str, ...] = ()   # keywords naming static positional args
-    static_names_kw: Tuple[str, ...] = ()  # keywords naming static keyword args
-    list_positions: Tuple[int, ...] = ()   # positional args holding a list of callables
+    name: str                       # canonical qualified name
+    kind: str                       # jit | grad | vmap | pmap | trace | filter | body
+    # where the traced callables are passed
+    fun_positions: Tuple[int, ...]  # positional indices of traced callables
+    fun_keywords: Tuple[str, ...]   # keywords of traced callables
+    list_positions: Tuple[int, ...]  # positional args holding a list of callables (lax.switch)
+    # which arguments of the traced function stay static
+    static_nums_kw: Tuple[str, ...]   # keywords naming static positional args
+    static_names_kw: Tuple[str, ...]  # keywords naming static keyword args
+    # lax bodies: how many positional arguments the primitive passes to its body
+    # (None: not fixed), or the call's positional args from ``operands_from`` on
+    body_arity: Optional[int]
+    operands_from: Optional[int]
+    # (body parameter index, call argument index) of a loop carry's initial value
+    carry_init: Optional[Tuple[int, int]]
+    # a loop primitive whose body runs once per step: how the body returns its
+    # carry ("first" of a pair, "all", "none": no carry); None: not a loop
+    loop: Optional[str]
+    jit_like: bool          # makes a compiled callable cached per function (jit, nnx.jit, filter_jit)
+    caches_trace: bool      # caches its trace on the function object (later calls reuse it)
+    inside_cached_trace: bool  # its function only ever runs inside an enclosing cached trace
+    eager: bool             # runs the function on every call unless an enclosing function is staged
+    inspects: bool          # traces once on purpose to inspect (shapes, jaxprs)
+    differentiates: bool    # computes derivatives of the function
+    prng_sees_through: bool  # PRNG analysis: ``T(f)(key)`` evaluates ``f`` with ``key``
+    static_checked: bool    # JAX505 checks the static arguments declared on it
+    instrumented: bool      # the confirmation harness wraps it to record signatures
+    verb: str               # message text: "<verb> `<label>`"
+    label: str              # the short spelling used in messages
 
-    @property
-    def short(self) -> str:
-        return self.name
+    def describe(self) -> str:
+        """e.g. "jitted with `jax.jit`", "traced as the body of `lax.scan`"."""
+        return f"{self.verb} `{self.label}`"
 
 
-def _t(name, kind, **kw) -> Transform:
-    return Transform(name, kind, **kw)
-
-
+_FUN = dict(fun_positions=(0,), fun_keywords=("fun", "f"), list_positions=())
+_NO_BODY = dict(body_arity=None, operands_from=None, carry_init=None, loop=None)
+_NO_STATIC = dict(static_nums_kw=(), static_names_kw=())
 _JIT_STATIC = dict(static_nums_kw=("static_argnums",), static_names_kw=("static_argnames",))
+_ARGNUMS = dict(static_nums_kw=("static_argnums",), static_names_kw=())
+_NONDIFF = dict(static_nums_kw=("nondiff_argnums",), static_names_kw=("nondiff_argnames",))
+_PMAP_STATIC = dict(static_nums_kw=("static_broadcasted_argnums",), static_names_kw=())
 
-TRANSFORMS = {t.name: t for t in [
-    _t("jax.jit", "jit", **_JIT_STATIC),
-    _t("jax.pmap", "pmap", static_nums_kw=("static_broadcasted_argnums",)),
-    _t("jax.vmap", "vmap"),
-    _t("jax.grad", "grad"),
-    _t("jax.value_and_grad", "grad"),
-    _t("jax.jacfwd", "grad"),
-    _t("jax.jacrev", "grad"),
-    _t("jax.hessian", "grad"),
-    _t("jax.checkpoint", "trace", static_nums_kw=("static_argnums",)),
-    _t("jax.remat", "trace", static_nums_kw=("static_argnums",)),
-    _t("jax.custom_jvp", "trace", static_nums_kw=("nondiff_argnums",), static_names_kw=("nondiff_argnames",)),
-    _t("jax.custom_vjp", "trace", static_nums_kw=("nondiff_argnums",), static_names_kw=("nondiff_argnames",)),
-    _t("jax.shard_map", "trace"),
-    _t("jax.eval_shape", "trace"),
-    _t("jax.make_jaxpr", "trace", **_JIT_STATIC),
-    _t("jax.jvp", "trace"),
-    _t("jax.vjp", "trace"),
-    _t("jax.linearize", "trace"),
-    _t("jax.named_scope", "none"),
-    _t("equinox.filter_jit", "filter"),
-    _t("equinox.filter_grad", "filter"),
-    _t("equinox.filter_value_and_grad", "filter"),
-    _t("equinox.filter_vmap", "filter"),
-    _t("equinox.filter_pmap", "filter"),
-    _t("equinox.filter_checkpoint", "filter"),
-    _t("flax.nnx.jit", "jit", **_JIT_STATIC),
-    _t("flax.nnx.grad", "grad"),
-    _t("flax.nnx.value_and_grad", "grad"),
-    _t("flax.nnx.vmap", "vmap"),
-    _t("flax.nnx.scan", "trace"),
-    _t("flax.nnx.remat", "trace"),
-    _t("flax.nnx.pmap", "pmap"),
-    _t("flax.linen.jit", "trace"),
-    _t("flax.linen.remat", "trace"),
-    _t("flax.linen.checkpoint", "trace"),
-    # structured control flow: bodies are always traced, even outside jit
-    _t("jax.lax.scan", "body", fun_keywords=("f",)),
-    _t("jax.lax.fori_loop", "body", fun_positions=(2,), fun_keywords=("body_fun",)),
-    _t("jax.lax.while_loop", "body", fun_positions=(0, 1), fun_keywords=("cond_fun", "body_fun")),
-    _t("jax.lax.cond", "body", fun_positions=(1, 2), fun_keywords=("true_fun", "false_fun")),
-    _t("jax.lax.switch", "body", fun_positions=(), fun_keywords=("branches",), list_positions=(1,)),
-    _t("jax.lax.map", "body", fun_keywords=("f",)),
-    _t("jax.lax.associative_scan", "body", fun_keywords=("fn",)),
+
+def _where(fun_positions: Tuple[int, ...], fun_keywords: Tuple[str, ...], list_positions: Tuple[int, ...]) -> dict:
+    return dict(fun_positions=fun_positions, fun_keywords=fun_keywords, list_positions=list_positions)
+
+
+def _lax(body_arity: Optional[int], operands_from: Optional[int], carry_init: Optional[Tuple[int, int]],
+         loop: Optional[str]) -> dict:
+    return dict(body_arity=body_arity, operands_from=operands_from, carry_init=carry_init, loop=loop)
+
+
+# the yes/no facts, one column each in a row's ``flags`` (its letter: yes, ``.``: no)
+FLAG_COLUMNS = (("J", "jit_like"), ("C", "caches_trace"), ("N", "inside_cached_trace"), ("E", "eager"),
+                ("I", "inspects"), ("D", "differentiates"), ("P", "prng_sees_through"),
+                ("S", "static_checked"), ("H", "instrumented"))
+
+
+def _flags(flags: str) -> Dict[str, bool]:
+    if len(flags) != len(FLAG_COLUMNS):
+        raise ValueError(f"transform flags {flags!r}: one column per fact, "
+                         f"{''.join(c for c, _ in FLAG_COLUMNS)}")
+    out = {}
+    for ch, (letter, field) in zip(flags, FLAG_COLUMNS):
+        if ch not in (letter, "."):
+            raise ValueError(f"transform flags {flags!r}: column {field} is {letter!r} or '.'")
+        out[field] = ch == letter
+    return out
+
+
+def _T(name: str, kind: str, flags: str, verb: str, label: str, where: dict, static: dict,
+       body: dict) -> Transform:
+    """One row.  ``where``, ``static`` and ``body`` are groups of fields: a row
+    names one of the groups above or spells out its own."""
+    return Transform(name=name, kind=kind, verb=verb, label=label, **_flags(flags), **where, **static, **body)
+
+
+_JIT, _PMAP, _VMAP, _DIFF, _TRACE = "jitted with", "pmapped with", "vmapped with", "differentiated with", "traced with"
+_BODY = "traced as the body of"
+
+TRANSFORMS: Dict[str, Transform] = {t.name: t for t in [
+    # flags: J jit_like, C caches_trace, N inside_cached_trace, E eager, I inspects,
+    #        D differentiates, P prng_sees_through, S static_checked, H instrumented
+    #  name, kind                               flags        verb    label   where  static  body
+    _T("jax.jit", "jit",                        "JC....PSH", _JIT, "jax.jit", _FUN, _JIT_STATIC, _NO_BODY),
+    _T("jax.pmap", "pmap",                      ".C....PS.", _PMAP, "jax.pmap", _FUN, _PMAP_STATIC, _NO_BODY),
+    _T("jax.vmap", "vmap",                      "......P..", _VMAP, "jax.vmap", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.grad", "grad",                      ".....DP..", _DIFF, "jax.grad", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.value_and_grad", "grad",            ".....DP..", _DIFF, "jax.value_and_grad", _FUN, _NO_STATIC,
+       _NO_BODY),
+    _T("jax.jacfwd", "grad",                    ".....DP..", _DIFF, "jax.jacfwd", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.jacrev", "grad",                    ".....DP..", _DIFF, "jax.jacrev", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.jacobian", "grad",                  ".....DP..", _DIFF, "jax.jacobian", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.hessian", "grad",                   ".....DP..", _DIFF, "jax.hessian", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.checkpoint", "trace",               "..N...P..", _TRACE, "jax.checkpoint", _FUN, _ARGNUMS, _NO_BODY),
+    _T("jax.remat", "trace",                    "..N...P..", _TRACE, "jax.remat", _FUN, _ARGNUMS, _NO_BODY),
+    _T("jax.custom_jvp", "trace",               "..N...P..", _TRACE, "jax.custom_jvp", _FUN, _NONDIFF, _NO_BODY),
+    _T("jax.custom_vjp", "trace",               "..N...P..", _TRACE, "jax.custom_vjp", _FUN, _NONDIFF, _NO_BODY),
+    _T("jax.shard_map", "trace",                "..N...P..", _TRACE, "jax.shard_map", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.eval_shape", "trace",               "....I.P..", _TRACE, "jax.eval_shape", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.make_jaxpr", "trace",               "....I.P..", _TRACE, "jax.make_jaxpr", _FUN, _JIT_STATIC, _NO_BODY),
+    _T("jax.jvp", "trace",                      "...E..P..", _TRACE, "jax.jvp", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.vjp", "trace",                      "...E..P..", _TRACE, "jax.vjp", _FUN, _NO_STATIC, _NO_BODY),
+    _T("jax.linearize", "trace",                "...E..P..", _TRACE, "jax.linearize", _FUN, _NO_STATIC, _NO_BODY),
+    # (jax.named_scope is not a transform)
+    _T("equinox.filter_jit", "filter",          "JC....P..", _TRACE, "eqx.filter_jit", _FUN, _NO_STATIC, _NO_BODY),
+    _T("equinox.filter_grad", "filter",         ".....DP..", _TRACE, "eqx.filter_grad", _FUN, _NO_STATIC, _NO_BODY),
+    _T("equinox.filter_value_and_grad", "filter", ".....DP..", _TRACE, "eqx.filter_value_and_grad", _FUN,
+       _NO_STATIC, _NO_BODY),
+    _T("equinox.filter_vmap", "filter",         "......P..", _TRACE, "eqx.filter_vmap", _FUN, _NO_STATIC, _NO_BODY),
+    _T("equinox.filter_pmap", "filter",         ".C....P..", _TRACE, "eqx.filter_pmap", _FUN, _NO_STATIC, _NO_BODY),
+    _T("equinox.filter_checkpoint", "filter",   "......P..", _TRACE, "eqx.filter_checkpoint", _FUN, _NO_STATIC,
+       _NO_BODY),
+    _T("flax.nnx.jit", "jit",                   "JC....PS.", _JIT, "nnx.jit", _FUN, _JIT_STATIC, _NO_BODY),
+    _T("flax.nnx.grad", "grad",                 ".....DP..", _DIFF, "nnx.grad", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.nnx.value_and_grad", "grad",       ".....DP..", _DIFF, "nnx.value_and_grad", _FUN, _NO_STATIC,
+       _NO_BODY),
+    _T("flax.nnx.vmap", "vmap",                 "......P..", _VMAP, "nnx.vmap", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.nnx.scan", "trace",                "..N...P..", _TRACE, "nnx.scan", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.nnx.remat", "trace",               "..N...P..", _TRACE, "nnx.remat", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.nnx.pmap", "pmap",                 ".C....P..", _PMAP, "nnx.pmap", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.linen.jit", "trace",               "..N...P..", _TRACE, "nn.jit", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.linen.remat", "trace",             "..N...P..", _TRACE, "nn.remat", _FUN, _NO_STATIC, _NO_BODY),
+    _T("flax.linen.checkpoint", "trace",        "..N...P..", _TRACE, "nn.checkpoint", _FUN, _NO_STATIC, _NO_BODY),
+    # structured control flow: bodies are always traced, even outside jit.
+    #   _where(fun positions, fun keywords, list positions); _lax(arity, operands from, carry init, loop)
+    _T("jax.lax.scan", "body",                  ".C....P..", _BODY, "lax.scan",
+       _where((0,), ("f",), ()), _NO_STATIC, _lax(2, None, (0, 1), "first")),
+    _T("jax.lax.fori_loop", "body",             ".C....P..", _BODY, "lax.fori_loop",
+       _where((2,), ("body_fun",), ()), _NO_STATIC, _lax(2, None, (1, 3), "all")),
+    _T("jax.lax.while_loop", "body",            ".C....P..", _BODY, "lax.while_loop",
+       _where((0, 1), ("cond_fun", "body_fun"), ()), _NO_STATIC, _lax(1, None, (0, 2), "all")),
+    _T("jax.lax.cond", "body",                  ".C....P..", _BODY, "lax.cond",
+       _where((1, 2), ("true_fun", "false_fun"), ()), _NO_STATIC, _lax(None, 3, None, None)),
+    _T("jax.lax.switch", "body",                ".C....P..", _BODY, "lax.switch",
+       _where((), ("branches",), (1,)), _NO_STATIC, _lax(None, 2, None, None)),
+    _T("jax.lax.map", "body",                   ".C....P..", _BODY, "lax.map",
+       _where((0,), ("f",), ()), _NO_STATIC, _lax(1, None, None, "none")),
+    _T("jax.lax.associative_scan", "body",      ".C....P..", _BODY, "lax.associative_scan",
+       _where((0,), ("fn",), ()), _NO_STATIC, _lax(2, None, None, None)),
 ]}
-# the "none" entry above only documents that named_scope is not a transform
-del TRANSFORMS["jax.named_scope"]
 
-# the final path component of every transform name: a cheap pre-filter before
-# resolving a call's qualified name
-TRANSFORM_TERMINALS = frozenset(n.rsplit(".", 1)[1] for n in TRANSFORMS)
+
+def transform_for(qualname: Optional[str]) -> Optional[Transform]:
+    if qualname is None:
+        return None
+    return TRANSFORMS.get(qualname)
+
+
+# ---- views derived from TRANSFORMS (read live: a row added to, or a test's
+# monkeypatched, TRANSFORMS shows up everywhere)
+class TransformNames(AbstractSet):
+    """The names of the transforms whose record passes ``test``, read from
+    :data:`TRANSFORMS` at each query.  Supports ``in``, iteration and set
+    operators (which return plain frozensets)."""
+
+    __slots__ = ("_test", "_extra")
+
+    def __init__(self, test: Callable[[Transform], bool], extra: Iterable[str] = ()):
+        self._test = test
+        self._extra = frozenset(extra)
+
+    def __contains__(self, name: object) -> bool:
+        t = TRANSFORMS.get(name)    # type: ignore[call-overload]
+        return (t is not None and self._test(t)) or name in self._extra
+
+    def __iter__(self) -> Iterator[str]:
+        names = [n for n, t in TRANSFORMS.items() if self._test(t)]
+        return iter(names + sorted(self._extra - set(names)))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[str]) -> FrozenSet[str]:
+        return frozenset(it)
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"TransformNames({sorted(self)!r})"
+
+
+class TransformTable(Mapping):
+    """``name -> value(record)`` for the transforms that pass ``has`` (by default:
+    whose value is not None), read from :data:`TRANSFORMS` at each query."""
+
+    __slots__ = ("_value", "_has")
+
+    def __init__(self, value: Callable[[Transform], object],
+                 has: Optional[Callable[[Transform], bool]] = None):
+        self._value = value
+        self._has = has if has is not None else (lambda t: value(t) is not None)
+
+    def __getitem__(self, name: str) -> object:
+        t = TRANSFORMS.get(name)
+        if t is None or not self._has(t):
+            raise KeyError(name)
+        return self._value(t)
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n, t in TRANSFORMS.items() if self._has(t))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_TERMINALS: Tuple[Optional[dict], FrozenSet[str]] = (None, frozenset())
+
+
+def transform_terminals() -> FrozenSet[str]:
+    """The final path component of every transform name: a cheap pre-filter
+    before resolving a call's qualified name (recomputed when TRANSFORMS is replaced)."""
+    global _TERMINALS
+    table, terms = _TERMINALS
+    if table is not TRANSFORMS or len(terms) == 0:
+        terms = frozenset(n.rsplit(".", 1)[1] for n in TRANSFORMS)
+        _TERMINALS = (TRANSFORMS, terms)
+    return terms
+
+
+TRANSFORM_TERMINALS = TransformNames(lambda t: True)   # (a view; the model uses transform_terminals())
+
+# how many positional arguments a structured-control-flow primitive passes to its body;
+# ``None``: computed from the call (cond/switch operands)
+BODY_ARITY = TransformTable(lambda t: t.body_arity,
+                            has=lambda t: t.body_arity is not None or t.operands_from is not None)
+# transforms that compile: applying one creates a cached, compiled callable
+JIT_NAMES = TransformNames(lambda t: t.jit_like)
+# transforms that differentiate
+GRAD_NAMES = TransformNames(lambda t: t.differentiates)
+# transforms whose Python body runs on every call unless an enclosing function is staged
+EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
+# transforms that trace once on purpose to inspect a function (shapes, jaxprs)
+INSPECTING_TRANSFORMS = TransformNames(lambda t: t.inspects)
+# Equinox filters that cache their trace like jit/pmap
+CACHING_FILTERS = TransformNames(lambda t: t.kind == "filter" and t.caches_trace)
+# transforms whose traced function is only ever run inside a cached trace
+CACHED_TRACES = TransformNames(lambda t: t.inside_cached_trace)
+# transforms whose static arguments JAX505 checks
+STATIC_CHECKED = TransformNames(lambda t: t.static_checked)
+# transforms the confirmation harness instruments
+INSTRUMENTED = TransformNames(lambda t: t.instrumented)
+# transform -> (body parameter index, call argument index of the initial carry)
+CARRY_INIT = TransformTable(lambda t: t.carry_init)
+# loop primitives whose body runs once per step: name -> (function position, function keyword,
+# index of the carry parameter or None, how the carry is returned: "first" of a 2-tuple / "all")
+LOOP_BODIES = TransformTable(lambda t: None if t.loop is None else (
+    t.fun_positions[-1], t.fun_keywords[-1], t.carry_init[0] if t.carry_init else None,
+    None if t.loop == "none" else t.loop))
 
 PARTIAL = frozenset({"functools.partial"})
 
-JIT_KINDS = frozenset({"jit"})
+# wrappers the PRNG analysis sees through when comparing consumers (``jax.grad(f)(key)``)
+PRNG_WRAPPERS = TransformNames(lambda t: t.prng_sees_through, extra=PARTIAL)
 
 # Higher-order helpers that call a function on (leaves of) their other arguments
 # in the caller's context: the callable's parameters are traced when the
@@ -162,13 +349,6 @@ PREDICATE_PREFIXES = ("is_", "has_", "can_", "should_", "valid", "check_", "_is_
 
 # Pallas kernels write through mutable refs (``o_ref[...] = x``)
 PALLAS_PREFIX = "jax.experimental.pallas"
-
-# how many positional arguments a structured-control-flow primitive passes to its body;
-# ``None``: computed from the call (cond/switch operands)
-BODY_ARITY = {
-    "jax.lax.scan": 2, "jax.lax.fori_loop": 2, "jax.lax.while_loop": 1, "jax.lax.map": 1,
-    "jax.lax.associative_scan": 2, "jax.lax.cond": None, "jax.lax.switch": None,
-}
 
 # Python builtins whose result is a container of their inputs
 CONTAINER_CALLS = frozenset({
@@ -232,8 +412,3 @@ LOGGING_FUNCS = frozenset({
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 LOGGER_FACTORIES = frozenset({"logging.getLogger", "absl.logging.get_absl_logger"})
 
-
-def transform_for(qualname: Optional[str]) -> Optional[Transform]:
-    if qualname is None:
-        return None
-    return TRANSFORMS.get(qualname)

@@ -334,7 +334,7 @@ class SemanticModel:
         indexed = INDEXED
         nodes = scope.nodes
         locals_ = scope.locals
-        terminals = K.TRANSFORM_TERMINALS
+        terminals = K.transform_terminals()
         transform_calls = self._transform_calls
         Name, Call, Attribute, Store = ast.Name, ast.Call, ast.Attribute, ast.Store
         # class bodies are walked in the enclosing scope but remember their class
@@ -978,14 +978,13 @@ class SemanticModel:
                 traced |= set(candidates) - static
         self._add_context(fn, ctx, traced, static)
 
-    _CARRY_INIT = {   # transform -> (body parameter index, call argument index of the initial carry)
-        "jax.lax.fori_loop": (1, 3), "jax.lax.scan": (0, 1), "jax.lax.while_loop": (0, 2),
-    }
+    # transform -> (body parameter index, call argument index of the initial carry)
+    _CARRY_INIT = K.CARRY_INIT
 
     @staticmethod
     def _record_carry_init(fn: Function, params: List[str], tr: K.Transform, call: Optional[ast.Call],
                            scope: Function) -> None:
-        spec = SemanticModel._CARRY_INIT.get(tr.name)
+        spec = tr.carry_init
         if spec is None or call is None or call.keywords:
             return
         pi, ai = spec
@@ -1015,15 +1014,15 @@ class SemanticModel:
 
     @staticmethod
     def _body_arity(tr: K.Transform, call: Optional[ast.Call]) -> Optional[int]:
-        if call is None or tr.name not in K.BODY_ARITY:
+        if call is None:
             return None
-        n = K.BODY_ARITY[tr.name]
-        if n is not None:
-            return n
+        if tr.body_arity is not None:
+            return tr.body_arity
+        if tr.operands_from is None:
+            return None
         if any(isinstance(a, ast.Starred) for a in call.args) or call.keywords:
             return None
-        skip = 3 if tr.name == "jax.lax.cond" else 2
-        return max(0, len(call.args) - skip)
+        return max(0, len(call.args) - tr.operands_from)
 
     @staticmethod
     def _kw(call: ast.Call, name: str) -> Optional[ast.expr]:
@@ -1034,12 +1033,7 @@ class SemanticModel:
 
     @staticmethod
     def _describe_transform(tr: K.Transform, node: ast.AST, call: Optional[ast.Call]) -> str:
-        short = tr.name.replace("jax.lax.", "lax.").replace("equinox.", "eqx.").replace("flax.nnx.", "nnx.")
-        short = short.replace("flax.linen.", "nn.")
-        if tr.kind == "body":
-            return f"traced as the body of `{short}`"
-        verb = {"jit": "jitted", "pmap": "pmapped", "vmap": "vmapped", "grad": "differentiated"}.get(tr.kind, "traced")
-        return f"{verb} with `{short}`"
+        return tr.describe()
 
     def _add_context(self, fn: Function, ctx: TraceContext, traced: Set[str],
                      static: Optional[Set[str]] = None) -> bool:

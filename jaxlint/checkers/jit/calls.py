@@ -22,7 +22,7 @@ from ...analysis import knowledge as K
 from ...analysis.model import ClassInfo, Function, SemanticModel, TransformSite
 
 # transforms that compile: applying one creates a cached, compiled callable
-JIT_NAMES = frozenset({"jax.jit", "flax.nnx.jit", "equinox.filter_jit"})
+JIT_NAMES = K.JIT_NAMES
 
 # methods where a jit created once per object is the right design
 INIT_METHODS = frozenset({"__init__", "setup", "__post_init__", "__new__", "__set_name__"})

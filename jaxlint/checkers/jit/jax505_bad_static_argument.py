@@ -4,11 +4,12 @@ import ast
 from typing import Iterator, List, Optional, Set
 
 from ...analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
+from ...analysis import knowledge as K
 from .calls import JIT_NAMES, call_index
 from ..base import Context, Finding, Rule, register
 
 # transforms whose static arguments must be hashable and exist
-_STATIC_TRANSFORMS = frozenset({"jax.jit", "flax.nnx.jit", "jax.pmap"})
+_STATIC_TRANSFORMS = K.STATIC_CHECKED
 
 # class decorators / registration calls that make a class a pytree (or static)
 _PYTREE_DECORATORS = frozenset({

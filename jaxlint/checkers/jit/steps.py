@@ -11,13 +11,11 @@ import ast
 import re
 from typing import Optional, Tuple
 
+from ...analysis import knowledge as K
 from ...analysis.model import Function, SemanticModel
 
 # transforms that differentiate
-GRAD_NAMES = frozenset({
-    "jax.grad", "jax.value_and_grad", "flax.nnx.grad", "flax.nnx.value_and_grad",
-    "equinox.filter_grad", "equinox.filter_value_and_grad", "jax.jacfwd", "jax.jacrev", "jax.hessian",
-})
+GRAD_NAMES = K.GRAD_NAMES
 
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path"})
 

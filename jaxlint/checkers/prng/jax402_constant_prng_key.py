@@ -7,6 +7,7 @@ from ...analysis import CERTAIN, Function
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
 from ..messages import short
+from ...analysis import knowledge as K
 from .keys import rule_analysis
 from .loops import is_config_sweep, loop_label
 from .naming import base_key_name, split_spelling
@@ -14,7 +15,7 @@ from .vocabulary import (COMPREHENSIONS, KEY_FROM_SEED, NON_CONSUMING, NON_CONSU
                          TIME_SOURCES, functions_mentioning)
 
 # transforms that trace a function only to inspect it (shapes, jaxpr): a constant key there is fine
-_INSPECTING = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
+_INSPECTING = K.INSPECTING_TRANSFORMS
 
 
 @register

@@ -7,18 +7,14 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
+from ...analysis import knowledge as K
 from ...analysis.model import Function, SemanticModel
 from .states import Reuse, Use
 from .vocabulary import COMPREHENSIONS, RANDOM_NON_CONSUMING, constant_data, key_argument
 
 # loop primitives whose body runs once per step: name -> (function position, function keyword,
 # index of the carry parameter or None, how the carry is returned: "first" of a 2-tuple / "all")
-LOOP_BODIES = {
-    "jax.lax.scan": (0, "f", 0, "first"),
-    "jax.lax.fori_loop": (2, "body_fun", 1, "all"),
-    "jax.lax.while_loop": (1, "body_fun", 0, "all"),
-    "jax.lax.map": (0, "f", None, None),
-}
+LOOP_BODIES = K.LOOP_BODIES
 
 
 def loop_label(loop: ast.AST) -> str:

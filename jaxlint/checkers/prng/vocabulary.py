@@ -7,6 +7,7 @@ import ast
 import functools
 from typing import List, Optional, Tuple
 
+from ...analysis import knowledge as K
 from ...analysis.model import Function, SemanticModel
 
 RANDOM = "jax.random."
@@ -49,10 +50,7 @@ CONTAINER_METHODS = frozenset({
     "write", "put", "put_nowait", "send", "save", "dump", "dumps", "log", "store", "record",
 })
 # wrappers that call the function they are given (seen through when comparing consumers)
-WRAPPERS = frozenset({
-    "jax.jacobian", "jax.jacfwd", "jax.jacrev", "jax.hessian", "jax.grad", "jax.value_and_grad",
-    "jax.jit", "jax.vmap", "jax.checkpoint", "jax.remat", "functools.partial",
-})
+WRAPPERS = K.PRNG_WRAPPERS
 # methods that produce a fresh key on every call
 PRODUCER_METHODS = frozenset({"make_rng"})
 TIME_SOURCES = frozenset({

@@ -17,9 +17,9 @@ from .bindings import (AMBIGUOUS_METHODS, LIST_METHODS, MUTATING_METHODS, Bindin
 from ...analysis.model import CONTAINER, NUMPY, TRACED, ClassInfo, Function, SemanticModel
 
 # transforms whose Python body runs on every call unless an enclosing function is staged
-EAGER_TRANSFORMS = frozenset({"jax.jvp", "jax.vjp", "jax.linearize"})
+EAGER_TRANSFORMS = K.EAGER_TRANSFORMS
 # transforms that trace once on purpose to inspect a function (shapes, jaxprs)
-INSPECTING_TRANSFORMS = frozenset({"jax.eval_shape", "jax.make_jaxpr"})
+INSPECTING_TRANSFORMS = K.INSPECTING_TRANSFORMS
 
 # class decorators / bases that make instances immutable pytrees: ``self`` inside a
 # transformed method is a fresh, frozen copy
@@ -33,11 +33,9 @@ FROZEN_BASES = frozenset({"flax.struct.PyTreeNode", "equinox.Module", "typing.Na
 CONSTRUCTION_METHODS = frozenset({"__init__", "__post_init__", "__new__", "__setstate__", "setup",
                                   "__set_name__", "__init_subclass__"})
 
-CACHING_FILTERS = frozenset({"equinox.filter_jit", "equinox.filter_pmap"})
+CACHING_FILTERS = K.CACHING_FILTERS
 # transforms whose traced function is only ever run inside a cached trace
-CACHED_TRACES = frozenset({"jax.checkpoint", "jax.remat", "jax.custom_jvp", "jax.custom_vjp", "jax.shard_map",
-                           "flax.nnx.scan", "flax.nnx.remat", "flax.linen.jit", "flax.linen.remat",
-                           "flax.linen.checkpoint"})
+CACHED_TRACES = K.CACHED_TRACES
 
 # ``f.defvjp(fwd, bwd)``: registering custom-derivative rules traces them with ``f``
 RULE_DEFINERS = frozenset({"defvjp", "defjvp", "defjvps"})
