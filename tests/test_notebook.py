@@ -1,0 +1,327 @@
+"""Jupyter notebooks: real notebooks written with nbformat.v4, linted, fixed and re-read."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
+
+from jaxlint.analysis import SourceError
+from jaxlint.engine import lint_source
+from jaxlint.fixes.applier import fix_text, write_atomic
+from jaxlint.notebook import NotebookSource, NotPythonNotebook, is_notebook, load_source, source_from_bytes
+
+KERNEL = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"},
+          "language_info": {"name": "python", "version": "3.11.7"}}
+
+PRINT_CELL = "@jax.jit\ndef f(x):\n    print(x)\n    return x * 2"
+
+
+def write_nb(path, cells, metadata=None, **kw):
+    nb = new_notebook(cells=cells, metadata=dict(KERNEL if metadata is None else metadata))
+    text = nbformat.writes(nb, **kw)
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def lint(nb):
+    return lint_source(nb)
+
+
+def positions(nb):
+    return [(f.code, nb.cell_position(f.line), f.col) for f in lint(nb)]
+
+
+# ------------------------------------------------------------------ reading
+def test_code_cells_joined_in_order_and_positions_are_cell_relative(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [
+        new_markdown_cell("# A notebook\nwith `print(x)` in markdown"),
+        new_code_cell("import jax\nimport jax.numpy as jnp"),
+        new_raw_cell("print(x)"),
+        new_code_cell("x = jnp.ones(3)\n" + PRINT_CELL),
+    ])
+    nb = load_source(path)
+    assert isinstance(nb, NotebookSource) and is_notebook(path)
+    assert nb.cell_count == 4
+    assert [i for i, _ in nb.cells] == [1, 3]
+    assert "with `print(x)`" not in nb.text and "import jax" in nb.text
+    # cell 4 (1-based, all cells counted), line 4 of that cell, column 4
+    assert positions(nb) == [("JAX101", (4, 4), 4)]
+    f = lint(nb)[0]
+    assert nb.cell_index(f.line) == 3
+    assert nb.line_text(f.line) == "    print(x)"
+
+
+MAGIC_CELL = """%load_ext autoreload
+%autoreload 2
+!pip install -q optax
+files = !ls
+out, err = %sx ls
+jnp.ones?
+??jax.jit
+%%time
+for i in range(2):
+    %time g(i)
+    !echo $i \\
+       more
+total = (1
+         % 2)
+doc = '''
+!not a magic, a string
+%neither
+'''
+@jax.jit
+def g(x):
+    y = "é ü"; print(x)
+    return x"""
+
+
+def test_magics_masked_line_and_column_exact(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax\nimport jax.numpy as jnp"),
+                                            new_code_cell(MAGIC_CELL)])
+    nb = load_source(path)
+    nb.parse()   # parses although the cell is full of IPython syntax
+    lines = MAGIC_CELL.splitlines()
+    masked = [i for i in range(len(lines)) if "IPython" in nb.line_text(_line_of(nb, 2, i + 1))]
+    # every magic/shell/help line and the backslash continuation are masked, nothing else
+    assert [lines[i] for i in masked] == [
+        "%load_ext autoreload", "%autoreload 2", "!pip install -q optax", "files = !ls",
+        "out, err = %sx ls", "jnp.ones?", "??jax.jit", "%%time", "    %time g(i)", "    !echo $i \\",
+    ]
+    assert nb.line_text(_line_of(nb, 2, 12)) == "#"          # continuation of the shell escape
+    assert nb.line_text(_line_of(nb, 2, 13)) == "total = (1"
+    assert nb.line_text(_line_of(nb, 2, 14)) == "         % 2)"   # modulo on a continuation line
+    assert nb.line_text(_line_of(nb, 2, 16)) == "!not a magic, a string"
+    # the finding after the masked lines: cell 2, line 21, character column 15 (after "é ü")
+    assert positions(nb) == [("JAX101", (2, 21), 15)]
+    assert lines[20][15:23] == "print(x)"
+
+
+def _line_of(nb, cell, line_in_cell):
+    for ln in range(1, nb.line_count + 1):
+        if nb.cell_position(ln) == (cell, line_in_cell):
+            return ln
+    raise AssertionError((cell, line_in_cell))
+
+
+def test_cell_magic_with_foreign_body_is_masked_whole(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [
+        new_code_cell("%%bash\nfor f in *; do\n  echo $f\ndone"),
+        new_code_cell("%%writefile helper.py\nimport jax\n@jax.jit\ndef h(x):\n    print(x)"),
+        new_code_cell("import jax\n%%capture\n"),   # %% not on the first line: a line magic
+        new_code_cell("%%capture cap\nimport jax\n" + PRINT_CELL),
+    ])
+    nb = load_source(path)
+    nb.parse()
+    assert positions(nb) == [("JAX101", (4, 5), 4)]
+
+
+def test_noqa_works_in_cells(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [
+        new_code_cell("import jax"),
+        new_code_cell("@jax.jit\ndef f(x):\n    print(x)  # noqa: JAX101\n    return x"),
+        new_code_cell("@jax.jit\ndef g(x):\n    print(x)  # noqa: JAX999, JAX101\n    print(x, 1)  # noqa\n"
+                      "    print(x, 2)  # noqa: JAX999\n    return x"),
+    ])
+    nb = load_source(path)
+    assert positions(nb) == [("JAX101", (3, 5), 4)]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{not json", "not a notebook: invalid JSON at line 1 column 2"),
+    (b"[1, 2]", "not a notebook: the JSON document is not an object"),
+    (b'{"cells": []}', "not a notebook: no 'nbformat' version key"),
+    (b'{"nbformat": 9, "nbformat_minor": 0, "cells": []}', "not a notebook: unsupported nbformat version 9"),
+    (b"\xff\xfe{}", "not a notebook: cannot decode as utf-8"),
+])
+def test_not_a_notebook_is_a_one_line_source_error(tmp_path, content, message):
+    p = tmp_path / "bad.ipynb"
+    p.write_bytes(content)
+    with pytest.raises(SourceError) as exc:
+        load_source(str(p))
+    assert str(exc.value).startswith(message)
+    assert "\n" not in str(exc.value)
+
+
+def test_invalid_nbformat_structure_is_a_one_line_source_error(tmp_path):
+    nb = json.loads(nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")], metadata=KERNEL)))
+    del nb["cells"][0]["outputs"]
+    nb["cells"][0]["cell_type"] = "banana"
+    p = tmp_path / "bad.ipynb"
+    p.write_text(json.dumps(nb))
+    with pytest.raises(SourceError) as exc:
+        load_source(str(p))
+    msg = str(exc.value)
+    assert msg.startswith("not a valid nbformat 4 notebook:") and "\n" not in msg and len(msg) < 300
+
+
+def test_missing_file_and_non_python_notebook(tmp_path):
+    with pytest.raises(SourceError, match="no such file or directory"):
+        load_source(str(tmp_path / "missing.ipynb"))
+    path = write_nb(tmp_path / "r.ipynb", [new_code_cell("x <- c(1, 2)\nprint(x)")],
+                    metadata={"kernelspec": {"name": "ir", "language": "R", "display_name": "R"}})
+    with pytest.raises(NotPythonNotebook, match="not a Python notebook"):
+        load_source(path)
+
+
+def test_syntax_error_names_the_cell(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax"), new_markdown_cell("x"),
+                                            new_code_cell("x = 1\ndef broken(:\n    pass")])
+    with pytest.raises(SourceError, match=r"^syntax error in cell 3 at line 2:"):
+        load_source(path).parse()
+
+
+def test_nbformat_3_notebooks_are_read():
+    from nbformat import v3
+    nb = v3.new_notebook(worksheets=[v3.new_worksheet(cells=[
+        v3.new_code_cell(input="import jax"), v3.new_text_cell("markdown", source="hi"),
+        v3.new_code_cell(input=PRINT_CELL)])], metadata={"name": "old"})
+    src = source_from_bytes("old.ipynb", nbformat.writes(nb, version=3).encode())
+    assert positions(src) == [("JAX101", (3, 3), 4)]
+    with pytest.raises(SourceError, match="only to nbformat 4 notebooks"):
+        src.encode(src.text.replace("print(x)", "pass"))
+
+
+# ------------------------------------------------------------------ fixing
+def _fixed(path, unsafe=False):
+    nb = load_source(path)
+    report = fix_text(nb, lint_source, unsafe=unsafe)
+    nb.write_fixed(report.text)
+    return nb, report
+
+
+def test_fix_rewrites_only_the_edited_cell_and_keeps_everything_else(tmp_path):
+    outputs = [new_output("stream", name="stdout", text="traced\n"),
+               new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"},
+                          metadata={"width": 300})]
+    cells = [new_markdown_cell("# Training\nSome *notes*.", metadata={"tags": ["intro"]}),
+             new_code_cell("import jax\n%matplotlib inline", execution_count=1),
+             new_code_cell(PRINT_CELL, outputs=outputs, execution_count=2, metadata={"collapsed": True}),
+             new_code_cell("!nvidia-smi\ny = f(1.0)", outputs=[new_output("execute_result", data={"text/plain": "2.0"},
+                                                                         execution_count=3)], execution_count=3)]
+    path = write_nb(tmp_path / "nb.ipynb", cells)
+    os.chmod(path, 0o640)
+    before = open(path, "rb").read()
+    nb, report = _fixed(path)
+    assert report.applied == {"JAX101": 1}
+    after = open(path, "rb").read()
+    old, new = nbformat.reads(before.decode(), 4), nbformat.reads(after.decode(), 4)
+    nbformat.validate(new)
+    assert new.cells[2].source == "@jax.jit\ndef f(x):\n    jax.debug.print('{x}', x=x)\n    return x * 2"
+    for i in (0, 1, 3):
+        assert new.cells[i] == old.cells[i]
+    assert new.cells[2].outputs == old.cells[2].outputs and new.cells[2].metadata == old.cells[2].metadata
+    assert new.cells[2].execution_count == 2 and new.metadata == old.metadata
+    # byte-for-byte: only the one source line differs
+    changed = [(a, b) for a, b in zip(before.decode().splitlines(), after.decode().splitlines()) if a != b]
+    assert changed == [('    "    print(x)\\n",', '''    "    jax.debug.print('{x}', x=x)\\n",''')]
+    assert len(before.splitlines()) == len(after.splitlines())
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    # nothing left to fix; the magics survived
+    again = load_source(path)
+    assert lint_source(again) == [] and "%matplotlib inline" in again.cells[0][1]
+
+
+def test_fix_keeps_foreign_json_formatting(tmp_path):
+    """Another writer's layout (indent 2, sources as one string, unsorted keys, escaped unicode)."""
+    nb = json.loads(nbformat.writes(new_notebook(cells=[
+        new_code_cell("import jax  # ünïcode"), new_code_cell(PRINT_CELL)], metadata=KERNEL)))
+    for c in nb["cells"]:
+        c["source"] = "".join(c["source"])
+    nb = {"nbformat": nb["nbformat"], "nbformat_minor": nb["nbformat_minor"],
+          "metadata": nb["metadata"], "cells": nb["cells"]}
+    p = tmp_path / "colab.ipynb"
+    before = json.dumps(nb, indent=2, ensure_ascii=True)
+    p.write_text(before)
+    _fixed(str(p))
+    after = p.read_text()
+    assert json.loads(after)["cells"][1]["source"] == PRINT_CELL.replace(
+        "print(x)", "jax.debug.print('{x}', x=x)")
+    assert after == before.replace('print(x)', "jax.debug.print('{x}', x=x)")
+    assert "\\u00fc" in after
+
+
+def test_inserted_lines_stay_in_their_cells(tmp_path):
+    """An import added after the last import stays in the import cell; a line inserted
+    before a cell's first statement goes into that cell, not the end of the previous one."""
+    path = write_nb(tmp_path / "nb.ipynb", [
+        new_code_cell("from jax import jit\nimport jax.random"),
+        new_code_cell("key = jax.random.PRNGKey(0)"),
+        new_code_cell("a = jax.random.normal(key, (3,))"),
+        new_code_cell("b = jax.random.normal(key, (3,))"),
+        new_markdown_cell("---"),
+        new_code_cell("@jit\ndef f(x):\n    print(x)\n    return x"),
+    ])
+    nb, report = _fixed(path, unsafe=True)
+    assert report.applied["JAX401"] >= 1 and report.applied["JAX101"] == 1
+    new = nbformat.read(path, 4)
+    nbformat.validate(new)
+    srcs = [c.source for c in new.cells]
+    assert srcs[0] == "from jax import jit\nimport jax.random"   # jax is reachable: no import added
+    assert srcs[2].startswith("key, subkey = jax.random.split(key)\n")
+    assert srcs[3].startswith("key, subkey = jax.random.split(key)\n")
+    assert srcs[1] == "key = jax.random.PRNGKey(0)"
+    assert srcs[5] == "@jit\ndef f(x):\n    jax.debug.print('{x}', x=x)\n    return x"
+
+
+def test_added_import_lands_in_the_import_cell(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [
+        new_code_cell("from jax import jit"),
+        new_code_cell("@jit\ndef f(x):\n    print(x)\n    return x"),
+    ])
+    _fixed(path)
+    srcs = [c.source for c in nbformat.read(path, 4).cells]
+    assert srcs[0] == "from jax import jit\nimport jax"
+    assert srcs[1] == "@jit\ndef f(x):\n    jax.debug.print('{x}', x=x)\n    return x"
+
+
+def test_edit_touching_a_magic_line_is_refused(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax\n%time f(1)\ny = 2")])
+    nb = load_source(path)
+    before = open(path, "rb").read()
+    text = nb.text.replace("pass  # IPython magic", "pass  # IPython magic edited")
+    with pytest.raises(SourceError, match=r"a fix would change IPython syntax in cell 1 \(line 2\)"):
+        nb.write_fixed(text)
+    with pytest.raises(SourceError, match="cell separator"):
+        two = write_nb(tmp_path / "two.ipynb", [new_code_cell("x = 1"), new_code_cell("y = 2")])
+        nb2 = load_source(two)
+        nb2.write_fixed(nb2.text.replace("# %% [jaxlint cell 2]\n", ""))
+    assert open(path, "rb").read() == before
+    # an edit elsewhere in the same cell keeps the magic
+    nb.write_fixed(nb.text.replace("y = 2", "y = 3"))
+    assert nbformat.read(path, 4).cells[0].source == "import jax\n%time f(1)\ny = 3"
+
+
+def test_changed_on_disk_is_refused_and_write_atomic_writes_json(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("x = 1")])
+    nb = load_source(path)
+    with open(path, "a") as fh:
+        fh.write("\n")
+    with pytest.raises(SourceError, match="changed on disk"):
+        nb.write_fixed("x = 2\n")
+    nb = load_source(path)
+    write_atomic(path, nb, "x = 3\n")   # the generic writer gets notebook JSON from encode()
+    assert nbformat.read(path, 4).cells[0].source == "x = 3"
+
+
+def test_with_text_maps_findings_of_the_fixed_text(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax"), new_code_cell("%time 1\n" + PRINT_CELL)])
+    nb = load_source(path)
+    text = nb.text.replace("@jax.jit\n", "# a comment\n# another\n@jax.jit\n")
+    fixed = nb.with_text(text)
+    assert positions(fixed) == [("JAX101", (2, 6), 4)]
+    assert fixed.encode(text) == nb.encode(text)
+    assert json.loads(fixed.encode(text))["cells"][1]["source"][:3] == ["%time 1\n", "# a comment\n", "# another\n"]
+
+
+def test_empty_and_blank_cells(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell(""), new_code_cell("import jax"), new_code_cell("\n\n"),
+                                            new_code_cell(PRINT_CELL)])
+    nb, report = _fixed(path)
+    assert report.applied == {"JAX101": 1}
+    srcs = [c.source for c in nbformat.read(path, 4).cells]
+    assert srcs[:3] == ["", "import jax", "\n\n"]
+    assert nb.cell_position(lint_source(nb)[0].line) == (4, 3)
