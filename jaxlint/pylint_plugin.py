@@ -3,9 +3,11 @@
 Message ids and symbols are generated from the rule registry, so
 ``--disable=print-under-trace`` (or ``--disable=W9101``) works.  pylint
 message ids are a letter and four digits whose first two digits name the
-checker; jaxlint uses checker id ``91`` and encodes ``JAXfNN`` (family ``f``,
-number ``NN`` < 20) as ``W91`` + ``(f-1)*20 + NN``: JAX101 -> W9101,
-JAX201 -> W9121, JAX301 -> W9141, JAX401 -> W9161, JAX501 -> W9181.
+checker, one checker id per checker class.  Families 1-5 share checker id
+``91`` and encode ``JAXfNN`` (family ``f``, number ``NN`` < 20) as
+``W91`` + ``(f-1)*20 + NN``: JAX101 -> W9101, JAX201 -> W9121, JAX301 -> W9141,
+JAX401 -> W9161, JAX501 -> W9181.  Family ``f`` >= 6 gets its own checker id
+``9(f-4)`` and keeps its two digits: JAX601 -> W9201, JAX611 -> W9211, JAX7NN -> W93NN.
 The message text ends with the jaxlint code, e.g. ``... (JAX101)``.
 ``# noqa: JAX101`` comments are honoured as in the CLI.
 """
@@ -28,21 +30,23 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def pylint_msgid(code: str) -> str:
     family, number = int(code[3]), int(code[4:6])
-    if not 1 <= family <= 5 or number >= 20:
-        raise ValueError(f"{code} does not fit jaxlint's pylint message-id scheme")
-    return f"W91{(family - 1) * 20 + number:02d}"
+    if 1 <= family <= 5 and number < 20:
+        return f"W91{(family - 1) * 20 + number:02d}"
+    if 6 <= family <= 9:
+        return f"W9{family - 4}{number:02d}"
+    raise ValueError(f"{code} does not fit jaxlint's pylint message-id scheme")
 
 
-class JaxlintPylintChecker(BaseRawFileChecker):
-    name = "jaxlint"
-    msgs = {
-        pylint_msgid(r.code): ("%s", r.symbol, f"{r.summary} ({r.code}; see `jaxlint rule {r.code}`)")
-        for r in all_rules()
-    }
+def _checker_id(code: str) -> str:
+    return pylint_msgid(code)[1:3]
 
-    def __init__(self, linter: "PyLinter") -> None:
-        super().__init__(linter)
+
+class _Findings:
+    """The engine runs once per module however many jaxlint checkers pylint runs."""
+
+    def __init__(self) -> None:
         self._configs = {}
+        self._last = (None, None, [])
 
     def _config(self, path: str) -> Config:
         directory = os.path.dirname(os.path.abspath(path))
@@ -55,18 +59,34 @@ class JaxlintPylintChecker(BaseRawFileChecker):
             self._configs[directory] = cfg
         return cfg
 
-    def process_module(self, node: "nodes.Module") -> None:
+    def of(self, node: "nodes.Module") -> list:
         path = node.file or node.name
         with node.stream() as stream:
             raw = stream.read()
+        if self._last[0] == path and self._last[1] == raw:
+            return self._last[2]
         try:
             source = SourceFile.from_bytes(path, raw)
             cfg = self._config(path)
-            rules = cfg.rules_for(path)
-            findings = lint_source(source, rules, cfg.settings)
+            findings = lint_source(source, cfg.rules_for(path), cfg.settings)
         except (SourceError, InternalError):
-            return  # pylint reports syntax errors itself
-        for f in findings:
+            findings = []  # pylint reports syntax errors itself
+        self._last = (path, raw, findings)
+        return findings
+
+
+_FINDINGS = _Findings()
+
+
+class _JaxlintChecker(BaseRawFileChecker):
+    name = "jaxlint"
+    checker_id = "91"
+    msgs: dict = {}
+
+    def process_module(self, node: "nodes.Module") -> None:
+        for f in _FINDINGS.of(node):
+            if _checker_id(f.code) != self.checker_id:
+                continue
             self.add_message(
                 pylint_msgid(f.code),
                 line=f.line,
@@ -78,5 +98,26 @@ class JaxlintPylintChecker(BaseRawFileChecker):
             )
 
 
+def _messages(checker_id: str) -> dict:
+    return {
+        pylint_msgid(r.code): ("%s", r.symbol, f"{r.summary} ({r.code}; see `jaxlint rule {r.code}`)")
+        for r in all_rules() if _checker_id(r.code) == checker_id
+    }
+
+
+class JaxlintPylintChecker(_JaxlintChecker):
+    """Families 1-5 (checker id 91)."""
+    checker_id = "91"
+    msgs = _messages("91")
+
+
+CHECKERS = [JaxlintPylintChecker] + [
+    type(f"JaxlintPylintChecker{cid}", (_JaxlintChecker,), {"checker_id": cid, "msgs": _messages(cid),
+                                                            "__doc__": f"jaxlint rules with checker id {cid}"})
+    for cid in sorted({_checker_id(r.code) for r in all_rules()} - {"91"})
+]
+
+
 def register(linter: "PyLinter") -> None:
-    linter.register_checker(JaxlintPylintChecker(linter))
+    for checker in CHECKERS:
+        linter.register_checker(checker(linter))

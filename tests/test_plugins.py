@@ -85,12 +85,17 @@ def test_pylint_disable_by_symbol(tmp_path):
 
 
 def test_pylint_message_table_is_generated_from_registry():
-    msgs = JaxlintPylintChecker.msgs
+    from jaxlint.pylint_plugin import CHECKERS
+    msgs = {}
+    for checker in CHECKERS:
+        assert len({m[:3] for m in checker.msgs}) == 1, "pylint requires one checker id per checker"
+        msgs.update(checker.msgs)
     assert len(msgs) == len(REGISTRY)
     for rule in REGISTRY.values():
         msgid = pylint_msgid(rule.code)
         assert msgs[msgid][1] == rule.symbol
-    assert len({m[:3] for m in msgs}) == 1, "pylint requires one checker id for all messages"
+    assert JaxlintPylintChecker.msgs and all(m.startswith("W91") for m in JaxlintPylintChecker.msgs)
+    assert pylint_msgid("JAX101") == "W9101" and pylint_msgid("JAX611") == "W9211"
 
 
 def test_flake8_entry_point_is_registered():
