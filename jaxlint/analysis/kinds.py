@@ -1,0 +1,438 @@
+"""Value kinds: ``model.kind(expr, fn)`` is a bit set (a part of
+:class:`~jaxlint.analysis.model.SemanticModel`).
+
+``TRACED`` (a tracer while the function is traced), ``JAX`` (a JAX array),
+``NUMPY``, ``CONTAINER`` (a Python list/dict/tuple).  Computed
+flow-insensitively per scope from parameters, assignments, loops and
+comprehensions; static facts (``.shape``, ``len``, ``is None``, literals,
+``range(static)`` loop indices, Flax module fields) are never traced; calls
+into the module use the callee's return kind.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set, Tuple
+
+from . import knowledge as K
+from .scopes import _BUILTINS, Function
+
+# value kinds: a small bit set
+TRACED = 1      # a tracer while the enclosing function is being traced
+JAX = 2         # a JAX array (concrete or traced)
+NUMPY = 4       # a NumPy array
+CONTAINER = 8   # a Python list / tuple / dict / set (possibly holding arrays)
+ARRAYISH = TRACED | JAX | NUMPY
+
+# attributes of an array that are arrays again
+_ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
+
+
+class KindsMixin:
+    def kinds(self, fn: Function) -> Dict[str, int]:
+        """Value kinds of the local names of ``fn`` (flow-insensitive)."""
+        if fn._kinds is not None:
+            return fn._kinds
+        kinds: Dict[str, int] = {}
+        fn._kinds = kinds   # guards recursion through closures
+        evidence = self.container_evidence(fn)
+        traced_ctx = bool(fn.contexts)
+        for p in fn.all_params():
+            k = 0
+            if traced_ctx and p in fn.traced_params:
+                k |= fn.param_kinds.get(p, TRACED | JAX)
+            ann = fn.param_nodes[p].annotation
+            if ann is not None:
+                aq = self.qualname(ann if not isinstance(ann, ast.Subscript) else ann.value, fn.parent)
+                if aq in K.ARRAY_ANNOTATIONS:
+                    k |= JAX
+                elif aq in K.CONTAINER_ANNOTATIONS:
+                    k |= CONTAINER
+            if p == fn.vararg or p == fn.kwarg or p in evidence:
+                k |= CONTAINER
+            if k:
+                kinds[p] = k
+        bindings = self._bindings(fn)
+        for _ in range(12):
+            changed = False
+            for target, value, mode in bindings:
+                k = self._binding_kind(value, mode, fn)
+                if self._assign(target, k, kinds, fn, value, mode):
+                    changed = True
+            if not changed:
+                break
+        for name in evidence:
+            if name in kinds:
+                kinds[name] |= CONTAINER
+        return kinds
+
+    def container_evidence(self, fn: Function) -> Set[str]:
+        """Names of ``fn`` used like a container: ``.append``, ``.items()``, ``x["key"]``."""
+        if fn._container_evidence is not None:
+            return fn._container_evidence
+        ev: Set[str] = set()
+        for call in fn.of_type(ast.Call):
+            f = call.func
+            if isinstance(f, ast.Attribute) and f.attr in K.CONTAINER_METHODS and isinstance(f.value, ast.Name):
+                if f.attr == "get" and not call.args:
+                    continue
+                ev.add(f.value.id)
+        # dictionary keys: ``for k, v in d.items()`` / ``for k in d.keys()``
+        keys: Set[str] = set()
+        iterated: Set[Tuple[str, str]] = set()    # (container, loop variable): for k in d
+        for loop in fn.of_type(ast.For, ast.comprehension):
+            it, tgt = loop.iter, loop.target
+            if isinstance(it, ast.Name) and isinstance(tgt, ast.Name):
+                iterated.add((it.id, tgt.id))
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
+                if it.func.attr == "items" and isinstance(tgt, ast.Tuple) and tgt.elts \
+                        and isinstance(tgt.elts[0], ast.Name):
+                    keys.add(tgt.elts[0].id)
+                elif it.func.attr == "keys" and isinstance(tgt, ast.Name):
+                    keys.add(tgt.id)
+        for sub in fn.of_type(ast.Subscript):
+            if not isinstance(sub.value, ast.Name):
+                continue
+            sl = sub.slice
+            if (isinstance(sl, ast.Constant) and isinstance(sl.value, str)) or \
+                    (isinstance(sl, ast.Name) and (sl.id in keys or (sub.value.id, sl.id) in iterated)):
+                # d["w"], d[k] for k in d.keys()/d.items(), d[k] for k in d: a mapping
+                ev.add(sub.value.id)
+        fn._container_evidence = ev
+        return ev
+
+    def _binding_kind(self, value: ast.AST, mode: str, fn: Function) -> int:
+        if mode == "aug":
+            return self.kind(value.target, fn) | (self.kind(value.value, fn) & ~CONTAINER)
+        return self.kind(value, fn)
+
+    def _assign(self, target: ast.expr, k: int, kinds: Dict[str, int], fn: Function,
+                value: ast.AST, mode: str) -> bool:
+        t = target.__class__
+        if t is ast.Name:
+            old = kinds.get(target.id, 0)
+            if mode == "for":
+                k = self._iter_element_kind(value, fn, k)
+            new = old | k
+            if new != old:
+                kinds[target.id] = new
+                return True
+            return False
+        if t is ast.Tuple or t is ast.List:
+            changed = False
+            if mode == "elem" and k & CONTAINER and len(target.elts) == 2 and value is None \
+                    and not k & ARRAYISH:
+                # a (key, value) pair from d.items(): the key is static
+                a = self._assign(target.elts[0], 0, kinds, fn, None, "elem")
+                b = self._assign(target.elts[1], k & TRACED, kinds, fn, None, "elem")
+                return a or b
+            if mode == "=" and isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
+                    and not any(isinstance(e, ast.Starred) for e in value.elts):
+                for te, ve in zip(target.elts, value.elts):
+                    if self._assign(te, self.kind(ve, fn), kinds, fn, ve, "="):
+                        changed = True
+                return changed
+            if mode == "for":
+                elems = self._iter_tuple_kinds(value, fn, len(target.elts))
+                if elems is not None:
+                    for te, ek in zip(target.elts, elems):
+                        if self._assign(te, ek, kinds, fn, None, "elem"):
+                            changed = True
+                    return changed
+                k = self._iter_element_kind(value, fn, k)
+            if mode == "=" and isinstance(value, ast.Name) and value.id in fn.param_inits:
+                elems = self._carry_elements(fn, value.id, len(target.elts))
+                if elems is not None:
+                    for te, ek in zip(target.elts, elems):
+                        if self._assign(te, ek, kinds, fn, None, "elem"):
+                            changed = True
+                    return changed
+            # unpacking: the elements of a call's result (``q, r = jnp.linalg.qr(x)``)
+            # share its array kind; elements of any other value (a carry tuple,
+            # a pytree parameter) are only known to be traced
+            if isinstance(value, ast.Call) and not (k & CONTAINER and not k & ARRAYISH):
+                ek = k & ~CONTAINER
+            else:
+                ek = k & TRACED
+            for te in target.elts:
+                if self._assign(te, ek, kinds, fn, None, "elem"):
+                    changed = True
+            return changed
+        if t is ast.Starred:
+            return self._assign(target.value, k | CONTAINER, kinds, fn, None, "elem")
+        return False
+
+    def _iter_element_kind(self, it: ast.AST, fn: Function, k: int) -> int:
+        """Kind of the loop variable of ``for x in <it>``."""
+        it = self._unwrap_iterable(it, fn)
+        if isinstance(it, ast.Call):
+            q = self.qualname(it.func, fn)
+            if q == "range":
+                return 0
+            if isinstance(it.func, ast.Attribute) and it.func.attr in ("keys",):
+                return 0
+            if isinstance(it.func, ast.Attribute) and it.func.attr in ("items",):
+                return self.kind(it.func.value, fn) & TRACED | CONTAINER
+        if k & CONTAINER and not (k & ARRAYISH):
+            return k & TRACED
+        return k & ~CONTAINER
+
+    def _unwrap_iterable(self, it: ast.AST, fn: Function) -> ast.AST:
+        """``sorted(d.items())``, ``list(...)``, ``tuple(...)``, ``reversed(...)`` iterate like their argument."""
+        while isinstance(it, ast.Call) and len(it.args) == 1 and \
+                self.qualname(it.func, fn) in ("sorted", "list", "tuple", "reversed"):
+            it = it.args[0]
+        return it
+
+    def _iter_tuple_kinds(self, it: ast.AST, fn: Function, n: int) -> Optional[List[int]]:
+        it = self._unwrap_iterable(it, fn)
+        if not isinstance(it, ast.Call):
+            return None
+        q = self.qualname(it.func, fn)
+        if q == "enumerate" and it.args and n == 2:
+            inner = self._unwrap_iterable(it.args[0], fn)
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "items":
+                # enumerate(d.items()): (index, (key, value)) -- the pair is a container
+                return [0, CONTAINER | (self.kind(inner.func.value, fn) & TRACED)]
+            return [0, self._iter_element_kind(it.args[0], fn, self.kind(it.args[0], fn))]
+        if q == "zip" and len(it.args) == n and not any(isinstance(a, ast.Starred) for a in it.args):
+            return [self._iter_element_kind(a, fn, self.kind(a, fn)) for a in it.args]
+        if isinstance(it.func, ast.Attribute) and it.func.attr == "items" and n == 2:
+            return [0, self.kind(it.func.value, fn) & TRACED]
+        return None
+
+    def _carry_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
+        """Kinds of the elements of a lax carry ``name`` whose initial value is a literal
+        tuple of ``n`` items: each element is traced, and an array if its initial value is."""
+        got = fn.param_inits.get(name)
+        if got is None or name not in fn.traced_params:
+            return None
+        init, scope = got
+        if not isinstance(init, (ast.Tuple, ast.List)) or len(init.elts) != n \
+                or any(isinstance(e, ast.Starred) for e in init.elts):
+            return None
+        out = []
+        for e in init.elts:
+            k = self.kind(e, scope)
+            if k & CONTAINER and not k & ARRAYISH:
+                out.append(TRACED | CONTAINER)
+            elif k & (JAX | NUMPY | TRACED):
+                out.append(TRACED | JAX)
+            else:
+                out.append(TRACED)
+        return out
+
+    def name_kind(self, name: str, fn: Function) -> int:
+        s = fn
+        while s is not None:
+            if name in s.locals and name not in s.globals_declared:
+                if s.is_module:
+                    return self.kinds(s).get(name, 0) & ~TRACED
+                return self.kinds(s).get(name, 0)
+            s = s.parent
+        return 0
+
+    def kind(self, e: Optional[ast.AST], fn: Function) -> int:
+        """The value kind of expression ``e`` evaluated in scope ``fn``."""
+        if e is None:
+            return 0
+        t = e.__class__
+        if t is ast.Name:
+            return self.name_kind(e.id, fn)
+        if t is ast.Constant:
+            return 0
+        if t is ast.Attribute:
+            if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \
+                    or e.attr in self.static_fields:
+                return 0
+            v = e.value
+            if v.__class__ is ast.Name:
+                owner = self._method_owner(fn)
+                if owner is not None and v.id == owner.self_name and owner.cls is not None:
+                    return self._self_attr_kind(owner, e.attr)
+                if self.qualname(v, fn) is not None:
+                    return 0   # a module attribute such as jnp.pi or jnp.float32
+            vk = self.kind(v, fn)
+            if e.attr in _ARRAY_VIEWS:
+                return vk & (TRACED | JAX | NUMPY)
+            # a field of a traced pytree (state.params, state.dynamic_scale): traced,
+            # but not known to be an array (it may be None, a tuple, a dataclass)
+            return vk & (TRACED | NUMPY)
+        if t is ast.Subscript:
+            vk = self.kind(e.value, fn)
+            if vk & CONTAINER and not vk & ARRAYISH:
+                return vk & TRACED
+            return vk & ARRAYISH
+        if t is ast.Call:
+            return self._call_kind(e, fn)
+        if t is ast.BinOp:
+            lk, rk = self.kind(e.left, fn), self.kind(e.right, fn)
+            k = lk | rk
+            if (lk & CONTAINER and not lk & ARRAYISH) or (rk & CONTAINER and not rk & ARRAYISH):
+                return k   # tuple/list concatenation or repetition
+            if k & TRACED:
+                return (k & ARRAYISH) | JAX
+            return k & ARRAYISH
+        if t is ast.UnaryOp:
+            k = self.kind(e.operand, fn)
+            if e.op.__class__ is ast.Not:
+                return k & TRACED if self._truthiness_traced(k) else 0
+            return k & ~CONTAINER
+        if t is ast.BoolOp:
+            k = 0
+            for v in e.values:
+                k |= self.kind(v, fn)
+            return k
+        if t is ast.Compare:
+            for op in e.ops:
+                if op.__class__ in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
+                    return 0
+            k = self.kind(e.left, fn)
+            for c in e.comparators:
+                k |= self.kind(c, fn)
+            if k & CONTAINER and not k & ARRAYISH:
+                return k & TRACED
+            if k & TRACED:
+                return TRACED | JAX
+            return k & ARRAYISH
+        if t is ast.IfExp:
+            return self.kind(e.body, fn) | self.kind(e.orelse, fn)
+        if t is ast.Tuple or t is ast.List or t is ast.Set:
+            k = CONTAINER
+            for x in e.elts:
+                k |= self.kind(x, fn) & TRACED
+            return k
+        if t is ast.Dict:
+            k = CONTAINER
+            for x in e.values:
+                k |= self.kind(x, fn) & TRACED
+            return k
+        if t is ast.ListComp or t is ast.SetComp or t is ast.GeneratorExp:
+            return CONTAINER | (self.kind(e.elt, fn) & TRACED)
+        if t is ast.DictComp:
+            return CONTAINER | (self.kind(e.value, fn) & TRACED)
+        if t is ast.Starred or t is ast.NamedExpr or t is ast.Await:
+            return self.kind(e.value, fn)
+        return 0
+
+    @staticmethod
+    def _method_owner(fn: Function) -> Optional[Function]:
+        return fn.enclosing_method()
+
+    def _self_attr_kind(self, method: Function, attr: str) -> int:
+        """Kind of ``self.<attr>``: Flax params/variables from ``setup`` are traced;
+        attributes bound from JAX calls in ``__init__`` are (concrete) JAX arrays;
+        everything else — module fields, configuration — is static."""
+        info = method.cls
+        values = info.setup_attrs.get(attr)
+        if not values:
+            return 0
+        key = (id(info), attr)
+        if key in self._attrs_in_progress:
+            return 0   # self.x = f(self.x) in __init__: no new information
+        self._attrs_in_progress.add(key)
+        try:
+            init = info.methods.get("setup" if info.module_kind == "linen" else "__init__")
+            k = 0
+            for v in values:
+                if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                        and v.func.attr in ("param", "variable") and info.module_kind == "linen":
+                    k |= TRACED | JAX if method.contexts else JAX
+                elif init is not None:
+                    k |= self.kind(v, init) & (JAX | NUMPY | CONTAINER)
+            return k
+        finally:
+            self._attrs_in_progress.discard(key)
+
+    def _call_kind(self, call: ast.Call, fn: Function) -> int:
+        func = call.func
+        term = func.attr if func.__class__ is ast.Attribute else (func.id if func.__class__ is ast.Name else "")
+        if term.startswith(K.PREDICATE_PREFIXES):
+            return 0
+        traced_ctx = bool(fn.contexts) or self._in_traced(fn)
+        q = self.qualname(func, fn) if func.__class__ in (ast.Name, ast.Attribute) else None
+        if q is not None:
+            if q in K.STATIC_RESULT_CALLS or q.startswith("math."):
+                return 0
+            if q in K.CONTAINER_CALLS:
+                k = CONTAINER
+                if q == "range":
+                    return k
+                for a in call.args:
+                    k |= self.kind(a, fn) & TRACED
+                return k
+            if q in K.ARRAY_FUNCTIONS or (q.startswith(K.ARRAY_MODULES) and q not in K.NON_ARRAY):
+                if q.startswith(K.PYTREE_FUNCTIONS_PREFIX):
+                    return self._args_traced(call, fn)
+                return JAX | (TRACED if traced_ctx else 0)
+            if q.startswith("numpy."):
+                return NUMPY | self._args_traced(call, fn)
+            if q in ("jax.tree.map", "jax.tree.leaves", "jax.tree.flatten"):
+                return self._args_traced(call, fn)
+            if q.startswith("jax.") and (q.split(".")[-1] in K.TRANSFORM_TERMINALS):
+                return 0
+            if q in ("min", "max", "abs", "sum", "round", "pow", "divmod"):
+                return self._args_traced(call, fn) | (self._args_kind(call, fn) & ARRAYISH)
+            if q in _BUILTINS:
+                return 0
+        if func.__class__ is ast.Attribute:
+            m = func.attr
+            if m in K.CONCRETIZING_METHODS:
+                return 0
+            recv_node = func.value
+            if recv_node.__class__ is ast.Name:
+                owner = self._method_owner(fn)
+                if owner is not None and owner.cls is not None and recv_node.id == owner.self_name \
+                        and owner.cls.module_kind == "linen" and m in ("param", "variable"):
+                    return TRACED | JAX if traced_ctx else JAX
+            recv = self.kind(recv_node, fn)
+            if recv & ARRAYISH:
+                return (recv & ARRAYISH) | self._args_traced(call, fn)
+            if recv & CONTAINER:
+                return (recv & TRACED) | (CONTAINER if m in ("items", "values", "keys", "copy") else 0)
+            return (recv & TRACED) | self._args_traced(call, fn)
+        if q is None and func.__class__ in (ast.Name, ast.Attribute):
+            target = self.resolve_callable(func, fn)
+            if target is not None:
+                return self.return_kind(target.function) | self._args_traced(call, fn)
+        if func.__class__ is ast.Call:
+            inner_q = self.qualname(func.func, fn)
+            tr = K.transform_for(inner_q)
+            k = self._args_traced(call, fn)
+            if tr is not None:
+                k |= JAX
+            return k
+        return self._args_traced(call, fn)
+
+    def return_kind(self, fn: Function) -> int:
+        """Union of the kinds ``fn`` returns (without TRACED: the caller decides
+        whether the call happens under a trace)."""
+        cache = self._return_kinds
+        k = cache.get(id(fn))
+        if k is not None:
+            return k
+        cache[id(fn)] = 0          # recursion guard
+        k = 0
+        if fn.is_lambda:
+            k = self.kind(fn.node.body, fn)
+        else:
+            for ret in fn.of_type(ast.Return):
+                if ret.value is not None:
+                    k |= self.kind(ret.value, fn)
+        k &= JAX | NUMPY | CONTAINER
+        cache[id(fn)] = k
+        return k
+
+    def _args_traced(self, call: ast.Call, fn: Function) -> int:
+        for a in call.args:
+            if self.kind(a, fn) & TRACED:
+                return TRACED
+        for kw in call.keywords:
+            if self.kind(kw.value, fn) & TRACED:
+                return TRACED
+        return 0
+
+    def _args_kind(self, call: ast.Call, fn: Function) -> int:
+        k = 0
+        for a in call.args:
+            k |= self.kind(a, fn)
+        return k

@@ -1,0 +1,565 @@
+"""Transforms: where a transform is applied (:class:`TransformSite`), which
+function it traces (:meth:`TransformsMixin.resolve_callable`), which parameters
+stay static, and the propagation of tracedness into callees (a part of
+:class:`~jaxlint.analysis.model.SemanticModel`).
+
+Every decorator or call that applies a transform (``knowledge.TRANSFORMS``)
+marks its target with a ``certain`` :class:`TraceContext`; Flax/NNX/Equinox
+module methods are seeded with ``inferred`` ones; then a fixpoint makes callees
+of traced functions traced (``inferred``), a callee's parameter traced only when
+some traced call site passes a traced value into it.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional, Set, Tuple
+
+from . import knowledge as K
+from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED
+from .literals import literal_ints, literal_strs
+from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, TransformSite
+
+
+class TransformsMixin:
+    # ===================================================== callables
+    def lookup_function(self, name: str, scope: Function) -> Optional[Function]:
+        """A def named ``name`` visible from ``scope`` (lexical lookup)."""
+        s = scope
+        while s is not None:
+            fn = s.defs.get(name)
+            if fn is not None:
+                return fn
+            s = s.parent
+        return None
+
+    def resolve_callable(self, expr: ast.AST, scope: Function, _depth: int = 0) -> Optional[CallTarget]:
+        """Resolve an expression used as a callable to a function of this module."""
+        if _depth > 8 or expr is None:
+            return None
+        t = expr.__class__
+        if t is ast.Lambda:
+            fn = self.function_of_node.get(id(expr))
+            return CallTarget(fn) if fn else None
+        if t is ast.Name:
+            fn = self.lookup_function(expr.id, scope)
+            if fn is not None:
+                return CallTarget(fn, 0)
+            alias = self._alias(expr.id, scope)
+            if alias is not None:
+                return self.resolve_callable(alias, scope, _depth + 1)
+            return None
+        if t is ast.Attribute:
+            base = expr.value
+            if isinstance(base, ast.Name):
+                s = scope
+                while s is not None and not s.is_module and s.cls is None:
+                    s = s.parent
+                if s is not None and s.cls is not None and base.id == s.self_name:
+                    fn = self.class_method(s.cls, expr.attr)
+                    if fn is not None:
+                        return CallTarget(fn, 0 if fn.is_staticmethod else 1)
+                info = self.classes.get(base.id)
+                if info is not None:
+                    fn = self.class_method(info, expr.attr)
+                    if fn is not None:
+                        return CallTarget(fn, 0)
+            return None
+        if t is ast.Call:
+            q = self.qualname(expr.func, scope)
+            if q in K.PARTIAL and expr.args:
+                inner = self.resolve_callable(expr.args[0], scope, _depth + 1)
+                if inner is None:
+                    return None
+                if any(isinstance(a, ast.Starred) for a in expr.args[1:]):
+                    return None
+                kws = frozenset(k.arg for k in expr.keywords if k.arg)
+                if any(k.arg is None for k in expr.keywords):
+                    # partial(f, **config): every keyword-capable parameter may be bound
+                    fnc = inner.function
+                    kws = kws | frozenset(fnc.kwonly) | frozenset(p for p in fnc.params if p in fnc.defaults)
+                return CallTarget(inner.function, inner.bound_positional + len(expr.args) - 1,
+                                  inner.bound_keywords | kws, inner.transforms)
+            tr = K.transform_for(q)
+            if tr is not None and tr.kind != "body":
+                fun = self._transform_fun_arg(expr, tr)
+                if fun is None:
+                    return None
+                inner = self.resolve_callable(fun, scope, _depth + 1)
+                if inner is None:
+                    return None
+                return CallTarget(inner.function, inner.bound_positional, inner.bound_keywords,
+                                  ((tr, expr),) + inner.transforms)
+            if q is None:
+                # make_step(config): a local factory that returns one of its nested functions
+                factory = self.resolve_callable(expr.func, scope, _depth + 1)
+                if factory is not None:
+                    made = self._factory_product(factory.function)
+                    if made is not None:
+                        return CallTarget(made)
+        return None
+
+    def _factory_product(self, fn: Function) -> Optional[Function]:
+        """The nested function every ``return`` of ``fn`` returns, if there is exactly one."""
+        if fn.is_lambda or fn.is_module:
+            return None
+        made = None
+        for ret in fn.of_type(ast.Return):
+            v = ret.value
+            if isinstance(v, ast.Name) and v.id in fn.defs:
+                cand = fn.defs[v.id]
+            elif isinstance(v, ast.Lambda):
+                cand = self.function_of_node.get(id(v))
+            else:
+                return None
+            if made is not None and cand is not made:
+                return None
+            made = cand
+        return made
+
+    @staticmethod
+    def transform_function_arg(call: Optional[ast.Call], tr: K.Transform) -> Optional[ast.expr]:
+        """The (first) function argument of a transform call: ``f`` in ``jax.jit(f, ...)``."""
+        if call is None:
+            return None
+        return TransformsMixin._transform_fun_arg(call, tr)
+
+    @staticmethod
+    def _transform_fun_arg(call: ast.Call, tr: K.Transform) -> Optional[ast.expr]:
+        if tr.fun_positions and len(call.args) > tr.fun_positions[0]:
+            a = call.args[tr.fun_positions[0]]
+            return None if isinstance(a, ast.Starred) else a
+        for kw in call.keywords:
+            if kw.arg in tr.fun_keywords:
+                return kw.value
+        return None
+
+    def bind_arguments(self, target: CallTarget, call: ast.Call) -> Tuple[List[Tuple[str, ast.expr]], Set[str]]:
+        """Map a call's arguments onto the target's parameters.
+
+        Returns ``(pairs, unknown)``: ``pairs`` are (parameter, argument
+        expression); ``unknown`` are parameters fed by ``*args``/``**kwargs``
+        whose argument cannot be pinned down (paired with the starred value).
+        """
+        fn = target.function
+        params = fn.params[target.bound_positional:]
+        pairs: List[Tuple[str, ast.expr]] = []
+        unknown: Set[str] = set()
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                for p in params[i:]:
+                    pairs.append((p, a.value))
+                if fn.vararg:
+                    pairs.append((fn.vararg, a.value))
+                break
+            if i < len(params):
+                pairs.append((params[i], a))
+            elif fn.vararg:
+                pairs.append((fn.vararg, a))
+        for kw in call.keywords:
+            if kw.arg is None:
+                for p in fn.params + fn.kwonly:
+                    pairs.append((p, kw.value))
+                continue
+            if kw.arg in fn.param_nodes:
+                pairs.append((kw.arg, kw.value))
+            elif fn.kwarg:
+                pairs.append((fn.kwarg, kw.value))
+        return pairs, unknown
+
+    # ======================================================== transforms
+    def _find_transforms(self) -> None:
+        # decorators
+        for fn in self.functions:
+            if fn.is_lambda or fn.is_module:
+                continue
+            for dec in fn.decorators:
+                self._apply_decorator(dec, fn)
+        # calls (anywhere, including module level and class bodies)
+        for call, scope in self._transform_calls:
+            q = self.qualname(call.func, scope)
+            tr = K.transform_for(q)
+            if tr is None:
+                continue
+            for fun in self._transform_funs(call, tr):
+                target = self.resolve_callable(fun, scope)
+                site = TransformSite(tr, call, target, scope, False, call)
+                self.transform_sites.append(site)
+                if target is not None:
+                    self._mark(target, tr, call, call, scope)
+        # custom_jvp/vjp rules: f.defjvp(rule) / f.defvjp(fwd, bwd)
+        self._custom_rules()
+
+    def _transform_funs(self, call: ast.Call, tr: K.Transform) -> List[ast.expr]:
+        out: List[ast.expr] = []
+        for pos in tr.fun_positions:
+            if pos < len(call.args) and not isinstance(call.args[pos], ast.Starred):
+                out.append(call.args[pos])
+        for pos in tr.list_positions:
+            if pos < len(call.args) and isinstance(call.args[pos], (ast.List, ast.Tuple)):
+                out.extend(call.args[pos].elts)
+        for kw in call.keywords:
+            if kw.arg in tr.fun_keywords:
+                if isinstance(kw.value, (ast.List, ast.Tuple)):
+                    out.extend(kw.value.elts)
+                else:
+                    out.append(kw.value)
+        return out
+
+    def _apply_decorator(self, dec: ast.expr, fn: Function) -> None:
+        scope = fn.parent
+        q = self.qualname(dec, scope)
+        tr = K.transform_for(q)
+        call = None
+        if tr is None and isinstance(dec, ast.Call):
+            dq = self.qualname(dec.func, scope)
+            if dq in K.PARTIAL and dec.args:
+                tr = K.transform_for(self.qualname(dec.args[0], scope))
+                call = dec
+            else:
+                tr = K.transform_for(dq)
+                call = dec if tr is not None else None
+        if tr is None:
+            return
+        target = CallTarget(fn, 0)
+        self.transform_sites.append(TransformSite(tr, dec, target, scope, True, call))
+        self._mark(target, tr, dec, call, scope)
+
+    def _custom_rules(self) -> None:
+        """Rules of a ``custom_jvp``/``custom_vjp`` function run traced.
+
+        ``f.defvjp(fwd, bwd)``: ``fwd`` takes the primal's arguments (its
+        ``nondiff_argnums`` stay static); ``bwd`` and ``@f.defjvp`` rules take
+        the non-differentiable arguments first, then traced values.
+        """
+        custom: Dict[int, List[int]] = {}
+        for site in self.transform_sites:
+            if site.target is not None and site.transform.name in ("jax.custom_jvp", "jax.custom_vjp"):
+                nums, names = self.static_spec(site.transform, site.call)
+                primal = site.target.function
+                nums = list(nums) + [primal.params.index(n) for n in names if n in primal.params]
+                custom[id(primal)] = sorted(set(nums))
+        if not custom:
+            return
+
+        def mark(rule: Function, node: ast.AST, nondiff: List[int], leading: bool) -> None:
+            params = rule.params
+            if leading:
+                static = set(params[:len(nondiff)])
+            else:
+                static = {params[i] for i in nondiff if -len(params) <= i < len(params)}
+            traced = set(rule.all_params()) - static
+            self._add_context(rule, TraceContext("jax.custom_vjp", CERTAIN, node, "a custom derivative rule"),
+                              traced, static)
+
+        for fn in self.functions:
+            for call in fn.of_type(ast.Call):
+                f = call.func
+                if isinstance(f, ast.Attribute) and f.attr in ("defjvp", "defvjp", "defjvps"):
+                    base = self.resolve_callable(f.value, fn)
+                    if base is None or id(base.function) not in custom:
+                        continue
+                    nondiff = custom[id(base.function)]
+                    for i, a in enumerate(call.args[:2]):
+                        tgt = self.resolve_callable(a, fn)
+                        if tgt is not None:
+                            mark(tgt.function, call, nondiff, leading=(f.attr != "defvjp" or i == 1))
+            for dec_fn in fn.children:
+                for d in dec_fn.decorators:
+                    if isinstance(d, ast.Attribute) and d.attr in ("defjvp", "defvjp"):
+                        base = self.resolve_callable(d.value, fn)
+                        if base is not None and id(base.function) in custom:
+                            mark(dec_fn, d, custom[id(base.function)], leading=True)
+
+    # literal argnums/argnames (``literals.py``), also for rules that read them themselves
+    _literal_ints = staticmethod(literal_ints)
+    _literal_strs = staticmethod(literal_strs)
+    literal_ints = staticmethod(literal_ints)
+    literal_strs = staticmethod(literal_strs)
+
+    def static_spec(self, tr: K.Transform, call: Optional[ast.Call]):
+        """(static positional indices, static names) declared on a transform call."""
+        nums: List[int] = []
+        names: List[str] = []
+        if call is None:
+            return nums, names
+        for kw in call.keywords:
+            if kw.arg in tr.static_nums_kw:
+                v = self._literal_ints(kw.value)
+                nums.extend(v or [])
+            elif kw.arg in tr.static_names_kw:
+                v = self._literal_strs(kw.value)
+                names.extend(v or [])
+        return nums, names
+
+    def _mark(self, target: CallTarget, tr: K.Transform, node: ast.AST, call: Optional[ast.Call],
+              scope: Function) -> None:
+        """Mark ``target`` as traced by transform ``tr`` applied at ``node``."""
+        fn = target.function
+        params = fn.params[target.bound_positional:]
+        static: Set[str] = set(fn.params[:target.bound_positional]) | set(target.bound_keywords)
+        nums, names = self.static_spec(tr, call)
+        for i in nums:
+            if -len(params) <= i < len(params):
+                static.add(params[i])
+        static.update(n for n in names if n in fn.param_nodes)
+        candidates = [p for p in params + fn.kwonly if p not in static]
+        if fn.vararg:
+            candidates.append(fn.vararg)
+        if fn.kwarg:
+            candidates.append(fn.kwarg)
+        selfname = fn.self_name
+        if selfname is not None and target.bound_positional == 0:
+            # an unbound method's ``self`` is never an array (JAX505 reports
+            # a jitted method whose self is not static)
+            candidates = [p for p in candidates if p != selfname]
+        traced: Set[str]
+        if tr.kind == "grad" and call is not None and self._kw(call, "argnums") is not None:
+            idx = self._literal_ints(self._kw(call, "argnums"))
+            traced = {params[i] for i in (idx or []) if -len(params) <= i < len(params)} if idx is not None \
+                else set(candidates)
+        elif tr.kind == "grad":
+            traced = set(params[:1]) - static
+        elif tr.kind == "vmap" and call is not None and self._kw(call, "in_axes") is not None:
+            axes = self._kw(call, "in_axes")
+            if isinstance(axes, (ast.Tuple, ast.List)):
+                traced = {p for p, ax in zip(params, axes.elts)
+                          if not (isinstance(ax, ast.Constant) and ax.value is None)}
+            else:
+                traced = set(candidates)
+        elif tr.kind == "filter":
+            traced = {p for p in candidates if not self._is_config_param(fn, p)}
+        elif tr.kind == "body":
+            self._record_carry_init(fn, params, tr, call, scope)
+            arity = self._body_arity(tr, call)
+            if arity is None:
+                traced = set(candidates)
+            else:
+                traced = set(params[:arity]) - static
+                # parameters the primitive never passes keep their (static) defaults
+                static |= {p for p in params[arity:] if p in fn.defaults}
+        else:
+            traced = set(candidates)
+        traced -= static
+        desc = self._describe_transform(tr, node, call)
+        ctx = TraceContext(tr.name, CERTAIN, node, desc)
+        # nested transforms (jax.jit(jax.grad(f))): the outer one traces everything
+        for outer, outer_call in target.transforms:
+            if outer.kind in ("jit", "trace", "pmap", "body", "filter"):
+                traced |= set(candidates) - static
+        self._add_context(fn, ctx, traced, static)
+
+    # transform -> (body parameter index, call argument index of the initial carry)
+    _CARRY_INIT = K.CARRY_INIT
+
+    @staticmethod
+    def _record_carry_init(fn: Function, params: List[str], tr: K.Transform, call: Optional[ast.Call],
+                           scope: Function) -> None:
+        spec = tr.carry_init
+        if spec is None or call is None or call.keywords:
+            return
+        pi, ai = spec
+        if pi < len(params) and ai < len(call.args) and not isinstance(call.args[ai], ast.Starred):
+            fn.param_inits[params[pi]] = (call.args[ai], scope)
+
+    @staticmethod
+    def _body_arity(tr: K.Transform, call: Optional[ast.Call]) -> Optional[int]:
+        if call is None:
+            return None
+        if tr.body_arity is not None:
+            return tr.body_arity
+        if tr.operands_from is None:
+            return None
+        if any(isinstance(a, ast.Starred) for a in call.args) or call.keywords:
+            return None
+        return max(0, len(call.args) - tr.operands_from)
+
+    @staticmethod
+    def _kw(call: ast.Call, name: str) -> Optional[ast.expr]:
+        for kw in call.keywords:
+            if kw.arg == name:
+                return kw.value
+        return None
+
+    @staticmethod
+    def _describe_transform(tr: K.Transform, node: ast.AST, call: Optional[ast.Call]) -> str:
+        return tr.describe()
+
+    def _add_context(self, fn: Function, ctx: TraceContext, traced: Set[str],
+                     static: Optional[Set[str]] = None) -> bool:
+        changed = False
+        if not fn.contexts or (ctx.confidence == CERTAIN and fn.confidence != CERTAIN):
+            changed = True
+        if not any(c.node is ctx.node and c.transform == ctx.transform for c in fn.contexts):
+            fn.contexts.append(ctx)
+        if static:
+            fn.static_params |= static
+        new = traced - fn.traced_params - fn.static_params
+        if new:
+            fn.traced_params |= new
+            changed = True
+        return changed
+
+    def _is_config_param(self, fn: Function, p: str) -> bool:
+        """A parameter that carries Python configuration rather than arrays:
+        annotated with a scalar type (``bool``, ``int | None``, ``Optional[str]``,
+        ``Literal[...]``) or defaulting to a bool/str literal."""
+        a = fn.param_nodes.get(p)
+        if a is not None and a.annotation is not None:
+            ann = a.annotation
+            if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+                try:
+                    ann = ast.parse(ann.value, mode="eval").body
+                except SyntaxError:
+                    ann = None
+            if ann is not None:
+                names = set()
+                for n in ast.walk(ann):
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+                    elif isinstance(n, ast.Attribute):
+                        names.add(n.attr)
+                if "Literal" in names:
+                    return True
+                if names & K.SCALAR_ANNOTATIONS and not names & {"Array", "ndarray", "ArrayLike", "Any"}:
+                    return True
+        d = fn.defaults.get(p)
+        if isinstance(d, ast.Constant) and (isinstance(d.value, (bool, str))):
+            return True
+        return False
+
+    def _seed_modules(self) -> None:
+        for info in self.class_list:
+            if not info.module_kind:
+                continue
+            for name, fn in info.methods.items():
+                if fn.is_staticmethod:
+                    continue
+                traced_method = False
+                if info.module_kind == "linen":
+                    if name in K.LINEN_TRACED_METHODS:
+                        traced_method = True
+                    elif any(self.qualname(d, fn.parent) == K.LINEN_COMPACT for d in fn.decorators):
+                        traced_method = True
+                elif name == "__call__":
+                    traced_method = True
+                if not traced_method:
+                    continue
+                kind = {"linen": "Flax linen", "nnx": "Flax NNX", "equinox": "Equinox"}[info.module_kind]
+                ctx = TraceContext(f"{info.module_kind}.Module", INFERRED, fn.node,
+                                   f"a {kind} `Module` method, traced by `init`/`apply` under a transform")
+                params = [p for p in fn.all_params() if p != fn.self_name]
+                traced = {p for p in params if not self._is_config_param(fn, p)}
+                static = set(params) - traced
+                self._add_context(fn, ctx, traced, static)
+
+    # ======================================================== propagation
+    @staticmethod
+    def _directly_traced(fn: Function) -> Set[str]:
+        """Parameters a transform traces itself (not through a call site)."""
+        if not any(c.transform != "call" for c in fn.contexts):
+            return set()
+        return fn.traced_params - set(fn.param_kinds)
+
+    def _propagate(self) -> None:
+        for _round in range(20):
+            changed = False
+            for fn in self.functions:
+                fn._kinds = None
+            self._return_kinds.clear()
+            for fn in list(self.functions):
+                if not fn.contexts:
+                    continue
+                if self._propagate_from(fn):
+                    changed = True
+            if not changed:
+                break
+        for fn in self.functions:
+            fn._kinds = None
+        self._return_kinds.clear()
+
+    def _container_arguments(self) -> None:
+        """A transformed function's parameter that every call site in the module fills
+        with a Python container (``step(params, [jnp.zeros(3)])``) holds a pytree, not
+        an array: JAX flattens it and rebuilds a fresh container inside the trace."""
+        targets = {f.name: f for f in self.functions
+                   if f.confidence == CERTAIN and not f.is_lambda and not f.is_module}
+        if not targets:
+            return
+        names = set(targets)
+        for scope in (self.module,):
+            names |= {n for n, v in self._aliases_of(scope).items() if isinstance(v, ast.Call)}
+        seen: Dict[int, Dict[str, List[int]]] = {}
+        for scope in self.functions:
+            for call in scope.of_type(ast.Call):
+                f = call.func
+                if f.__class__ is not ast.Name or f.id not in names:
+                    continue
+                target = self.resolve_callable(f, scope)
+                if target is None or target.function.confidence != CERTAIN:
+                    continue
+                pairs, _ = self.bind_arguments(target, call)
+                per = seen.setdefault(id(target.function), {})
+                for p, a in pairs:
+                    per.setdefault(p, []).append(self.kind(a, scope))
+        changed = False
+        for fn in self.functions:
+            per = seen.get(id(fn))
+            if not per:
+                continue
+            for p, ks in per.items():
+                if p in fn.traced_params and ks and all(k & CONTAINER and not k & ARRAYISH for k in ks):
+                    fn.param_kinds[p] = TRACED | CONTAINER
+                    changed = True
+        if changed:
+            for fn in self.functions:
+                fn._kinds = None
+            self._return_kinds.clear()
+
+    def _propagate_from(self, fn: Function) -> bool:
+        changed = False
+        for call in fn.of_type(ast.Call):
+            func = call.func
+            q = None
+            if func.__class__ in (ast.Name, ast.Attribute):
+                q = self.qualname(func, fn)
+                if q is not None:
+                    ho = K.HIGHER_ORDER.get(q)
+                    if ho is not None and len(call.args) > ho:
+                        target = self.resolve_callable(call.args[ho], fn)
+                        if target is not None:
+                            rest = call.args[ho + 1:]
+                            traced = any(self.kind(a, fn) & TRACED for a in rest)
+                            params = target.function.params[target.bound_positional:]
+                            tp = set(params) if traced else set()
+                            if self._add_context(target.function, TraceContext(
+                                    "call", INFERRED, call, f"called from {fn.display()} via `{q}`", fn), tp):
+                                changed = True
+                        continue
+                    if q in K.TRANSFORMS or q in K.PARTIAL:
+                        continue
+            target = self.resolve_callable(func, fn)
+            if target is None:
+                continue
+            callee = target.function
+            if callee is fn:
+                continue
+            pairs, _ = self.bind_arguments(target, call)
+            traced = set()
+            direct = self._directly_traced(callee)
+            for p, a in pairs:
+                k = self.kind(a, fn)
+                if k & TRACED:
+                    traced.add(p)
+                    if p not in direct:
+                        old = callee.param_kinds.get(p, 0)
+                        new = old | (k & (TRACED | JAX | NUMPY | CONTAINER))
+                        if new != old:
+                            callee.param_kinds[p] = new
+                            changed = True
+            if target.transforms:
+                desc = f"called from {fn.display()}"
+            else:
+                desc = f"called from {fn.display()} (line {call.lineno})"
+            if self._add_context(callee, TraceContext("call", INFERRED, call, desc, fn), traced):
+                changed = True
+        return changed
