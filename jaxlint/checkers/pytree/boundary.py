@@ -1,0 +1,139 @@
+"""Which arguments of a call cross a transform boundary as traced values.
+
+``f(cfg, x)`` where ``f`` is ``@jax.jit``-decorated, ``step = jax.jit(f); step(cfg, x)``,
+``jax.grad(loss)(params, cfg)``, ``jax.vmap(f, in_axes=(None, 0))(cfg, xs)``: the outermost
+transform receives the arguments; its static arguments, a ``vmap``'s ``in_axes=None``
+positions and a ``grad``'s non-differentiated arguments are not traced (JAX accepts any
+Python object there, shown with JAX on CPU).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional, Set, Tuple
+
+from ...analysis import CallTarget, Function, SemanticModel
+from ...analysis import knowledge as K
+
+# transform kinds whose traced arguments must be pytrees of arrays (Equinox's filter_*
+# transforms and NNX's lifted ones accept arbitrary objects: not here)
+BOUNDARY_KINDS = frozenset({"jit", "pmap", "vmap", "grad"})
+
+
+def boundary_transform(tr: Optional[K.Transform]) -> bool:
+    return tr is not None and tr.kind in BOUNDARY_KINDS and tr.name.startswith("jax.")
+
+
+class Crossing:
+    """One call of a transformed function of this module."""
+
+    __slots__ = ("call", "scope", "function", "transform", "transform_call", "traced", "pairs")
+
+    def __init__(self, call, scope, function, transform, transform_call, traced, pairs):
+        self.call = call                      # the call that passes the arguments
+        self.scope = scope
+        self.function = function              # the transformed function
+        self.transform = transform            # the outermost transform
+        self.transform_call = transform_call  # its call (None for a bare decorator)
+        self.traced = traced                  # parameter names it traces
+        self.pairs = pairs                    # (parameter, argument) of the call
+
+
+def crossings(m: SemanticModel) -> Iterator[Crossing]:
+    decorated = {}
+    for site in m.transform_sites:
+        if site.is_decorator and site.target is not None:
+            decorated.setdefault(id(site.target.function), []).append(site)
+    for scope in m.functions:
+        for call in scope.of_type(ast.Call):
+            got = _resolve(m, call, scope, decorated)
+            if got is not None:
+                yield got
+
+
+def _resolve(m: SemanticModel, call: ast.Call, scope: Function, decorated) -> Optional[Crossing]:
+    f = call.func
+    if not isinstance(f, (ast.Name, ast.Attribute, ast.Call)):
+        return None
+    if isinstance(f, ast.Call):
+        if not isinstance(f.func, (ast.Name, ast.Attribute)) or \
+                not boundary_transform(K.transform_for(m.qualname(f.func, scope))):
+            return None
+    elif isinstance(f, ast.Name) and m.qualname(f, scope) is not None:
+        return None
+    target = m.resolve_callable(f, scope)
+    if target is None:
+        return None
+    fn = target.function
+    if target.transforms:
+        tr, tcall = target.transforms[0]
+        if not boundary_transform(tr):
+            return None
+        params = fn.params[target.bound_positional:]
+        call_bound = target.bound_positional
+    else:
+        sites = decorated.get(id(fn))
+        if not sites:
+            return None
+        # the outermost decorator receives the call's arguments
+        order = {id(d): i for i, d in enumerate(fn.decorators)}
+        site = min(sites, key=lambda s: order.get(id(s.node), 99))
+        tr, tcall = site.transform, site.call
+        if not boundary_transform(tr):
+            return None
+        params = list(fn.params)
+        call_bound = target.bound_positional    # 1 for self.method(...)
+    traced = traced_params(m, fn, tr, tcall, params, target.bound_keywords)
+    if traced is None:
+        return None
+    pairs, _ = m.bind_arguments(CallTarget(fn, call_bound, target.bound_keywords), call)
+    starred = {id(a.value) for a in call.args if isinstance(a, ast.Starred)}
+    starred |= {id(k.value) for k in call.keywords if k.arg is None}
+    pairs = [(p, a) for p, a in pairs if id(a) not in starred]
+    return Crossing(call, scope, fn, tr, tcall, traced, pairs)
+
+
+def traced_params(m: SemanticModel, fn: Function, tr: K.Transform, tcall: Optional[ast.Call],
+                  params: List[str], bound_keywords) -> Optional[Set[str]]:
+    """The parameters ``tr`` (applied with ``tcall``) traces, ``params`` being the
+    positional parameters it sees; None when that cannot be read from the source."""
+    static: Set[str] = set(bound_keywords)
+    nums, names = m.static_spec(tr, tcall)
+    if tcall is not None:
+        for kw in tcall.keywords:
+            if kw.arg in tr.static_nums_kw + tr.static_names_kw and \
+                    m.literal_ints(kw.value) is None and m.literal_strs(kw.value) is None:
+                return None   # static_argnums=STATIC: unknown
+    for i in nums:
+        if -len(params) <= i < len(params):
+            static.add(params[i])
+    static.update(names)
+    everything = [p for p in params + fn.kwonly if p not in static]
+    if tr.kind == "grad":
+        argnums = _kw(tcall, "argnums")
+        idx = [0] if argnums is None else m.literal_ints(argnums)
+        if idx is None:
+            return None
+        return {params[i] for i in idx if -len(params) <= i < len(params)} - static
+    if tr.kind == "vmap":
+        axes = _kw(tcall, "in_axes")
+        if axes is None and tcall is not None and len(tcall.args) > 1 and \
+                m.qualname(tcall.func) == tr.name:
+            axes = tcall.args[1]
+        if axes is None:
+            return set(everything)
+        if isinstance(axes, ast.Constant) and isinstance(axes.value, int):
+            return set(everything)
+        if isinstance(axes, (ast.Tuple, ast.List)):
+            return {p for p, ax in zip(params, axes.elts)
+                    if not (isinstance(ax, ast.Constant) and ax.value is None)} - static
+        return None
+    return set(everything)
+
+
+def _kw(call: Optional[ast.Call], name: str) -> Optional[ast.expr]:
+    if call is None:
+        return None
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional
+
+from ...analysis import Function
+from ..base import Context, Finding, Rule, register
+from ..messages import short
+from .boundary import boundary_transform, crossings
+from .classes import plain_classes
+
+
+@register
+class NonPytreeArgument(Rule):
+    """
+    ## What it does
+    Flags an instance of a plain Python class of this module (no pytree
+    registration, not a `NamedTuple`, `flax.struct.dataclass`, `eqx.Module` or
+    `chex.dataclass`) passed as a traced argument to a function transformed by
+    `jax.jit`, `jax.pmap`, `jax.vmap` or `jax.grad`, or returned from a
+    jitted, pmapped or vmapped function.
+
+    ## Why is this bad?
+    In PyTorch you keep tensors in any object you like (a config, a `State`
+    class with `self.w` and `self.b`) and pass it to any function. JAX
+    transforms only see through *pytrees*: tuples, lists, dicts, `None` and
+    classes registered as pytree nodes. A plain object is an opaque leaf that
+    JAX cannot turn into an array, so the call raises
+    `TypeError: Error interpreting argument to <function ...> as an abstract array`
+    (`jax.grad`: `... is not a valid JAX type`), and returning one raises
+    `TypeError: ... returned a value of type <class 'Config'>`. A plain
+    `@dataclasses.dataclass` is no different.
+
+    ## Example
+    ```python
+    class Params:
+        def __init__(self, w, b):
+            self.w, self.b = w, b
+
+    @jax.jit
+    def predict(p, x):
+        return x @ p.w + p.b
+
+    predict(Params(w, b), x)
+    ```
+
+    ## Use instead
+    ```python
+    @flax.struct.dataclass          # or: class Params(eqx.Module), a NamedTuple,
+    class Params:                   # @jax.tree_util.register_dataclass
+        w: jax.Array
+        b: jax.Array
+
+    predict(Params(w, b), x)
+    ```
+    An object that holds configuration rather than arrays can instead be
+    passed as a static argument (`static_argnums`): it is then hashed, not
+    traced.
+
+    ## Fix safety
+    No automatic fix: registering the class, converting it to a dataclass
+    pytree or making the argument static are design choices.
+    """
+
+    code = "JAX621"
+    symbol = "non-pytree-argument"
+    summary = "plain Python object passed to or returned from a jitted/grad/vmapped function (not a pytree)"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax or not m.classes or not m.transform_sites:
+            return
+        plain = plain_classes(m)
+        if not any(plain.is_plain(info) for info in m.classes.values()):
+            return
+        seen = set()
+        for cr in crossings(m):
+            for p, a in cr.pairs:
+                if p not in cr.traced:
+                    continue
+                info = plain.instance_of(a, cr.scope)
+                if info is None or id(cr.call) in seen:
+                    continue
+                seen.add(id(cr.call))   # one finding per call: the first plain argument
+                msg = (f"`{short(a)}` is a plain `{info.name}` object passed as traced argument `{p}` of "
+                       f"`{cr.function.qualname}` ({cr.transform.verb} `{cr.transform.label}`): JAX only "
+                       f"sees through pytrees and raises `TypeError`; register `{info.name}` as a pytree "
+                       f"(`flax.struct.dataclass`, `eqx.Module`, `jax.tree_util.register_dataclass`) or make "
+                       f"`{p}` static")
+                yield ctx.finding(self, a, msg)
+        yield from self._returns(ctx, plain)
+
+    def _returns(self, ctx: Context, plain) -> Iterator[Finding]:
+        m = ctx.model
+        for fn in m.functions:
+            tr = self._direct_transform(ctx, fn)
+            if tr is None or tr.kind == "grad":
+                continue
+            for ret in fn.of_type(ast.Return):
+                for e in _returned(ret.value):
+                    info = plain.instance_of(e, fn)
+                    if info is None:
+                        continue
+                    msg = (f"{fn.trace_description()} returns `{short(e)}`, a plain `{info.name}` object: "
+                           f"outputs of a transformed function must be pytrees of arrays (JAX raises "
+                           f"`TypeError`); register `{info.name}` as a pytree (`flax.struct.dataclass`, "
+                           f"`eqx.Module`, `jax.tree_util.register_dataclass`) or return its arrays")
+                    yield ctx.finding(self, e, msg)
+
+    @staticmethod
+    def _direct_transform(ctx: Context, fn: Function):
+        """The jit/pmap/vmap that maps ``fn`` itself (outputs cross its boundary)."""
+        if fn.is_module or not fn.contexts:
+            return None
+        for site in ctx.model.transform_sites:
+            if site.target is not None and site.target.function is fn and boundary_transform(site.transform) \
+                    and not site.target.transforms:
+                return site.transform
+        return None
+
+
+def _returned(value: Optional[ast.expr]) -> List[ast.expr]:
+    if value is None:
+        return []
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return [e for e in value.elts if not isinstance(e, ast.Starred)]
+    return [value]
