@@ -1,27 +1,38 @@
-"""Command line: ``jaxlint check``, ``jaxlint rules``, ``jaxlint rule CODE``.
+"""Command line: ``jaxlint [PATHS] [OPTIONS]`` (= ``jaxlint check``), ``jaxlint rules``,
+``jaxlint rule CODE``, ``jaxlint confirm ... -- COMMAND``, ``jaxlint server``.
 
-Exit codes: 0 no findings, 1 findings (or, with ``--diff``, changes to make),
-2 usage/configuration error or a file that could not be read or parsed.
-Static checking never imports JAX or the code being checked.
+Exit codes: 0 no findings, 1 findings (or, with ``--diff``, changes to make; with
+``--exit-non-zero-on-fix``, fixes applied), 2 usage/configuration error or a file
+that could not be read or parsed.  Static checking never imports JAX or the code
+being checked.
 """
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import difflib
 import os
+import subprocess
 import sys
-from typing import List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
 
 from . import __version__
 from .analysis import SourceError, SourceFile
-from .checkers import REGISTRY, all_rules, get_rule
-from .config import Config, ConfigError, find_config, load_config, select_rules, validate_codes
-from .discovery import iter_python_files
-from .engine import FileResult, InternalError, lint_source
-from .fixes.applier import fix_text, write_atomic
-from .reporting import FORMATS, render
+from .baseline import BaselineError, apply_baseline, write_baseline
+from .checkers import Finding, all_rules, get_rule
+from .config import Config, ConfigError, find_config, load_config, validate_codes
+from .discovery import is_excluded, iter_python_files
+from .engine import FileResult, InternalError, lint_and_fix, lint_source, with_text
+from .fixes.applier import write_atomic
+from .fixes.edits import apply_edits
+from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
+from .reporting import FORMATS, render, render_statistics
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+COMMANDS = ("check", "confirm", "rules", "rule", "server")
+DEFAULT_BASELINE = "jaxlint-baseline.json"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,43 +45,42 @@ def _codes(value: str) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="jaxlint", description="Static linter for JAX tracing and purity pitfalls.")
+    p = _Parser(prog="jaxlint", description="Static linter for JAX tracing and purity pitfalls. "
+                "`jaxlint [PATHS] [OPTIONS]` is short for `jaxlint check [PATHS] [OPTIONS]`.")
     p.add_argument("--version", action="version", version=f"jaxlint {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    c = sub.add_parser("check", help="check files or directories (default: .)")
-    c.add_argument("paths", nargs="*", help="files or directories; '-' reads standard input")
-    c.add_argument("--select", type=_codes, default=None, metavar="CODES",
-                   help="comma-separated codes or prefixes to enable (e.g. JAX1,JAX201); 'ALL' for every rule")
-    c.add_argument("--extend-select", type=_codes, default=None, metavar="CODES",
-                   help="codes or prefixes to enable on top of the selection")
-    c.add_argument("--ignore", type=_codes, default=None, metavar="CODES", help="codes or prefixes to disable")
-    c.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    c = sub.add_parser("check", help="check files or directories (default: .); the default command")
+    c.add_argument("paths", nargs="*", help="files, directories or notebooks; '-' reads standard input")
+    _add_selection_options(c)
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes (with --fix or --diff)")
     c.add_argument("--diff", action="store_true",
                    help="print the fixes as a unified diff and write nothing (exit 1 if there are changes)")
-    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
-    c.add_argument("-q", "--quiet", action="store_true", help="print findings only, no context or summary")
-    c.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
-    c.add_argument("--isolated", action="store_true", help="ignore configuration files")
+    c.add_argument("--exit-non-zero-on-fix", action="store_true",
+                   help="with --fix: exit 1 when a fix was applied, even if no finding remains")
     c.add_argument("--stdin-filename", metavar="PATH", help="the name to report for '-' (standard input)")
-    c.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    c.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    c.add_argument("--force-exclude", action="store_true",
+                   help="apply exclude patterns to paths named on the command line too (for pre-commit)")
+    c.add_argument("--changed-since", metavar="REF",
+                   help="check only files changed since the git revision REF (plus untracked files)")
+    g = c.add_argument_group("adopting on a legacy codebase")
+    g.add_argument("--add-noqa", action="store_true",
+                   help="add `# noqa: CODE` to every line with a finding (keeps existing comments)")
+    g.add_argument("--baseline", metavar="FILE",
+                   help="report only findings not recorded in FILE (a jaxlint baseline)")
+    g.add_argument("--write-baseline", action="store_true",
+                   help=f"record every current finding in the --baseline FILE (default: {DEFAULT_BASELINE})")
+    g.add_argument("--report-unused-noqa", action="store_true",
+                   help=f"report `# noqa: JAX...` codes that suppress nothing ({UNUSED_NOQA_CODE})")
+    _add_output_options(c)
     _add_confirm_options(c, with_switch=True)
 
     k = sub.add_parser("confirm", help="run COMMAND with JAX instrumentation and confirm findings with the "
                                        "recorded call signatures: jaxlint confirm [PATHS] -- COMMAND ...")
     k.add_argument("paths", nargs="*", help="files or directories to check (default: .)")
-    for flag in ("--select", "--extend-select", "--ignore"):
-        k.add_argument(flag, type=_codes, default=None, metavar="CODES")
-    k.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
-    k.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
-    k.add_argument("-q", "--quiet", action="store_true", help="print findings only, no context or summary")
-    k.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
-    k.add_argument("--isolated", action="store_true", help="ignore configuration files")
-    k.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    k.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    _add_selection_options(k)
+    _add_output_options(k)
     _add_confirm_options(k, with_switch=False)
 
     r = sub.add_parser("rules", help="list the rules")
@@ -79,7 +89,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("rule", help="show a rule's documentation")
     d.add_argument("code", help="rule code (JAX101) or symbol (print-under-trace)")
+
+    sub.add_parser("server", help="run the language server over stdio (for editors)")
     return p
+
+
+def _add_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--select", type=_codes, default=None, metavar="CODES",
+                   help="comma-separated codes or prefixes to enable (e.g. JAX1,JAX201); 'ALL' for every rule")
+    p.add_argument("--extend-select", type=_codes, default=None, metavar="CODES",
+                   help="codes or prefixes to enable on top of the selection")
+    p.add_argument("--ignore", type=_codes, default=None, metavar="CODES", help="codes or prefixes to disable")
+    p.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
+    p.add_argument("--isolated", action="store_true", help="ignore configuration files")
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--output-file", "-o", metavar="PATH", help="write the report to PATH instead of stdout")
+    p.add_argument("--statistics", action="store_true", help="print the number of findings per rule only")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported")
+    p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no context or summary")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
 
 def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
@@ -95,11 +127,20 @@ def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
                    help="backend for runtime confirmation (default: JAX's default backend)")
 
 
+def _with_default_command(argv: List[str]) -> List[str]:
+    """``jaxlint src/ --fix`` means ``jaxlint check src/ --fix``."""
+    if not argv:
+        return ["check"]
+    if argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version"):
+        return argv
+    return ["check"] + argv
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _with_default_command(list(sys.argv[1:] if argv is None else argv))
     harness = None
-    if argv and argv[0] == "confirm" and "--" in argv:
+    if argv[0] == "confirm" and "--" in argv:
         i = argv.index("--")
         argv, harness = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
@@ -107,18 +148,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "confirm":
             if not harness:
                 parser.error("confirm needs a command after '--' (e.g. jaxlint confirm -- pytest tests/)")
-            args.harness_command = harness
-            args.confirm = True
-            args.fix = args.diff = args.unsafe_fixes = False
-            args.stdin_filename = None
-            return cmd_check(args)
+            # everything `check` knows, at its defaults, then what `confirm` was given
+            check = parser.parse_args(["check"])
+            vars(check).update(vars(args))
+            check.harness_command, check.confirm = harness, True
+            return cmd_check(check)
         if args.command == "check":
             return cmd_check(args)
         if args.command == "rules":
             return cmd_rules(args)
         if args.command == "rule":
             return cmd_rule(args)
-    except ConfigError as exc:
+        if args.command == "server":
+            return cmd_server(args)
+    except (ConfigError, BaselineError) as exc:
         sys.stderr.write(f"jaxlint: error: {exc}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -134,7 +177,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return EXIT_ERROR
 
 
-# ------------------------------------------------------------------- rules
+# ------------------------------------------------------------------- rules, rule, server
 def cmd_rules(args) -> int:
     rules = all_rules()
     if args.format == "json":
@@ -170,7 +213,17 @@ def cmd_rule(args) -> int:
     return EXIT_OK
 
 
-# ------------------------------------------------------------------- check
+def cmd_server(args) -> int:
+    try:
+        from .server import main as server_main
+    except ImportError as exc:
+        sys.stderr.write(f"jaxlint: error: the language server is not available: {exc}\n")
+        return EXIT_ERROR
+    rc = server_main()
+    return int(rc or 0)
+
+
+# ------------------------------------------------------------------- check: set-up
 def _load_config(args) -> Config:
     if args.isolated:
         cfg = Config(root=os.getcwd())
@@ -186,149 +239,351 @@ def _load_config(args) -> Config:
     return cfg
 
 
-def _read_stdin(name: str) -> SourceFile:
-    raw = sys.stdin.buffer.read()
-    return SourceFile.from_bytes(name, raw)
-
-
-def cmd_check(args) -> int:
-    if args.diff and args.fix:
-        pass  # --diff wins: show, write nothing
+def _validate(args) -> bool:
+    """Check option combinations; returns whether runtime confirmation was asked for."""
     confirm = args.confirm or args.confirmed_only or args.device is not None or args.confirm_timeout is not None
     if confirm and args.diff:
         raise ConfigError("--confirm cannot be combined with --diff")
     if args.confirm_timeout is not None and args.confirm_timeout <= 0:
         raise ConfigError("--confirm-timeout must be a positive number of seconds")
-    cfg = _load_config(args)
-    rules = cfg.rules()
-    paths = args.paths or ["."]
-    targets = list(iter_python_files([p for p in paths if p != "-"], cfg.exclude, cfg.root))
-    use_stdin = "-" in paths
-    fixing = args.fix or args.diff
+    if args.add_noqa and (args.fix or args.diff):
+        raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
+    if args.write_baseline and (args.fix or args.diff or args.add_noqa):
+        raise ConfigError("--write-baseline cannot be combined with --fix, --diff or --add-noqa")
+    if args.add_noqa and "-" in args.paths:
+        raise ConfigError("--add-noqa cannot edit standard input")
+    return confirm
 
-    results: List[FileResult] = []
-    diffs: List[str] = []
-    fixed_total = 0
-    fixed_by_rule = {}
-    broken = []
 
-    progress = None
-    show_progress = (not args.no_progress and not args.quiet and sys.stderr.isatty()
-                     and len(targets) >= 20 and args.format == "text")
-    if show_progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        from rich.console import Console
-        progress = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=Console(file=sys.stderr), transient=True)
-        task = progress.add_task("check", total=len(targets))
-        progress.start()
+def _changed_files(ref: str) -> Set[str]:
+    """Absolute paths of files changed since ``ref`` (committed or not) and untracked files."""
+    def git(*cmd: str) -> str:
+        try:
+            proc = subprocess.run(["git", *cmd], capture_output=True, text=True)
+        except OSError as exc:
+            raise ConfigError(f"--changed-since needs git: {exc.strerror or exc}") from None
+        if proc.returncode != 0:
+            why = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise ConfigError(f"--changed-since {ref}: {why}")
+        return proc.stdout
 
-    def lint_one(source: SourceFile) -> List:
-        ignored = cfg.ignored_for(source.path)
-        active = [r for r in rules if not any(r.code.startswith(i.upper()) or r.symbol == i for i in ignored)]
-        return lint_source(source, active, cfg.settings)
+    top = git("rev-parse", "--show-toplevel").strip()
+    names = git("diff", "--name-only", "-z", ref, "--").split("\0")
+    names += git("ls-files", "--others", "--exclude-standard", "-z", "--full-name").split("\0")
+    return {os.path.realpath(os.path.join(top, n)) for n in names if n}
 
-    jobs = [(p, exists) for p, exists in targets]
-    if use_stdin:
-        jobs.append(("-", True))
-    try:
-        for path, exists in jobs:
-            if progress is not None and path != "-":
-                progress.advance(task)
-            display = args.stdin_filename or "<stdin>" if path == "-" else path
-            if not exists:
-                results.append(FileResult(path, error="no such file or directory"))
-                continue
-            try:
-                source = _read_stdin(display) if path == "-" else SourceFile.from_path(path)
-                findings = lint_one(source)
-            except (SourceError, InternalError) as exc:
-                results.append(FileResult(display, error=str(exc)))
-                continue
-            res = FileResult(display, findings, source=source)
-            if fixing and any(f.fix is not None for f in findings):
-                report = fix_text(source, lint_one, unsafe=args.unsafe_fixes)
-                for code, n in report.applied.items():
-                    fixed_by_rule[code] = fixed_by_rule.get(code, 0) + n
-                for code, line, why in report.broken:
-                    broken.append(f"{display}:{line}: {code} fix discarded: {why} (a jaxlint bug; please report it)")
-                if report.text != source.text:
-                    if args.diff:
-                        diffs.append(_unified_diff(display, source.text, report.text))
-                    elif path == "-":
-                        sys.stdout.write(report.text)
-                    else:
-                        try:
-                            write_atomic(path, source, report.text)
-                        except SourceError as exc:
-                            results.append(FileResult(display, error=str(exc), source=source,
-                                                      findings=findings))
-                            continue
-                    if not args.diff:
-                        fixed_total += report.total
-                        new_source = SourceFile(source.path, report.text, source.encoding)
-                        res = FileResult(display, lint_one(new_source), source=new_source, fixed=report.total)
-                if not report.stable:
-                    broken.append(f"{display}: fixes did not settle after the maximum number of passes")
-            results.append(res)
-    finally:
-        if progress is not None:
-            progress.stop()
 
-    errors = [r for r in results if r.error]
-    for r in errors:
-        sys.stderr.write(f"{r.path}: error: {r.error}\n")
-    for b in broken:
-        sys.stderr.write(f"jaxlint: {b}\n")
+def _targets(args, cfg: Config) -> List[Tuple[str, bool]]:
+    paths = [p for p in (args.paths or ["."]) if p != "-"]
+    targets = list(iter_python_files(paths, cfg.exclude, cfg.root, force_exclude=args.force_exclude))
+    if args.changed_since:
+        changed = _changed_files(args.changed_since)
+        targets = [(p, ok) for p, ok in targets if not ok or os.path.realpath(p) in changed]
+    return targets
 
-    confirm_line = None
-    if confirm:
-        confirm_line = _confirm(args, cfg, results)
 
-    if args.diff:
-        out = "".join(diffs)
-        sys.stdout.write(out)
-        n = sum(fixed_by_rule.values())
-        if not args.quiet:
-            sys.stderr.write(f"Would fix {n} finding{'s' if n != 1 else ''}.\n" if n else "No fixes available.\n")
-        if errors:
-            return EXIT_ERROR
-        return EXIT_FINDINGS if out else EXIT_OK
+# ------------------------------------------------------------------- check: reading and writing
+def read_source(path: str) -> SourceFile:
+    """A file's source; notebooks (``.ipynb``) become their joined code cells."""
+    if path.endswith(".ipynb"):
+        try:
+            from .notebook import load_source
+        except ImportError as exc:
+            raise SourceError(f"notebook support is not available: {exc}") from None
+        return load_source(path)
+    return SourceFile.from_path(path)
 
-    summary = None
-    if args.fix:
-        remaining = sum(len(r.findings) for r in results)
-        unsafe_left = sum(1 for r in results for f in r.findings
-                          if f.fix is not None and f.fix.applicability != "safe")
-        parts = [f"Fixed {fixed_total} finding{'s' if fixed_total != 1 else ''}"]
-        if fixed_by_rule:
-            parts[0] += " (" + ", ".join(f"{c}: {n}" for c, n in sorted(fixed_by_rule.items())) + ")"
-        parts.append(f"{remaining} remaining")
-        if unsafe_left:
-            parts.append(f"{unsafe_left} more fixable with --unsafe-fixes")
-        summary = "; ".join(parts) + "."
-        if args.format != "text" and not args.quiet:
-            sys.stderr.write(summary + "\n")
 
-    color = {"always": True, "never": False}.get(args.color)
-    if args.format == "text":
-        if path_results_empty(results) and args.quiet:
-            pass
-        render("text", [r for r in results if not r.error or r.findings], sys.stdout, quiet=args.quiet,
-               color=color, fix_summary=summary, confirm_summary=confirm_line)
+def write_source(path: str, source: SourceFile, text: str) -> None:
+    """Write fixed text back: notebooks through their own writer, files atomically."""
+    writer = getattr(source, "write_fixed", None)
+    if writer is not None:
+        writer(text)
     else:
-        if confirm_line and not args.quiet:
-            sys.stderr.write(confirm_line + "\n")
-        render(args.format, results, sys.stdout)
+        write_atomic(path, source, text)
 
-    if errors:
+
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:   # a text-only stream (tests)
+        sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+
+
+@dataclass
+class _Run:
+    """What checking all files produced, before filtering and reporting."""
+    results: List[FileResult] = field(default_factory=list)
+    diffs: List[str] = field(default_factory=list)
+    fixed_by_rule: Dict[str, int] = field(default_factory=dict)
+    problems: List[str] = field(default_factory=list)     # fixes discarded or unsettled (jaxlint bugs)
+    checked: int = 0
+
+    @property
+    def fixed_total(self) -> int:
+        return sum(self.fixed_by_rule.values())
+
+    @property
+    def errors(self) -> List[FileResult]:
+        return [r for r in self.results if r.error]
+
+
+def _linter(cfg: Config, rules, path: Optional[str]) -> Callable[[SourceFile], List[Finding]]:
+    selected = {r.code for r in cfg.rules_for(path)}
+    active = [r for r in rules if r.code in selected]
+    return lambda source: lint_source(source, active, cfg.settings)
+
+
+@contextlib.contextmanager
+def _progress(args, total: int) -> Iterator[Callable[[], None]]:
+    if args.no_progress or args.quiet or not sys.stderr.isatty() or total < 20 or args.format != "text":
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    progress = Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(file=sys.stderr), transient=True)
+    task = progress.add_task("check", total=total)
+    progress.start()
+    try:
+        yield lambda: progress.advance(task)
+    finally:
+        progress.stop()
+
+
+def _check_one(args, cfg: Config, rules, path: str, run: _Run) -> None:
+    stdin = path == "-"
+    display = (args.stdin_filename or "<stdin>") if stdin else path
+    lint = _linter(cfg, rules, args.stdin_filename if stdin else path)
+    echo = stdin and args.fix and not args.diff    # stdout must carry the source, fixed or not
+    raw = sys.stdin.buffer.read() if stdin else b""
+    if stdin and args.force_exclude and args.stdin_filename \
+            and is_excluded(args.stdin_filename, cfg.exclude, cfg.root):
+        if echo:
+            _write_stdout(raw)
+        return
+    try:
+        source = SourceFile.from_bytes(display, raw) if stdin else read_source(path)
+        res = lint_and_fix(source, lint, fix=args.fix or args.diff, unsafe=args.unsafe_fixes)
+    except (SourceError, InternalError) as exc:
+        if echo:
+            _write_stdout(raw)
+        run.results.append(FileResult(display, error=str(exc)))
+        return
+    res.path = display
+    run.checked += 1
+    report = res.fix_report
+    if report is not None:
+        for code, line, why in report.broken:
+            run.problems.append(f"{display}:{line}: {code} fix discarded: {why} (a jaxlint bug; please report it)")
+        if not report.stable:
+            run.problems.append(f"{display}: fixes did not settle after the maximum number of passes")
+    if args.diff:
+        if res.fixed_source is not None:
+            run.diffs.append(_unified_diff(display, source.text, res.fixed_source.text))
+            _count_fixes(run, report)
+    elif echo:
+        # an editor's fix-on-save reads stdout: it carries the (fixed) source and nothing else
+        try:
+            _write_stdout(source.encode(res.fixed_source.text) if res.fixed_source is not None else raw)
+        except UnicodeEncodeError:
+            _write_stdout(raw)
+            res.error = f"fixed text cannot be encoded as {source.encoding}; the input was echoed unchanged"
+        if res.fixed_source is not None and not res.error:
+            res.accept_fixes()
+            _count_fixes(run, report)
+    elif res.fixed_source is not None:
+        try:
+            write_source(path, source, res.fixed_source.text)
+        except SourceError as exc:
+            res.error = str(exc)
+        else:
+            res.accept_fixes()
+            _count_fixes(run, report)
+    run.results.append(res)
+
+
+def _count_fixes(run: _Run, report) -> None:
+    for code, n in report.applied.items():
+        run.fixed_by_rule[code] = run.fixed_by_rule.get(code, 0) + n
+
+
+def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
+    run = _Run()
+    rules = cfg.rules()
+    jobs = list(targets) + ([("-", True)] if "-" in args.paths else [])
+    with _progress(args, len(targets)) as advance:
+        for path, exists in jobs:
+            if path != "-":
+                advance()
+            if not exists:
+                run.results.append(FileResult(path, error="no such file or directory"))
+                continue
+            _check_one(args, cfg, rules, path, run)
+    return run
+
+
+# ------------------------------------------------------------------- check: legacy-code adoption
+def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
+    added = files = 0
+    for res in run.results:
+        if res.error or not res.findings or res.source is None:
+            continue
+        edits, n, skipped = add_noqa_edits(res.source, res.findings)
+        for line in skipped:
+            sys.stderr.write(f"{res.path}:{line}: cannot add `# noqa` (the line continues a string or a "
+                             f"backslash continuation); suppress it by hand\n")
+        if not edits:
+            continue
+        try:
+            write_source(res.path, res.source, apply_edits(res.source.text, edits))
+        except SourceError as exc:
+            res.error = str(exc)
+            continue
+        added += n
+        files += 1
+    _print_errors(run)
+    if not args.quiet:
+        out.write(f"Added {added} noqa directive{'s' if added != 1 else ''} to {files} "
+                  f"file{'s' if files != 1 else ''} ({run.checked} checked).\n")
+    return EXIT_ERROR if run.errors else EXIT_OK
+
+
+def _unused_noqa_findings(cfg: Config, rules, res: FileResult) -> List[Finding]:
+    source = res.source
+    active = [r for r in rules if r.code in {x.code for x in cfg.rules_for(res.path)}]
+    try:
+        raw = lint_source(source, active, cfg.settings, apply_noqa=False)
+    except (SourceError, InternalError):
+        return []
+    out = []
+    for line, col, end_col, code in unused_noqa(source, raw, [r.code for r in active]):
+        out.append(Finding(UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, res.path, line, col, line, end_col,
+                           f"unused `noqa` directive: no {code} finding on this line"))
+    return out
+
+
+# ------------------------------------------------------------------- check
+def cmd_check(args) -> int:
+    confirm = _validate(args)
+    cfg = _load_config(args)
+    run = _check_all(args, cfg, _targets(args, cfg))
+
+    with _report_stream(args) as out:
+        if args.add_noqa:
+            return _add_noqa(args, cfg, run, out)
+        _print_errors(run)
+        if args.write_baseline:
+            path = args.baseline or DEFAULT_BASELINE
+            n = write_baseline(path, run.results)
+            if not args.quiet:
+                out.write(f"Wrote {n} finding{'s' if n != 1 else ''} to {path} ({run.checked} files checked).\n")
+            return EXIT_ERROR if run.errors else EXIT_OK
+
+        notes: List[str] = []
+        if args.baseline:
+            hidden = apply_baseline(args.baseline, run.results)
+            if hidden:
+                notes.append(f"{hidden} finding{'s' if hidden != 1 else ''} in the baseline not shown")
+        if args.report_unused_noqa:
+            rules = cfg.rules()
+            for res in run.results:
+                if res.source is not None and not res.error:
+                    res.findings = sorted(res.findings + _unused_noqa_findings(cfg, rules, res),
+                                          key=Finding.sort_key)
+        confirm_line = _confirm(args, cfg, run.results, notes) if confirm else None
+
+        if args.diff:
+            return _report_diff(args, run, out)
+        _report(args, run, out, confirm_line, notes)
+    return _exit_code(args, run)
+
+
+def _print_errors(run: _Run) -> None:
+    for r in run.errors:
+        sys.stderr.write(f"{r.path}: error: {r.error}\n")
+    for p in run.problems:
+        sys.stderr.write(f"jaxlint: {p}\n")
+
+
+@contextlib.contextmanager
+def _report_stream(args) -> Iterator[TextIO]:
+    """Where the report goes: --output-file, stderr when stdout carries fixed source, else stdout."""
+    if args.output_file:
+        try:
+            d = os.path.dirname(os.path.abspath(args.output_file))
+            os.makedirs(d, exist_ok=True)
+            fh = open(args.output_file, "w", encoding="utf-8", newline="\n")
+        except OSError as exc:
+            raise ConfigError(f"--output-file {args.output_file}: {exc.strerror or exc}") from None
+        with fh:
+            yield fh
+    elif "-" in args.paths and args.fix and not args.diff:
+        yield sys.stderr
+    else:
+        yield sys.stdout
+
+
+def _report_diff(args, run: _Run, out: TextIO) -> int:
+    text = "".join(run.diffs)
+    out.write(text)
+    n = run.fixed_total
+    if not args.quiet:
+        sys.stderr.write(f"Would fix {n} finding{'s' if n != 1 else ''}.\n" if n else "No fixes available.\n")
+    if run.errors:
         return EXIT_ERROR
-    if any(r.findings for r in results) and not args.exit_zero:
+    return EXIT_FINDINGS if text else EXIT_OK
+
+
+def _fix_summary(run: _Run) -> str:
+    remaining = sum(len(r.findings) for r in run.results)
+    unsafe_left = sum(1 for r in run.results for f in r.findings
+                      if f.fix is not None and f.fix.applicability != "safe")
+    n = run.fixed_total
+    head = f"Fixed {n} finding{'s' if n != 1 else ''}"
+    if run.fixed_by_rule:
+        head += " (" + ", ".join(f"{c}: {k}" for c, k in sorted(run.fixed_by_rule.items())) + ")"
+    parts = [head, f"{remaining} remaining"]
+    if unsafe_left:
+        parts.append(f"{unsafe_left} of them fixable with --unsafe-fixes")
+    return "; ".join(parts) + "."
+
+
+def _report(args, run: _Run, out: TextIO, confirm_line: Optional[str], notes: List[str]) -> None:
+    summary = _fix_summary(run) if args.fix else None
+    shown = [r for r in run.results if not r.error or r.findings]
+    if args.statistics:
+        render_statistics(args.format, shown, out)
+        if summary and not args.quiet:
+            sys.stderr.write(summary + "\n")
+        return
+    if args.format == "text":
+        color = {"always": True, "never": False}.get(args.color)
+        if args.output_file:
+            color = False if args.color != "always" else True
+        render("text", shown, out, quiet=args.quiet, color=color, fix_summary=summary,
+               confirm_summary=confirm_line, checked=run.checked, notes=notes)
+    else:
+        if not args.quiet:
+            for line in ([confirm_line] if confirm_line else []) + ([summary] if summary else []) + notes:
+                sys.stderr.write(line + "\n")
+        render(args.format, run.results, out)
+
+
+def _exit_code(args, run: _Run) -> int:
+    if run.errors:
+        return EXIT_ERROR
+    if args.exit_non_zero_on_fix and run.fixed_total:
+        return EXIT_FINDINGS
+    if any(r.findings for r in run.results) and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _confirm(args, cfg: Config, results: List[FileResult]) -> Optional[str]:
+def _confirm(args, cfg: Config, results: List[FileResult], notes: List[str]) -> Optional[str]:
     """Runtime confirmation (imports JAX only in subprocesses); returns the summary line."""
     from .confirm import ConfirmOptions, SpecError, confirm_results, load_confirm_config, warning
     try:
@@ -345,14 +600,16 @@ def _confirm(args, cfg: Config, results: List[FileResult]) -> Optional[str]:
     if command and summary.command_rc:
         sys.stderr.write(f"jaxlint: the command exited with code {summary.command_rc}\n")
     if args.confirmed_only:
+        dropped = 0
         for r in results:
-            r.findings = [f for f in r.findings
-                          if f.confirmation is not None and f.confirmation.get("status") == "confirmed"]
+            kept = [f for f in r.findings
+                    if f.confirmation is not None and f.confirmation.get("status") == "confirmed"]
+            dropped += len(r.findings) - len(kept)
+            r.findings = kept
+        if dropped:
+            notes.append(f"{dropped} static finding{'s' if dropped != 1 else ''} not confirmed at runtime "
+                         f"not shown (--confirmed-only)")
     return summary.line()
-
-
-def path_results_empty(results) -> bool:
-    return not any(r.findings for r in results)
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:

@@ -38,13 +38,38 @@ def _gitignore(directory: str) -> List[str]:
         return []
 
 
-def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: str = ".") \
-        -> Iterator[Tuple[str, bool]]:
-    """Yield ``(path, exists)`` for every Python file to check, in a stable order.
+SUFFIXES = (".py", ".ipynb")
+
+
+def _display(path: str) -> str:
+    """``./a.py`` -> ``a.py``; other spellings as given."""
+    while path.startswith("./") and len(path) > 2:
+        path = path[2:]
+    return path
+
+
+def is_excluded(path: str, exclude: Sequence[str] = (), root: str = ".") -> bool:
+    """Whether ``path`` (or one of its parent folders) matches the default or given
+    exclude patterns, relative to ``root``: what ``--force-exclude`` applies to paths
+    named on the command line (pre-commit passes every staged file explicitly)."""
+    patterns = list(DEFAULT_EXCLUDE) + list(exclude)
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full, os.path.abspath(root)).replace(os.sep, "/")
+    parts = rel.split("/") if not rel.startswith("../") else [os.path.basename(full)]
+    for i in range(len(parts)):
+        if _match("/".join(parts[: i + 1]), parts[i], patterns):
+            return True
+    return False
+
+
+def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: str = ".",
+                      force_exclude: bool = False) -> Iterator[Tuple[str, bool]]:
+    """Yield ``(path, exists)`` for every Python file and notebook to check, in a stable order.
 
     A path named explicitly is always checked (even if excluded or not ending
-    in ``.py``); missing paths are yielded with ``exists=False`` so the caller
-    can report them.
+    in ``.py``) unless ``force_exclude``; missing paths are yielded with
+    ``exists=False`` so the caller can report them.  Directories yield
+    ``*.py`` files and ``*.ipynb`` notebooks.
     """
     root = os.path.abspath(root)
     patterns = list(DEFAULT_EXCLUDE) + list(exclude)
@@ -53,7 +78,10 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: s
         if not os.path.exists(p):
             yield p, False
             continue
+        if force_exclude and is_excluded(p, exclude, root):
+            continue
         if not os.path.isdir(p):
+            p = _display(p)
             if p not in seen:
                 seen.add(p)
                 yield p, True
@@ -73,9 +101,9 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: s
                 base_ignores[os.path.join(dirpath, d)] = [i for i in ignores if "/" not in i.strip("/")]
             dirnames[:] = keep
             for f in sorted(filenames):
-                if not f.endswith(".py"):
+                if not f.endswith(SUFFIXES):
                     continue
-                full = os.path.join(dirpath, f)
+                full = _display(os.path.join(dirpath, f))
                 rel = os.path.relpath(os.path.abspath(full), root).replace(os.sep, "/")
                 if _match(rel, f, patterns) or _match(f, f, ignores):
                     continue

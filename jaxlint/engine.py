@@ -9,6 +9,7 @@ from typing import Callable, Iterable, List, Optional, Sequence
 
 from .analysis import SemanticModel, SourceError, SourceFile
 from .checkers import Context, Finding, Rule, Settings, all_rules
+from .fixes.applier import FixReport, fix_text
 
 
 @dataclass
@@ -19,6 +20,15 @@ class FileResult:
     source: Optional[SourceFile] = None
     fixed: int = 0
     fix_report: Optional[object] = None
+    # set by lint_and_fix when fixes changed the text: the fixed source and its findings
+    fixed_source: Optional[SourceFile] = None
+    fixed_findings: Optional[List[Finding]] = None
+
+    def accept_fixes(self) -> None:
+        """The fixed text was written: report the findings that remain in it."""
+        if self.fixed_source is not None:
+            self.source, self.findings = self.fixed_source, list(self.fixed_findings or [])
+            self.fixed = self.fix_report.total if self.fix_report is not None else 0
 
 
 class InternalError(Exception):
@@ -89,3 +99,34 @@ def lint_path(path: str, rules: Optional[Sequence[Rule]] = None,
         return FileResult(path, error=str(exc))
     except InternalError as exc:
         return FileResult(path, error=str(exc))
+
+
+def with_text(source: SourceFile, text: str) -> SourceFile:
+    """``source`` with new text, keeping its kind (a notebook stays a notebook) and encoding."""
+    make = getattr(source, "with_text", None)
+    if make is not None:
+        return make(text)
+    return SourceFile(source.path, text, source.encoding)
+
+
+def lint_and_fix(source: SourceFile, lint: Callable[[SourceFile], List[Finding]], *,
+                 fix: bool = False, unsafe: bool = False) -> FileResult:
+    """Lint ``source``; with ``fix``, apply the allowed fixes until stable and re-lint the result.
+
+    ``lint`` is the per-file lint function (rules, settings and noqa already bound).
+    Returns a :class:`FileResult` for the original text; when fixes changed it,
+    ``fix_report``, ``fixed_source`` and ``fixed_findings`` describe the fixed
+    text.  Nothing is written: the caller decides (file, notebook, stdout or a
+    diff) and calls :meth:`FileResult.accept_fixes` once it has written.
+    Raises :class:`SourceError`/:class:`InternalError` like :func:`lint_source`.
+    """
+    findings = lint(source)
+    res = FileResult(source.path, findings, source=source)
+    if not fix or not any(f.fix is not None for f in findings):
+        return res
+    report: FixReport = fix_text(source, lint, unsafe=unsafe)
+    res.fix_report = report
+    if report.text != source.text:
+        res.fixed_source = with_text(source, report.text)
+        res.fixed_findings = lint(res.fixed_source)
+    return res

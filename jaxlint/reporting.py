@@ -4,13 +4,42 @@ from __future__ import annotations
 import collections
 import json
 import os
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .checkers import REGISTRY, Finding, all_rules
 from .fixes.edits import SAFE
 
 FORMATS = ("text", "json", "github", "sarif")
+
+# findings the front end makes itself (not rules in the registry)
+PSEUDO_RULES = {"JAX000": ("unused-noqa", "A `# noqa` directive names a jaxlint rule that reports nothing there")}
+
+
+def _symbol(code: str) -> str:
+    rule = REGISTRY.get(code)
+    return rule.symbol if rule is not None else PSEUDO_RULES.get(code, (code.lower(),))[0]
+
+
+def cell_of(source, line: int) -> Tuple[Optional[int], int]:
+    """``(cell, line in cell)`` for a notebook's joined source, ``(None, line)`` for a file."""
+    where = getattr(source, "cell_position", None)
+    if where is None:
+        return None, line
+    cell, in_cell = where(line)
+    return cell, in_cell
+
+
+def location(f: Finding, source) -> str:
+    """``path:line:col`` or, in a notebook, ``nb.ipynb:cell 3:line 2:col``."""
+    cell, line = cell_of(source, f.line)
+    if cell is None:
+        return f"{f.path}:{f.line}:{f.col + 1}"
+    return f"{f.path}:cell {cell}:line {line}:{f.col + 1}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _fix_note(f: Finding) -> str:
@@ -34,7 +63,8 @@ def _confirm_note(f: Finding) -> Optional[tuple]:
 
 def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bool] = None,
                 fix_summary: Optional[str] = None, show_fix_hints: bool = True,
-                confirm_summary: Optional[str] = None) -> None:
+                confirm_summary: Optional[str] = None, checked: Optional[int] = None,
+                notes: Sequence[str] = ()) -> None:
     from rich.console import Console
     from rich.text import Text
 
@@ -53,7 +83,7 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
                 else:
                     fixable_unsafe += 1
             head = Text()
-            head.append(f"{f.path}:{f.line}:{f.col + 1}:", style="bold")
+            head.append(f"{location(f, res.source)}:", style="bold")
             head.append(" ")
             head.append(f.code, style="bold red")
             head.append(" ")
@@ -76,7 +106,7 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
                 width = len(raw_line[:f.end_col].expandtabs(4)) - start
             else:
                 width = len(line_text) - start
-            gutter = f"{f.line} | "
+            gutter = f"{cell_of(res.source, f.line)[1]} | "
             console.print(Text(gutter, style="blue") + Text(line_text))
             caret = Text(" " * (len(gutter) - 2) + "| ", style="blue")
             caret.append(" " * start + "^" * max(1, width), style="bold red")
@@ -94,27 +124,69 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
         console.print(Text(confirm_summary, style="bold"))
     if fix_summary:
         console.print(Text(fix_summary, style="bold"))
+    checked_note = f" ({_plural(checked, 'file')} checked)" if checked is not None else ""
     if total:
-        noun = "finding" if total == 1 else "findings"
-        line = Text(f"Found {total} {noun}", style="bold")
+        files = sum(1 for res in results if res.findings)
+        console.print(Text(f"Found {_plural(total, 'finding')} in {_plural(files, 'file')}{checked_note}.",
+                           style="bold"))
         extra = []
         if fixable_safe:
             extra.append(f"{fixable_safe} fixable with --fix")
         if fixable_unsafe:
-            extra.append(f"{fixable_unsafe} more with --unsafe-fixes")
+            extra.append(f"{fixable_unsafe} fixable only with --fix --unsafe-fixes")
         if extra:
-            line.append(" (" + ", ".join(extra) + ")")
-        console.print(line)
+            console.print(Text(f"Of these, {'; '.join(extra)}."))
         for code in sorted(counts):
-            rule = REGISTRY[code]
-            console.print(Text(f"  {code}  {rule.symbol:<40} {counts[code]:>4}"))
-    elif not fix_summary:
-        console.print(Text("All checks passed.", style="bold green"))
+            console.print(Text(f"  {code}  {_symbol(code):<40} {counts[code]:>4}"))
+    for note in notes:
+        console.print(Text(f"Note: {note}."))
+    if total:
+        return
+    if checked == 0:
+        console.print(Text("No files were checked.", style="bold yellow"))
+    elif notes:
+        console.print(Text(f"No findings to show{checked_note}.", style="bold"))
+    else:
+        console.print(Text(f"All checks passed{checked_note}.", style="bold green"))
+
+
+# ---------------------------------------------------------------- statistics
+def statistics(results) -> List[dict]:
+    """Findings per rule, most frequent first: code, symbol, count, fixable (with --fix)."""
+    counts: Dict[str, int] = collections.Counter()
+    fixable: Dict[str, int] = collections.Counter()
+    for res in results:
+        for f in res.findings:
+            counts[f.code] += 1
+            if f.fix is not None and f.fix.applicability == SAFE:
+                fixable[f.code] += 1
+    return [{"code": c, "symbol": _symbol(c), "count": n, "fixable": fixable[c]}
+            for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def render_statistics(fmt: str, results, out: TextIO) -> None:
+    rows = statistics(results)
+    if fmt in ("json", "sarif"):
+        json.dump(rows, out, indent=2)
+        out.write("\n")
+        return
+    for r in rows:
+        mark = " [*]" if r["fixable"] else ""
+        out.write(f"{r['count']:>5}  {r['code']}  {r['symbol']}{mark}\n")
 
 
 # ---------------------------------------------------------------- json
+def _finding_dict(f: Finding, source) -> dict:
+    d = f.to_dict(source)
+    cell, line = cell_of(source, f.line)
+    if cell is not None:        # a notebook: line numbers count within the cell
+        end_cell, end_line = cell_of(source, f.end_line)
+        d.update(cell=cell, line=line, end_line=end_line if end_cell == cell else line)
+    return d
+
+
 def render_json(results, out: TextIO) -> None:
-    data = [f.to_dict(res.source) for res in results for f in res.findings]
+    data = [_finding_dict(f, res.source) for res in results for f in res.findings]
     json.dump(data, out, indent=2, ensure_ascii=False)
     out.write("\n")
 
@@ -133,9 +205,14 @@ def render_github(results, out: TextIO) -> None:
         if res.error:
             out.write(f"::error file={_gh_escape_prop(res.path)},title=jaxlint::{_gh_escape_data(res.error)}\n")
         for f in res.findings:
-            props = (f"file={_gh_escape_prop(f.path)},line={f.line},col={f.col + 1},"
-                     f"endLine={f.end_line},endColumn={f.end_col + 1},"
-                     f"title={_gh_escape_prop(f'{f.code} {REGISTRY[f.code].symbol}')}")
+            cell, line = cell_of(res.source, f.line)
+            if cell is None:
+                span = f"line={f.line},col={f.col + 1},endLine={f.end_line},endColumn={f.end_col + 1}"
+                title = f"{f.code} {_symbol(f.code)}"
+            else:
+                span = f"line={line},col={f.col + 1}"
+                title = f"{f.code} {_symbol(f.code)} (cell {cell})"
+            props = f"file={_gh_escape_prop(f.path)},{span},title={_gh_escape_prop(title)}"
             note = _confirm_note(f)
             extra = f" [{note[0]}: {note[1]}]" if note is not None else ""
             out.write(f"::warning {props}::{_gh_escape_data(f'{f.code} {f.message}{extra}')}\n")
@@ -159,6 +236,7 @@ def sarif_document(results) -> dict:
     rules = all_rules()
     index = {r.code: i for i, r in enumerate(rules)}
     driver_rules = []
+    pseudo = sorted({f.code for res in results for f in res.findings if f.code not in REGISTRY})
     for r in rules:
         sections = r.doc_sections()
         driver_rules.append({
@@ -171,6 +249,11 @@ def sarif_document(results) -> dict:
             "defaultConfiguration": {"level": "warning", "enabled": r.default_enabled},
             "properties": {"tags": ["jax", r.symbol]},
         })
+    for code in pseudo:
+        symbol, text = PSEUDO_RULES.get(code, (code.lower(), code))
+        index[code] = len(driver_rules)
+        driver_rules.append({"id": code, "name": symbol, "shortDescription": {"text": text},
+                             "defaultConfiguration": {"level": "warning", "enabled": False}})
     sarif_results = []
     notifications = []
     for res in results:
@@ -195,6 +278,9 @@ def sarif_document(results) -> dict:
                 }],
                 "properties": {"confidence": f.confidence},
             }
+            cell, line = cell_of(res.source, f.line)
+            if cell is not None:
+                item["properties"].update(cell=cell, line_in_cell=line)
             if f.confirmation is not None:
                 item["properties"]["confirmation"] = dict(f.confirmation)
             if f.fix is not None and res.source is not None:

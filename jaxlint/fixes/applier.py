@@ -102,7 +102,13 @@ def _key(f) -> Tuple:
 
 def write_atomic(path: str, source: SourceFile, text: str) -> None:
     """Write ``text`` back in the file's own encoding (BOM included), atomically,
-    keeping its permission bits.  Raises :class:`SourceError` with one line."""
+    keeping its permission bits.  Raises :class:`SourceError` with one line.
+
+    A symbolic link is written through to its target (the link stays a link and
+    every other user of the target sees the fix); a file with several hard links
+    is rewritten in place so the links stay shared (not atomic: a rename would
+    split them)."""
+    path = os.path.realpath(path) if os.path.islink(path) else path
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -115,6 +121,16 @@ def write_atomic(path: str, source: SourceFile, text: str) -> None:
         data = source.encode(text)
     except UnicodeEncodeError as exc:
         raise SourceError(f"fixed text cannot be encoded as {source.encoding}: {exc.reason}") from None
+    if st.st_nlink > 1:
+        try:
+            with open(path, "r+b") as fh:
+                fh.write(data)
+                fh.truncate()
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise SourceError(f"cannot write: {exc.strerror or exc}") from None
+        return
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".jaxlint")
     try:

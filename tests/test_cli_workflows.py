@@ -1,0 +1,260 @@
+"""The command line as JAX teams use it: bare `jaxlint`, stdin fix-on-save, links, legacy
+adoption (--add-noqa, baselines, unused noqa) and CI conveniences."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jaxlint.cli import main
+
+BAD = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def step(x):
+        y = jnp.sin(x)
+        print("y", y)
+        if y.sum() > 0:
+            y = -y
+        return y
+""")
+CLEAN = textwrap.dedent("""\
+    import jax
+    import jax.numpy as jnp
+
+
+    @jax.jit
+    def step(x):
+        return jnp.where(x > 0, x, -x)
+""")
+FIXED_PRINT = "jax.debug.print('y {y}', y=y)"
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+class _Stdin:
+    def __init__(self, data: bytes):
+        self.buffer = io.BytesIO(data)
+
+
+class _Stdout(io.TextIOWrapper):
+    pass
+
+
+def _stdin_run(monkeypatch, data: bytes, args):
+    """Run main() with bytes on stdin; return (code, stdout bytes, stderr text)."""
+    monkeypatch.setattr(sys, "stdin", _Stdin(data))
+    out_bytes = io.BytesIO()
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = main(args)
+    out.flush()
+    return code, out_bytes.getvalue(), err.getvalue()
+
+
+# ------------------------------------------------------------------ bare jaxlint
+def test_bare_jaxlint_means_check(project, capsys):
+    assert run(["bad.py"], capsys)[0] == 1
+    assert run(["clean.py"], capsys)[0] == 0
+    code, out, _ = run(["--color", "never"], capsys)           # no arguments: check .
+    assert code == 1 and "bad.py:8:5: JAX101" in out
+    code, _, _ = run(["--fix"], capsys)
+    assert FIXED_PRINT in (project / "bad.py").read_text()
+    assert run(["rules", "--format", "json"], capsys)[0] == 0   # subcommands still work
+
+
+def test_bare_jaxlint_from_the_shell(project):
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", ".", "--select", "JAX101", "-q"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout.startswith("bad.py:8:5: JAX101"), proc.stdout + proc.stderr
+
+
+def test_paths_have_no_dot_slash_prefix(project, capsys):
+    code, out, _ = run([".", "--diff"], capsys)
+    assert out.startswith("--- a/bad.py\n+++ b/bad.py\n")
+    _, out, _ = run(["check", ".", "--format", "json"], capsys)
+    assert {d["path"] for d in json.loads(out)} == {"bad.py"}
+
+
+# ------------------------------------------------------------------ stdin for editors
+def test_stdin_fix_writes_only_the_fixed_source_to_stdout(project, monkeypatch):
+    code, out, err = _stdin_run(monkeypatch, BAD.encode(), ["check", "-", "--fix", "--stdin-filename", "m.py"])
+    assert out.decode() == BAD.replace('print("y", y)', FIXED_PRINT)
+    assert "JAX201" in err and "Fixed 1 finding" in err
+    assert code == 1
+
+
+def test_stdin_fix_echoes_clean_and_unparsable_input_unchanged(project, monkeypatch):
+    code, out, _ = _stdin_run(monkeypatch, CLEAN.encode(), ["-", "--fix"])
+    assert out == CLEAN.encode() and code == 0
+    broken = b"def f(:\n    pass\r\n"
+    code, out, err = _stdin_run(monkeypatch, broken, ["-", "--fix", "--stdin-filename", "x.py"])
+    assert out == broken and code == 2 and "x.py: error: syntax error" in err
+
+
+# ------------------------------------------------------------------ honest summaries
+def test_summary_says_how_many_files_were_checked(project, capsys):
+    code, out, _ = run(["clean.py", "--color", "never"], capsys)
+    assert code == 0 and "All checks passed (1 file checked)." in out
+    (project / "empty").mkdir()
+    code, out, _ = run(["empty", "--color", "never"], capsys)
+    assert "No files were checked." in out and "passed" not in out
+    code, out, err = run(["missing.py", "--color", "never"], capsys)
+    assert code == 2 and "passed" not in out and "missing.py: error" in err
+    code, out, _ = run(["bad.py", "clean.py", "--color", "never"], capsys)
+    assert "Found 2 findings in 1 file (2 files checked)." in out
+    assert "Of these, 1 fixable with --fix." in out
+
+
+def test_long_messages_are_not_wrapped(project):
+    env = dict(os.environ, COLUMNS="40")
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "bad.py", "--color", "always"],
+                          capture_output=True, text=True, env=env)
+    head = [line for line in proc.stdout.splitlines() if "JAX101" in line and "bad.py" in line]
+    assert head and "not the value" in head[0], proc.stdout
+
+
+# ------------------------------------------------------------------ --fix on links
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_fix_writes_through_symlinks(project, capsys):
+    shared = project / "vendor"
+    shared.mkdir()
+    (shared / "real.py").write_text(BAD)
+    os.symlink(shared / "real.py", project / "linked.py")
+    run(["linked.py", "--fix"], capsys)
+    assert os.path.islink(project / "linked.py")
+    assert FIXED_PRINT in (shared / "real.py").read_text()
+
+
+def test_fix_keeps_hard_links_shared(project, capsys):
+    os.link(project / "bad.py", project / "alias.py")
+    run(["bad.py", "--fix"], capsys)
+    assert os.stat(project / "bad.py").st_ino == os.stat(project / "alias.py").st_ino
+    assert FIXED_PRINT in (project / "alias.py").read_text()
+
+
+# ------------------------------------------------------------------ legacy adoption
+def test_add_noqa_suppresses_every_finding_and_keeps_comments(project, capsys):
+    src = BAD.replace('print("y", y)', 'print("y", y)  # debug output').replace(
+        "if y.sum() > 0:", "if y.sum() > 0:  # noqa: E501")
+    src += textwrap.dedent('''\
+
+
+        @jax.jit
+        def g(x):
+            print("""multi
+            line""", x)
+            return x
+    ''')
+    (project / "bad.py").write_text(src)
+    code, out, err = run(["bad.py", "--add-noqa"], capsys)
+    text = (project / "bad.py").read_text()
+    assert code == 0 and "Added 2 noqa directives to 1 file" in out
+    assert 'print("y", y)  # debug output  # noqa: JAX101' in text
+    assert "if y.sum() > 0:  # noqa: E501,JAX201" in text
+    assert 'print("""multi\n' in text and "bad.py:16: cannot add" in err     # the line continues a string
+    code, out, _ = run(["bad.py", "-q"], capsys)
+    assert out.strip().splitlines() == [l for l in out.strip().splitlines() if ":16:" in l]
+    assert run(["bad.py", "--add-noqa"], capsys)[1].startswith("Added 0 noqa directives")
+
+
+def test_baseline_reports_only_new_findings(project, capsys):
+    code, out, _ = run(["bad.py", "--write-baseline", "--baseline", "base.json"], capsys)
+    assert code == 0 and "Wrote 2 findings to base.json" in out
+    doc = json.loads((project / "base.json").read_text())
+    assert {e["code"] for e in doc["findings"]} == {"JAX101", "JAX201"}
+    code, out, _ = run(["bad.py", "--baseline", "base.json", "--color", "never"], capsys)
+    assert code == 0 and "2 findings in the baseline not shown" in out and "No findings to show" in out
+    # code moved down still matches; a new finding does not
+    (project / "bad.py").write_text("# a new comment\n" + BAD.replace("    return y\n", '    print("z", y)\n    return y\n'))
+    code, out, _ = run(["bad.py", "--baseline", "base.json", "-q"], capsys)
+    assert code == 1 and out.strip().splitlines() == ["bad.py:12:5: JAX101 " + out.split("JAX101 ", 1)[1].strip()]
+    code, _, err = run(["bad.py", "--baseline", "nope.json"], capsys)
+    assert code == 2 and "nope.json: no such baseline file" in err
+
+
+def test_write_baseline_default_name(project, capsys):
+    assert run(["bad.py", "--write-baseline"], capsys)[0] == 0
+    assert (project / "jaxlint-baseline.json").exists()
+
+
+def test_report_unused_noqa(project, capsys):
+    src = CLEAN.replace("return jnp.where(x > 0, x, -x)",
+                        "return jnp.where(x > 0, x, -x)  # noqa: JAX101, E501")
+    src += "\n\n@jax.jit\ndef h(x):\n    print(x)  # noqa: JAX101\n    return x  # noqa\n"
+    (project / "m.py").write_text(src)
+    code, out, _ = run(["m.py", "--report-unused-noqa", "-q"], capsys)
+    lines = out.strip().splitlines()
+    assert code == 1 and len(lines) == 1, out
+    assert lines[0].startswith("m.py:7:") and "JAX000 unused `noqa` directive: no JAX101 finding" in lines[0]
+    assert run(["m.py", "-q"], capsys)[0] == 0            # only with the option
+
+
+# ------------------------------------------------------------------ CI conveniences
+def test_output_file_and_statistics(project, capsys):
+    code, out, _ = run(["bad.py", "--format", "json", "--output-file", "reports/out.json"], capsys)
+    assert code == 1 and out == ""
+    assert {d["code"] for d in json.loads((project / "reports" / "out.json").read_text())} == {"JAX101", "JAX201"}
+    code, out, _ = run(["bad.py", "--statistics"], capsys)
+    assert code == 1
+    assert out.splitlines() == ["    1  JAX101  print-under-trace [*]", "    1  JAX201  python-control-flow-on-traced-value"]
+    _, out, _ = run(["bad.py", "--statistics", "--format", "json"], capsys)
+    assert json.loads(out)[0] == {"code": "JAX101", "symbol": "print-under-trace", "count": 1, "fixable": 1}
+
+
+def test_exit_non_zero_on_fix(project, capsys):
+    (project / "p.py").write_text("import jax\n\n\n@jax.jit\ndef f(x):\n    print(x)\n    return x\n")
+    assert run(["p.py", "--fix"], capsys)[0] == 0
+    (project / "p.py").write_text("import jax\n\n\n@jax.jit\ndef f(x):\n    print(x)\n    return x\n")
+    assert run(["p.py", "--fix", "--exit-non-zero-on-fix"], capsys)[0] == 1
+    assert run(["p.py", "--fix", "--exit-non-zero-on-fix"], capsys)[0] == 0     # nothing left to fix
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                            GIT_COMMITTER_EMAIL="t@t"))
+
+
+def test_changed_since(project, capsys):
+    _git(project, "init", "-q")
+    _git(project, "add", ".")
+    _git(project, "commit", "-qm", "base")
+    (project / "new.py").write_text(BAD)                         # untracked
+    (project / "clean.py").write_text(CLEAN + "\n\n@jax.jit\ndef g(x):\n    print(x)\n    return x\n")
+    code, out, _ = run([".", "--changed-since", "HEAD", "--format", "json"], capsys)
+    assert code == 1 and {d["path"] for d in json.loads(out)} == {"new.py", "clean.py"}    # not bad.py
+    code, _, err = run([".", "--changed-since", "no-such-ref"], capsys)
+    assert code == 2 and "--changed-since no-such-ref" in err
+
+
+def test_force_exclude(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.jaxlint]\nexclude = ["gen/"]\n')
+    (project / "gen").mkdir()
+    (project / "gen" / "out.py").write_text(BAD)
+    assert run(["gen/out.py"], capsys)[0] == 1                   # named explicitly: checked
+    code, out, _ = run(["gen/out.py", "--force-exclude", "--color", "never"], capsys)
+    assert code == 0 and "No files were checked." in out
