@@ -6,6 +6,8 @@ no ``jax.jit`` application never pays for it.  The index answers:
 * :attr:`CallIndex.jit_bindings` — every application of a jit transform
   (``@jax.jit``, ``step = jax.jit(f)``, ``self.grad_fn = jax.jit(...)``,
   ``jax.jit(f)(x)``, ``return jax.jit(f)``) with the name it is bound to;
+  :attr:`CallIndex.bindings` — the same for every transform that compiles per
+  function object (:func:`compiles_per_function`: jit and pmap);
 * :meth:`CallIndex.calls_to` — the call sites of a jit binding (lexical name
   lookup for names, ``self.<attr>`` inside the same class for attributes);
 * :meth:`CallIndex.callers_of` — the call sites that resolve to a function of
@@ -23,6 +25,14 @@ from ...analysis.model import ClassInfo, Function, SemanticModel, TransformSite
 
 # transforms that compile: applying one creates a cached, compiled callable
 JIT_NAMES = K.JIT_NAMES
+
+def compiles_per_function(name: str) -> bool:
+    """A transform that compiles the function it is given and keeps the program on that
+    function object (``jax.jit``, ``jax.pmap`` and their Flax/Equinox spellings): applied
+    to a new callable, it traces and compiles again."""
+    t = K.TRANSFORMS.get(name)
+    return t is not None and t.caches_trace and t.kind != "body"
+
 
 # methods where a jit created once per object is the right design
 INIT_METHODS = frozenset({"__init__", "setup", "__post_init__", "__new__", "__set_name__"})
@@ -57,6 +67,11 @@ class JitBinding:
         return t.function if t is not None else None
 
     @property
+    def is_jit(self) -> bool:
+        """A jit transform (not pmap)."""
+        return self.site.transform.name in JIT_NAMES
+
+    @property
     def created_in(self) -> Function:
         """The scope whose execution creates the jitted callable."""
         return self.site.scope
@@ -81,7 +96,8 @@ class CallSite:
 class CallIndex:
     def __init__(self, model: SemanticModel):
         self.model = model
-        self.jit_bindings: List[JitBinding] = []
+        self.bindings: List[JitBinding] = []       # jit and pmap applications
+        self.jit_bindings: List[JitBinding] = []   # jit applications only
         self._by_name: Dict[Tuple[int, str], JitBinding] = {}
         self._by_attr: Dict[Tuple[int, str], JitBinding] = {}
         self._calls: Optional[Dict[int, List[CallSite]]] = None
@@ -95,7 +111,7 @@ class CallIndex:
         m = self.model
         parents: Dict[int, Dict[int, ast.AST]] = {}
         for site in m.transform_sites:
-            if site.transform.name not in JIT_NAMES:
+            if not compiles_per_function(site.transform.name):
                 continue
             if site.is_decorator:
                 fn = site.target.function if site.target is not None else None
@@ -107,7 +123,7 @@ class CallIndex:
                 else:
                     b = JitBinding(site, "def", fn.name, fn.parent, None, fn.node, None)
                     self._by_name.setdefault((id(fn.parent), fn.name), b)
-                self.jit_bindings.append(b)
+                self._add(b)
                 continue
             scope = site.scope
             pmap = parents.get(id(scope))
@@ -133,6 +149,11 @@ class CallIndex:
                 b = JitBinding(site, "return", None, scope, None, parent, fun)
             if b is None:
                 b = JitBinding(site, "other", None, scope, None, parent, fun)
+            self._add(b)
+
+    def _add(self, b: JitBinding) -> None:
+        self.bindings.append(b)
+        if b.is_jit:
             self.jit_bindings.append(b)
 
     @staticmethod
@@ -313,10 +334,16 @@ def has_jit(model: SemanticModel) -> bool:
     return any(s.transform.name in JIT_NAMES for s in model.transform_sites)
 
 
-def jit_index(model: SemanticModel) -> Optional[CallIndex]:
-    """The call index of a file that applies a jit transform, None for any other file: where
-    every jit-placement rule starts."""
-    if not model.mentions_jax or not has_jit(model):
+def jit_index(model: SemanticModel, pmap: bool = False) -> Optional[CallIndex]:
+    """The call index of a file that applies a jit transform (with ``pmap``: any transform
+    that compiles per function object), None for any other file: where every jit-placement
+    rule starts."""
+    if not model.mentions_jax:
+        return None
+    if pmap:
+        if not any(compiles_per_function(s.transform.name) for s in model.transform_sites):
+            return None
+    elif not has_jit(model):
         return None
     return call_index(model)
 

@@ -2,29 +2,37 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, Optional, Set
+from typing import Iterator, List, Optional, Set
 
 from ...analysis import Function
 from ...analysis import knowledge as K
-from .calls import INIT_METHODS, CallIndex, JitBinding, in_traced_code, jit_index
+from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, in_traced_code, jit_index
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 
 # names of functions that run once per training/eval step
 _STEP_NAME = re.compile(r"(?:^|_)(?:step|update)(?:$|_)")
+# names of functions that run once per epoch (and loop over its batches themselves)
+_EPOCH_NAME = re.compile(r"(?:^|_)epoch(?:$|_)")
+# decorators that run a function once per distinct arguments
+_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+# how many calls up a "called once per iteration of a loop" is followed
+_CALLER_DEPTH = 3
 
 
 @register
 class JitRecreatedPerCall(Rule):
     """
     ## What it does
-    Flags `jax.jit(...)` applied inside a loop body, or inside a function that
-    runs every step, to a callable that is new each time: a lambda, a locally
-    defined function, a fresh `functools.partial`, a bound method
-    (`self.loss`, `model.apply`) or the result of another transform
-    (`jax.jit(jax.grad(loss))`). Also flags `jax.jit(f)(x)` called inline
-    inside a loop.
+    Flags `jax.jit(...)` or `jax.pmap(...)` applied inside a loop body, or
+    inside a function that runs every step or epoch (one called in a loop,
+    directly or through other functions of the module, or named like
+    `train_step`/`update`/`train_epoch`), to a callable that is new each
+    time: a lambda, a locally defined function, a fresh `functools.partial`,
+    a bound method (`self.loss`, `model.apply`) or the result of another
+    transform (`jax.jit(jax.grad(loss))`). Also flags `jax.jit(f)(x)` called
+    inline inside a loop.
 
     ## Why is this bad?
     In PyTorch you can wrap a function at any time and pay nothing. `jax.jit`
@@ -33,9 +41,11 @@ class JitRecreatedPerCall(Rule):
     object, so every call misses the cache and JAX traces and compiles the
     function again, typically far slower than running it. Even for a function
     that is already cached, re-wrapping it with `jax.jit` each iteration throws
-    away the wrapper's fast dispatch path. A jit created once — at module
-    level, in `__init__`, or in a factory that returns it — is fine and is
-    not flagged.
+    away the wrapper's fast dispatch path. `jax.pmap` caches the same way. A
+    jit created once — at module level, in `__init__`, in a factory that
+    returns it, or in a `functools.lru_cache`d builder — is fine and is not
+    flagged, nor is a call made on one chosen iteration only
+    (`if epoch == num_epochs - 1:`).
 
     ## Example
     ```python
@@ -73,10 +83,10 @@ class JitRecreatedPerCall(Rule):
     fix_applicability = SAFE
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        idx = jit_index(ctx.model)
+        idx = jit_index(ctx.model, pmap=True)
         if idx is None:
             return
-        for b in idx.jit_bindings:
+        for b in idx.bindings:
             scope = b.created_in
             if in_traced_code(scope):
                 continue   # runs at trace time only
@@ -105,7 +115,7 @@ class JitRecreatedPerCall(Rule):
                    f"so it retraces and recompiles each time; create it once before the loop")
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
             return ctx.finding(self, b.site.node, msg, fix=fix)
-        if b.kind == "inline":
+        if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
             msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}, "
                    f"losing jit's fast dispatch path; create it once before the loop")
@@ -163,13 +173,20 @@ class JitRecreatedPerCall(Rule):
         uses = idx.calls_to(b)
         if b.kind != "inline" and not uses:
             return None
-        callers = idx.callers_of(scope)
-        looped = next((c for c in callers if c.in_loop and not in_traced_code(c.scope)), None)
-        if looped is not None:
+        if _cached(ctx, scope):
+            return None   # functools.lru_cache: runs once per distinct arguments
+        chain = _looped_call(ctx, idx, scope, 0, set())
+        if chain is not None:
+            looped = chain[-1]
             where = "at module level" if looped.scope.is_module else f"in {looped.scope.display()}"
             why = f"called in a loop {where}, line {looped.call.lineno}"
+            if len(chain) > 1:
+                via = " from ".join(c.scope.display() for c in chain[:-1])
+                why = f"called from {via}, which is {why}"
         elif _STEP_NAME.search(scope.name) and not any(u.in_loop for u in uses):
             why = "run every step"
+        elif _EPOCH_NAME.search(scope.name):
+            why = "run every epoch"
         else:
             return None
         jit = _jit_spelling(ctx, b)
@@ -262,6 +279,56 @@ class JitRecreatedPerCall(Rule):
             moved += src.newline()
         at = src.offset(loop.lineno, 0)
         return Fix(self.fix_title, (Edit.insert(at, moved), Edit.delete(start, end)), SAFE)
+
+
+def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
+                 seen: Set[int]) -> Optional[List[CallSite]]:
+    """The calls through which ``fn`` runs once per iteration of an eager loop: a call of
+    ``fn`` inside a loop, or a call of ``fn`` from a function that is itself so called
+    (innermost call first, the looped call last); None when no such chain is found."""
+    seen.add(id(fn))
+    callers = [c for c in idx.callers_of(fn) if not in_traced_code(c.scope)]
+    looped = next((c for c in callers if c.in_loop and not _once_in_loop(c)), None)
+    if looped is not None:
+        return [looped]
+    if depth >= _CALLER_DEPTH:
+        return None
+    for c in callers:
+        caller = c.scope
+        if caller.is_module or caller.is_lambda or id(caller) in seen or _cached(ctx, caller):
+            continue
+        chain = _looped_call(ctx, idx, caller, depth + 1, seen)
+        if chain is not None:
+            return [c] + chain
+    return None
+
+
+def _once_in_loop(c: CallSite) -> bool:
+    """The call sits under an ``if`` that picks one iteration of its loop
+    (``if epoch == num_epochs - 1:``): it runs once, not once per iteration."""
+    loop = c.loop
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    loop_vars = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    pos = (c.call.lineno, c.call.col_offset)
+    for node in ast.walk(loop):
+        if isinstance(node, ast.If) and node.body \
+                and (node.body[0].lineno, node.body[0].col_offset) <= pos \
+                <= (node.body[-1].end_lineno, node.body[-1].end_col_offset):
+            t = node.test
+            if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
+                    and any(isinstance(n, ast.Name) and n.id in loop_vars for n in (t.left, t.comparators[0])):
+                return True   # ``epoch == last`` (not ``epoch % k == 0``: that runs every k-th time)
+    return False
+
+
+def _cached(ctx: Context, fn: Function) -> bool:
+    """``fn`` is memoised (``functools.lru_cache``/``functools.cache``): its body runs once
+    per distinct arguments, not on every call."""
+    for d in getattr(fn.node, "decorator_list", ()):
+        if ctx.model.qualname(d.func if isinstance(d, ast.Call) else d, fn.parent) in _CACHES:
+            return True
+    return False
 
 
 def _jit_spelling(ctx: Context, b: JitBinding) -> str:
