@@ -7,6 +7,7 @@ from ...analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, 
 from ...analysis import knowledge as K
 from .calls import JIT_NAMES, call_index
 from ..base import Context, Finding, Rule, register
+from ..messages import short
 
 # transforms whose static arguments must be hashable and exist
 _STATIC_TRANSFORMS = K.STATIC_CHECKED
@@ -45,8 +46,12 @@ class BadStaticArgument(Rule):
     Checks the static arguments of `jax.jit` (and `jax.pmap`):
     `static_argnums`/`static_argnames` that name a parameter the function does
     not have; a static parameter that receives an array, a list or a dict at a
-    call site in this module; and `@jax.jit` applied directly to a method whose
-    class is not a registered pytree, so `self` is passed as an array argument.
+    call site in this module (directly, through a local or module-level
+    constant, or a `self.<attr>` set in `__init__`); a static parameter that
+    receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`),
+    so it changes on every call; and `@jax.jit` applied directly to a method
+    whose class is not a registered pytree, so `self` is passed as an array
+    argument.
 
     ## Why is this bad?
     A static argument is part of the compilation cache key: JAX hashes it and
@@ -54,7 +59,13 @@ class BadStaticArgument(Rule):
     so it is easy to mark the wrong thing static. Arrays, lists and dicts are
     not hashable and raise `ValueError: Non-hashable static arguments are not
     supported`; a name or index that matches no parameter raises `ValueError`
-    when the function is wrapped. A plain method under `@jax.jit` receives
+    when the function is wrapped. A static argument fed from a loop counter is
+    a new cache key on every iteration: JAX traces and compiles the function
+    again on every call (five calls with `step` = 0..4, five compilations), so
+    the "compiled" step is slower than plain Python. A `range` with a literal
+    bound below the unrolled-loop threshold is left alone (a few specialised
+    programs are often on purpose), and so are values that repeat
+    (`step % 2`). A plain method under `@jax.jit` receives
     `self` as its first, traced argument, and JAX cannot turn an arbitrary
     object into an array: `TypeError: Error interpreting argument ... as an
     abstract array`.
@@ -67,6 +78,9 @@ class BadStaticArgument(Rule):
 
     mlp(params, x, sizes=[128, 64])
 
+    for step in range(num_steps):       # train_step has static_argnums=(2,)
+        state = train_step(state, batch, step)
+
     class Model:
         @jax.jit
         def predict(self, x):
@@ -76,6 +90,9 @@ class BadStaticArgument(Rule):
     ## Use instead
     ```python
     mlp(params, x, sizes=(128, 64))      # a tuple is hashable
+
+    for step in range(num_steps):       # step is traced: one compilation
+        state = train_step(state, batch, step)
 
     class Model:
         @partial(jax.jit, static_argnums=0)   # self is static (hashed by identity)
@@ -92,7 +109,7 @@ class BadStaticArgument(Rule):
 
     code = "JAX505"
     symbol = "bad-static-argument"
-    summary = "static argument that is unhashable, names no parameter, or a jitted method whose `self` is not static"
+    summary = "static argument that is unhashable, changes every loop iteration, or names no parameter; non-static `self`"
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         m = ctx.model
@@ -210,7 +227,9 @@ class BadStaticArgument(Rule):
     # ---------------------------------------------------------- call sites
     def _call_sites(self, ctx: Context, idx, site, static: Set[str]) -> Iterator[Finding]:
         m = ctx.model
-        binding = next((b for b in idx.jit_bindings if b.site is site), None)
+        # jit and pmap bindings (``bindings``), or jit only where the index has no pmap
+        bindings = getattr(idx, "bindings", None) or idx.jit_bindings
+        binding = next((b for b in bindings if b.site is site), None)
         if binding is None:
             return
         target = site.target
@@ -223,21 +242,35 @@ class BadStaticArgument(Rule):
             pairs, _ = m.bind_arguments(CallTarget(fn, bound, target.bound_keywords), call)
             starred = {id(a.value) for a in call.args if isinstance(a, ast.Starred)}
             starred |= {id(k.value) for k in call.keywords if k.arg is None}
+            reported = False
             for p, a in pairs:
                 if p not in static or id(a) in starred:
                     continue
                 what = self._unhashable(ctx, a, cs.scope)
                 if what is None:
                     continue
-                text = ast.unparse(a)
-                if len(text) > 30:
-                    text = text[:27] + "..."
+                text = short(a, 30)
                 hint = "pass a tuple" if what in ("a list", "a set") else (
                     "pass a hashable value (a tuple of pairs, a frozen dataclass)" if what == "a dict" else
                     "make it a regular (traced) argument")
                 msg = (f"`{text}` is {what} passed to static argument `{p}` of {fn.display()}: static "
                        f"arguments must be hashable (JAX raises `ValueError`); {hint}")
+                reported = True
                 yield ctx.finding(self, a, msg)
+            if reported:
+                continue
+            for p, a in pairs:
+                if p not in static or id(a) in starred:
+                    continue
+                loop = _changing_in_loop(ctx, a, cs.scope, call)
+                if loop is None:
+                    continue
+                kind = "loop" if not isinstance(loop, ast.While) else "`while` loop"
+                msg = (f"`{short(a, 30)}` changes on every iteration of the {kind} at line {loop.lineno} but is "
+                       f"static argument `{p}` of {fn.display()}: JAX compiles it again for every new value "
+                       f"(each call recompiles); pass `{p}` as a regular (traced) argument")
+                yield ctx.finding(self, a, msg)
+                break
 
     @staticmethod
     def _unhashable(ctx: Context, a: ast.expr, scope: Function) -> Optional[str]:
@@ -249,17 +282,20 @@ class BadStaticArgument(Rule):
             q = m.qualname(a.func, scope)
             if q in _UNHASHABLE_CALLS:
                 return _UNHASHABLE_CALLS[q]
+        values = None
         if isinstance(a, ast.Name):
             values = _local_values(scope, a.id)
-            if values:
-                kinds = set()
-                for v in values:
-                    w = _UNHASHABLE.get(type(v))
-                    if w is None and isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
-                        w = _UNHASHABLE_CALLS.get(m.qualname(v.func, scope) or "")
-                    kinds.add(w)
-                if len(kinds) == 1 and None not in kinds:
-                    return kinds.pop()
+        elif isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name):
+            values = _self_values(scope, a)
+        if values:
+            kinds = set()
+            for v in values:
+                w = _UNHASHABLE.get(type(v))
+                if w is None and isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
+                    w = _UNHASHABLE_CALLS.get(m.qualname(v.func, scope) or "")
+                kinds.add(w)
+            if len(kinds) == 1 and None not in kinds:
+                return kinds.pop()
         k = m.kind(a, scope)
         if k & CONTAINER:
             return None
@@ -271,8 +307,15 @@ class BadStaticArgument(Rule):
 
 
 def _local_values(scope: Function, name: str) -> List[ast.expr]:
-    if name not in scope.locals or name in scope.param_nodes:
+    """Values of a name bound only by plain assignments in the scope that owns it
+    (this function, or an enclosing one / the module for a closed-over constant)."""
+    while scope is not None and name not in scope.locals:
+        scope = scope.parent
+    if scope is None or name not in scope.locals or name in scope.param_nodes \
+            or name in scope.globals_declared:
         return []
+    if scope.is_module and any(name in f.globals_declared for f in scope.children):
+        return []   # rebound through `global` somewhere
     out = []
     for a in scope.of_type(ast.Assign):
         for t in a.targets:
@@ -286,3 +329,109 @@ def _local_values(scope: Function, name: str) -> List[ast.expr]:
         if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
             return []
     return out
+
+
+def _self_values(scope: Function, attr: ast.Attribute) -> List[ast.expr]:
+    """``self.sizes`` inside a method: the values ``__init__`` assigns to it (if it is
+    assigned nowhere else)."""
+    method = scope.enclosing_method()
+    if method is None or attr.value.id != method.self_name or method.cls is None:
+        return []
+    info = method.cls
+    values = list(info.setup_attrs.get(attr.attr, ()))
+    if not values:
+        return []
+    init = info.methods.get("setup" if info.module_kind == "linen" else "__init__")
+    for other in info.methods.values():
+        if other is init:
+            continue
+        selfname = other.self_name
+        for node in other.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Attribute) and n.attr == attr.attr and \
+                            isinstance(n.value, ast.Name) and n.value.id == selfname:
+                        return []
+    return values
+
+
+# arithmetic that keeps a changing loop counter changing (``step + 1``, ``2 * i``);
+# ``i % 2`` and ``i // 10`` repeat values and are left alone
+_STILL_CHANGING = (ast.Add, ast.Sub, ast.Mult)
+
+
+def _changing_in_loop(ctx: Context, a: ast.expr, scope: Function, call: ast.Call) -> Optional[ast.AST]:
+    """The loop around ``call`` in ``scope`` whose every iteration gives ``a`` a new value:
+    ``a`` is (arithmetic on) the counter of a ``for ... in range(n)`` / ``enumerate(...)``
+    loop, or a name the loop body increments (``step += 1``).  A ``range`` with a literal
+    bound below the unrolled-loop threshold (a few specialised programs, on purpose) is
+    not reported."""
+    name = _counter_name(a)
+    if name is None:
+        return None
+    pos = (call.lineno, call.col_offset)
+    best = None
+    for loop in scope.of_type(ast.For, ast.AsyncFor, ast.While):
+        if not loop.body:
+            continue
+        first, last = loop.body[0], loop.body[-1]
+        if not ((first.lineno, first.col_offset) <= pos <= (last.end_lineno, last.end_col_offset)):
+            continue
+        if _loop_changes(ctx, loop, name, scope) and (best is None or loop.lineno > best.lineno):
+            best = loop
+    return best
+
+
+def _counter_name(a: ast.expr) -> Optional[str]:
+    """``step``, ``step + 1``, ``2 * i``: the counter whose value the expression follows."""
+    if isinstance(a, ast.Name):
+        return a.id
+    if isinstance(a, ast.BinOp) and isinstance(a.op, _STILL_CHANGING):
+        for var, const in ((a.left, a.right), (a.right, a.left)):
+            if isinstance(var, ast.Name) and isinstance(const, ast.Constant) and \
+                    isinstance(const.value, (int, float)) and not isinstance(const.value, bool):
+                if isinstance(a.op, ast.Mult) and const.value == 0:
+                    return None
+                if isinstance(a.op, ast.Sub) and var is a.right:
+                    return var.id   # n - i still changes with i
+                return var.id
+    return None
+
+
+def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bool:
+    m = ctx.model
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        it, tgt = loop.iter, loop.target
+        q = m.qualname(it.func, scope) if isinstance(it, ast.Call) else None
+        if q == "range" and isinstance(tgt, ast.Name) and tgt.id == name:
+            bounds = [SemanticModel.literal_ints(x) for x in it.args]
+            if bounds and all(b is not None and len(b) == 1 for b in bounds):
+                n = len(range(*[b[0] for b in bounds]))
+                if n < ctx.settings.unrolled_loop_threshold:
+                    return False
+            return True
+        if q == "enumerate" and isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and \
+                isinstance(tgt.elts[0], ast.Name) and tgt.elts[0].id == name:
+            return True
+    # a counter the body increments: ``step += 1`` (and nothing else binds it in the loop)
+    inc = False
+    for node in ast.walk(loop):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            if not isinstance(node.op, (ast.Add, ast.Sub)) or not (
+                    isinstance(node.value, ast.Constant) and isinstance(node.value.value, int)
+                    and node.value.value != 0):
+                return False
+            inc = True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                v = node.value
+                if len(targets) == 1 and isinstance(targets[0], ast.Name) and isinstance(v, ast.BinOp) and \
+                        isinstance(v.op, (ast.Add, ast.Sub)) and isinstance(v.left, ast.Name) and \
+                        v.left.id == name and isinstance(v.right, ast.Constant) and \
+                        isinstance(v.right.value, int) and v.right.value != 0:
+                    inc = True   # step = step + 1
+                    continue
+                return False
+    return inc
