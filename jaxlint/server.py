@@ -1,0 +1,436 @@
+"""The jaxlint language server (LSP over stdio, built on pygls).
+
+``jaxlint server`` (or ``python -c "from jaxlint.server import main; main()"``)
+speaks the Language Server Protocol on stdin/stdout and offers, for Python
+documents:
+
+* diagnostics on open, change and save: one per finding, severity Warning
+  (Information for findings of ``inferred`` confidence), ``code`` the rule code,
+  ``source`` ``"jaxlint"`` and ``codeDescription`` a link to the rule's page;
+  a file that cannot be checked (syntax error, bad ``[tool.jaxlint]``) gets one
+  diagnostic saying so rather than an empty, "clean" list;
+* quick fixes (``textDocument/codeAction``) from the rules' own fixes: a safe
+  fix is marked preferred (what "fix all"/"auto fix" picks), an unsafe one is
+  offered with "(unsafe)" in its title and never preferred;
+* a "suppress with ``# noqa: CODE``" action that appends the code to an existing
+  ``# noqa: X`` list or adds the comment at the end of the finding's line
+  (not offered where a comment would land inside a string or after a backslash);
+* hover on a diagnostic's range: the rule's summary, why it matters, the fix
+  and a link to the documentation.
+
+The document is linted with :func:`jaxlint.engine.lint_source` with the
+configuration of the nearest ``pyproject.toml`` that has ``[tool.jaxlint]``
+(``select``/``ignore``/``per-file-ignores``/``exclude``/rule settings), re-read
+when it changes on disk.  Positions follow the encoding negotiated with the
+client (UTF-16 by default); jaxlint's own columns are characters.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from . import __version__
+from .analysis import INFERRED, SourceError, SourceFile
+from .checkers import REGISTRY, Finding
+from .config import Config, ConfigError, find_config, load_config
+from .engine import InternalError, lint_source
+from .fixes.edits import SAFE, Edit
+
+log = logging.getLogger("jaxlint.server")
+
+NAME = "jaxlint"
+SOURCE = "jaxlint"
+DOCS_URL = "https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{code}.md"
+
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+
+# `# noqa: JAX101, JAX102` -- the codes list, to append another code to it
+_NOQA_CODES = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
+
+
+def rule_url(code: str) -> str:
+    return DOCS_URL.format(code=code)
+
+
+# ----------------------------------------------------------------- positions
+def to_client_col(line: str, col: int, encoding: str) -> int:
+    """A character column of ``line`` in the client's position units."""
+    prefix = line[:col]
+    if encoding == UTF32:
+        return len(prefix)
+    if encoding == UTF8:
+        return len(prefix.encode("utf-8", "surrogatepass"))
+    return len(prefix) + sum(1 for c in prefix if ord(c) > 0xFFFF)
+
+
+def from_client_col(line: str, units: int, encoding: str) -> int:
+    """The character column of ``line`` at ``units`` client position units."""
+    if encoding == UTF32:
+        return min(units, len(line))
+    seen = 0
+    for i, c in enumerate(line):
+        if seen >= units:
+            return i
+        if encoding == UTF8:
+            seen += len(c.encode("utf-8", "surrogatepass"))
+        else:
+            seen += 2 if ord(c) > 0xFFFF else 1
+    return len(line)
+
+
+# ----------------------------------------------------------------- checking
+@dataclass
+class Checked:
+    """One lint of one version of a document."""
+
+    uri: str
+    version: Optional[int]
+    text: str
+    source: Optional[SourceFile] = None
+    findings: List[Finding] = field(default_factory=list)
+    error: Optional[str] = None          # why the document could not be checked
+    skipped: bool = False                 # excluded by the configuration / not Python
+
+
+class Linter:
+    """Lints document texts with the configuration of the project each belongs to."""
+
+    def __init__(self, root: Optional[str] = None):
+        self.root = root
+        self._configs: Dict[Optional[str], Tuple[float, Config]] = {}
+
+    def config_for(self, path: Optional[str]) -> Config:
+        start = path if path else (self.root or os.getcwd())
+        found = find_config([start])
+        mtime = os.stat(found).st_mtime if found else 0.0
+        cached = self._configs.get(found)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        cfg = load_config(found)
+        if found is None and self.root:
+            cfg.root = self.root
+        self._configs[found] = (mtime, cfg)
+        return cfg
+
+    def check(self, uri: str, text: str, version: Optional[int] = None, path: Optional[str] = None) -> Checked:
+        result = Checked(uri, version, text)
+        display = path or uri
+        try:
+            cfg = self.config_for(path)
+        except (ConfigError, OSError) as exc:
+            result.error = f"configuration error: {exc}"
+            return result
+        if path is not None and _excluded(path, cfg):
+            result.skipped = True
+            return result
+        ignored = cfg.ignored_for(path) if path else []
+        rules = [r for r in cfg.rules()
+                 if not any(r.code.startswith(i.upper()) or r.symbol == i for i in ignored)]
+        source = SourceFile(display, text)
+        result.source = source
+        try:
+            result.findings = lint_source(source, rules, cfg.settings)
+        except SourceError as exc:
+            result.error = str(exc)
+        except InternalError as exc:
+            result.error = str(exc)
+        return result
+
+
+def _excluded(path: str, cfg: Config) -> bool:
+    try:
+        from .discovery import is_excluded
+    except ImportError:  # pragma: no cover - older discovery module
+        return False
+    return is_excluded(path, cfg.exclude, cfg.root)
+
+
+# ----------------------------------------------------------------- LSP payloads
+def _lsp():
+    from lsprotocol import types
+    return types
+
+
+def finding_range(source: SourceFile, f: Finding, encoding: str):
+    t = _lsp()
+    return t.Range(
+        start=t.Position(line=f.line - 1, character=to_client_col(source.line_text(f.line), f.col, encoding)),
+        end=t.Position(line=f.end_line - 1,
+                       character=to_client_col(source.line_text(f.end_line), f.end_col, encoding)))
+
+
+def offset_position(source: SourceFile, offset: int, encoding: str):
+    t = _lsp()
+    line, col = source.position(offset)
+    return t.Position(line=line - 1, character=to_client_col(source.line_text(line), col, encoding))
+
+
+def diagnostic(source: SourceFile, f: Finding, encoding: str):
+    t = _lsp()
+    severity = t.DiagnosticSeverity.Information if f.confidence == INFERRED else t.DiagnosticSeverity.Warning
+    return t.Diagnostic(
+        range=finding_range(source, f, encoding),
+        message=f.message,
+        severity=severity,
+        code=f.code,
+        code_description=t.CodeDescription(href=rule_url(f.code)),
+        source=SOURCE,
+        data={"symbol": f.symbol,
+              "fix": f.fix.applicability if f.fix is not None else None},
+    )
+
+
+def diagnostics(checked: Checked, encoding: str) -> list:
+    t = _lsp()
+    if checked.skipped:
+        return []
+    if checked.error is not None:
+        line = 0
+        m = re.search(r"syntax error at (\d+):", checked.error)
+        if m:
+            line = max(0, int(m.group(1)) - 1)
+        return [t.Diagnostic(
+            range=t.Range(start=t.Position(line=line, character=0), end=t.Position(line=line, character=0)),
+            message=f"jaxlint could not check this file: {checked.error}",
+            severity=t.DiagnosticSeverity.Information if m else t.DiagnosticSeverity.Error,
+            source=SOURCE)]
+    return [diagnostic(checked.source, f, encoding) for f in checked.findings]
+
+
+def _overlaps(source: SourceFile, f: Finding, start: Tuple[int, int], end: Tuple[int, int]) -> bool:
+    """Whether the finding's span touches [start, end] (1-based lines, character columns)."""
+    fs, fe = (f.line, f.col), (f.end_line, f.end_col)
+    return fs <= end and start <= fe
+
+
+def _client_to_source(source: SourceFile, pos, encoding: str) -> Tuple[int, int]:
+    line = pos.line + 1
+    return line, from_client_col(source.line_text(line), pos.character, encoding)
+
+
+def text_edit(source: SourceFile, e: Edit, encoding: str):
+    t = _lsp()
+    return t.TextEdit(range=t.Range(start=offset_position(source, e.start, encoding),
+                                    end=offset_position(source, e.end, encoding)),
+                      new_text=e.content)
+
+
+def _workspace_edit(checked: Checked, edits: Sequence, versioned: bool):
+    t = _lsp()
+    if versioned:
+        return t.WorkspaceEdit(document_changes=[t.TextDocumentEdit(
+            text_document=t.OptionalVersionedTextDocumentIdentifier(uri=checked.uri, version=checked.version),
+            edits=list(edits))])
+    return t.WorkspaceEdit(changes={checked.uri: list(edits)})
+
+
+def comment_safe_lines(text: str) -> Optional[Set[int]]:
+    """Lines (1-based) whose end is the end of a logical or non-logical line, where a
+    trailing comment is allowed: not inside a string, not after a backslash."""
+    lines: Set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.NL):
+                lines.add(tok.start[0])
+            elif tok.type == tokenize.ENDMARKER:
+                lines.add(tok.start[0] - 1 if tok.start[1] == 0 else tok.start[0])
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return lines
+
+
+def noqa_edit(source: SourceFile, f: Finding, safe_lines: Optional[Set[int]]) -> Optional[Edit]:
+    """The edit that suppresses ``f`` with ``# noqa: CODE`` on its line, or None."""
+    codes = source.noqa(f.line)
+    if codes is not None and not codes:
+        return None   # a blanket noqa already covers everything
+    line = source.line_text(f.line)
+    start = source.offset(f.line, 0)
+    if codes:
+        m = _NOQA_CODES.search(line)
+        if m is None:
+            return None
+        return Edit.insert(start + m.end("codes"), f", {f.code}")
+    if safe_lines is None or f.line not in safe_lines:
+        return None
+    return Edit.insert(start + len(line), f"  # noqa: {f.code}")
+
+
+def code_actions(checked: Checked, rng, encoding: str, versioned: bool = True,
+                 only: Optional[Sequence[str]] = None) -> list:
+    t = _lsp()
+    if checked.source is None or checked.error is not None or checked.skipped:
+        return []
+    if only is not None and not any(str(k) == t.CodeActionKind.QuickFix or
+                                    t.CodeActionKind.QuickFix.startswith(str(k)) for k in only):
+        return []
+    source = checked.source
+    start = _client_to_source(source, rng.start, encoding)
+    end = _client_to_source(source, rng.end, encoding)
+    fixes, suppress = [], []
+    safe_lines = None
+    for f in checked.findings:
+        if not _overlaps(source, f, start, end):
+            continue
+        diag = diagnostic(source, f, encoding)
+        if f.fix is not None:
+            safe = f.fix.applicability == SAFE
+            title = f"{f.code}: {f.fix.title}" + ("" if safe else " (unsafe)")
+            fixes.append(t.CodeAction(
+                title=title, kind=t.CodeActionKind.QuickFix, diagnostics=[diag], is_preferred=safe,
+                edit=_workspace_edit(checked, [text_edit(source, e, encoding) for e in f.fix.edits], versioned)))
+        if safe_lines is None:
+            safe_lines = comment_safe_lines(source.text) or set()
+        edit = noqa_edit(source, f, safe_lines)
+        if edit is not None:
+            suppress.append(t.CodeAction(
+                title=f"{f.code}: suppress with `# noqa: {f.code}`", kind=t.CodeActionKind.QuickFix,
+                diagnostics=[diag], is_preferred=False,
+                edit=_workspace_edit(checked, [text_edit(source, edit, encoding)], versioned)))
+    return fixes + suppress
+
+
+def hover_markdown(f: Finding) -> str:
+    rule = REGISTRY.get(f.code)
+    parts = [f"**{f.code}** `{f.symbol}` (jaxlint)"]
+    if rule is not None and rule.summary:
+        parts.append(rule.summary[0].upper() + rule.summary[1:] + ".")
+    parts.append(f.message)
+    if rule is not None:
+        why = rule.doc_sections().get("Why is this bad?", "")
+        if why:
+            parts.append("**Why is this bad?** " + why.split("\n\n")[0].replace("\n", " "))
+    if f.fix is not None:
+        parts.append(f"**Fix** ({f.fix.applicability}): {f.fix.title}")
+    parts.append(f"[{f.code} documentation]({rule_url(f.code)})")
+    return "\n\n".join(parts)
+
+
+def hover(checked: Checked, pos, encoding: str):
+    t = _lsp()
+    if checked.source is None or checked.error is not None or checked.skipped:
+        return None
+    source = checked.source
+    here = _client_to_source(source, pos, encoding)
+    hits = [f for f in checked.findings if (f.line, f.col) <= here <= (f.end_line, f.end_col)]
+    if not hits:
+        return None
+    first = hits[0]
+    return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown,
+                                            value="\n\n---\n\n".join(hover_markdown(f) for f in hits)),
+                   range=finding_range(source, first, encoding))
+
+
+# ----------------------------------------------------------------- the server
+def _path_of(uri: str) -> Optional[str]:
+    if not uri.startswith("file:"):
+        return None
+    from pygls.uris import to_fs_path
+    return to_fs_path(uri)
+
+
+def _is_python(uri: str, language_id: Optional[str]) -> bool:
+    if language_id is not None:
+        return language_id == "python"
+    path = uri.split("?", 1)[0]
+    return path.endswith(".py")
+
+
+def create_server():
+    """The pygls server with jaxlint's features registered (not started)."""
+    from lsprotocol import types as t
+    from pygls.lsp.server import LanguageServer
+
+    ls = LanguageServer(NAME, __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full)
+    state: Dict[str, object] = {"linter": Linter(), "checked": {}, "languages": {}}
+
+    def encoding() -> str:
+        enc = ls.workspace.position_encoding
+        return str(getattr(enc, "value", enc) or UTF16)
+
+    def versioned() -> bool:
+        caps = ls.client_capabilities
+        ws = getattr(caps, "workspace", None)
+        wse = getattr(ws, "workspace_edit", None) if ws else None
+        return bool(wse and wse.document_changes)
+
+    def lint(uri: str) -> Optional[Checked]:
+        doc = ls.workspace.get_text_document(uri)
+        if not _is_python(uri, state["languages"].get(uri)):
+            return None
+        checked = state["linter"].check(uri, doc.source, doc.version, _path_of(uri))
+        state["checked"][uri] = checked
+        if checked.error is not None:
+            log.info("%s: %s", uri, checked.error)
+        ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
+            uri=uri, version=doc.version, diagnostics=diagnostics(checked, encoding())))
+        return checked
+
+    def current(uri: str) -> Optional[Checked]:
+        checked = state["checked"].get(uri)
+        doc = ls.workspace.get_text_document(uri)
+        if checked is None or checked.text != doc.source:
+            checked = lint(uri)
+        return checked
+
+    @ls.feature(t.INITIALIZE)
+    def initialize(params: t.InitializeParams):
+        root = None
+        if params.root_uri:
+            root = _path_of(params.root_uri)
+        elif params.root_path:
+            root = params.root_path
+        state["linter"] = Linter(root)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: t.DidOpenTextDocumentParams):
+        state["languages"][params.text_document.uri] = params.text_document.language_id
+        lint(params.text_document.uri)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: t.DidChangeTextDocumentParams):
+        lint(params.text_document.uri)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_SAVE, t.SaveOptions(include_text=False))
+    def did_save(params: t.DidSaveTextDocumentParams):
+        lint(params.text_document.uri)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: t.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        state["checked"].pop(uri, None)
+        state["languages"].pop(uri, None)
+        ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION,
+                t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix], resolve_provider=False))
+    def code_action(params: t.CodeActionParams):
+        checked = current(params.text_document.uri)
+        if checked is None:
+            return []
+        return code_actions(checked, params.range, encoding(), versioned(), params.context.only)
+
+    @ls.feature(t.TEXT_DOCUMENT_HOVER)
+    def on_hover(params: t.HoverParams):
+        checked = current(params.text_document.uri)
+        if checked is None:
+            return None
+        return hover(checked, params.position, encoding())
+
+    return ls
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Serve the language server over stdio until the client says exit."""
+    logging.basicConfig(level=logging.WARNING, format="jaxlint server: %(message)s")
+    create_server().start_io()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,312 @@
+"""The language server, driven by a real LSP client session over stdio (JSON-RPC, Content-Length framing)."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+TIMEOUT = 60          # seconds for any one answer (the first lint imports every rule)
+SERVER = [sys.executable, "-c", "from jaxlint.server import main; main()"]
+
+TRAIN = '''import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x):
+    s = "\U0001F600"; print(x)
+    return x * 2
+
+
+def sample():
+    key = jax.random.PRNGKey(0)
+    a = jax.random.normal(key, (3,))
+    b = jax.random.normal(key, (3,))
+    return a + b
+'''
+
+
+class LspClient:
+    """A small LSP client: one reader thread, bounded waits, answers the server's own requests."""
+
+    def __init__(self, cmd, cwd):
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=str(cwd), env=env)
+        self.inbox: "queue.Queue" = queue.Queue()
+        self.notifications = []
+        self.stderr = []
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _read(self):
+        out = self.proc.stdout
+        while True:
+            length = None
+            line = out.readline()
+            if not line:
+                self.inbox.put(None)
+                return
+            while line not in (b"\r\n", b"\n", b""):
+                name, _, value = line.decode("ascii").partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value.strip())
+                line = out.readline()
+            body = out.read(length)
+            self.inbox.put(json.loads(body.decode("utf-8")))
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr.append(line.decode("utf-8", "replace"))
+
+    def send(self, message):
+        message = dict(message, jsonrpc="2.0")
+        body = json.dumps(message).encode("utf-8")
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def notify(self, method, params):
+        self.send({"method": method, "params": params})
+
+    def _next(self, deadline):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError("timed out waiting for the server; stderr:\n" + "".join(self.stderr[-30:]))
+        try:
+            msg = self.inbox.get(timeout=remaining)
+        except queue.Empty:
+            raise AssertionError("timed out waiting for the server; stderr:\n" + "".join(self.stderr[-30:]))
+        if msg is None:
+            raise AssertionError("the server closed its output; stderr:\n" + "".join(self.stderr[-30:]))
+        if "method" in msg and "id" in msg:          # a request from the server: answer it
+            self.send({"id": msg["id"], "result": None})
+        elif "method" in msg:
+            self.notifications.append(msg)
+        return msg
+
+    def request(self, method, params, timeout=TIMEOUT):
+        self.next_id += 1
+        rid = self.next_id
+        self.send({"id": rid, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self._next(deadline)
+            if msg.get("id") == rid and "method" not in msg:
+                assert "error" not in msg, msg
+                return msg.get("result")
+
+    def diagnostics(self, uri, version=None, timeout=TIMEOUT):
+        """The next publishDiagnostics for ``uri`` (of ``version`` when given)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, n in enumerate(self.notifications):
+                p = n.get("params", {})
+                if n["method"] == "textDocument/publishDiagnostics" and p.get("uri") == uri \
+                        and (version is None or p.get("version") == version):
+                    del self.notifications[: i + 1]
+                    return p["diagnostics"]
+            self._next(deadline)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def utf16_offset(text, line, character):
+    """Character offset into ``text`` of an LSP position given in UTF-16 units."""
+    lines = text.splitlines(keepends=True)
+    offset = sum(len(ln) for ln in lines[:line])
+    units = 0
+    current = lines[line] if line < len(lines) else ""
+    for i, c in enumerate(current):
+        if units >= character:
+            return offset + i
+        units += 2 if ord(c) > 0xFFFF else 1
+    return offset + len(current.rstrip("\r\n")) if units >= character else offset + len(current)
+
+
+def apply(text, edits):
+    spans = sorted(((utf16_offset(text, e["range"]["start"]["line"], e["range"]["start"]["character"]),
+                     utf16_offset(text, e["range"]["end"]["line"], e["range"]["end"]["character"]),
+                     e["newText"]) for e in edits), reverse=True)
+    for a, b, new in spans:
+        text = text[:a] + new + text[b:]
+    return text
+
+
+def only_edits(action, uri, version):
+    changes = action["edit"]["documentChanges"]
+    assert len(changes) == 1
+    assert changes[0]["textDocument"] == {"uri": uri, "version": version}
+    return changes[0]["edits"]
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.jaxlint]\nper-file-ignores = { "legacy/*" = ["JAX101"] }\n')
+    (tmp_path / "legacy").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def client(project):
+    c = LspClient(SERVER, project)
+    yield c
+    c.close()
+
+
+def initialize(client, project):
+    result = client.request("initialize", {
+        "processId": os.getpid(),
+        "rootUri": project.as_uri(),
+        "capabilities": {
+            "general": {"positionEncodings": ["utf-16"]},
+            "workspace": {"workspaceEdit": {"documentChanges": True}},
+            "textDocument": {"hover": {"contentFormat": ["markdown", "plaintext"]},
+                             "codeAction": {"codeActionLiteralSupport": {
+                                 "codeActionKind": {"valueSet": ["quickfix"]}}},
+                             "publishDiagnostics": {"versionSupport": True}},
+        },
+    })
+    client.notify("initialized", {})
+    return result
+
+
+def open_doc(client, uri, text, version=1):
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "python", "version": version, "text": text}})
+
+
+def change_doc(client, uri, text, version):
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                             "contentChanges": [{"text": text}]})
+
+
+def test_lsp_session_diagnostics_fixes_noqa_hover(client, project):
+    caps = initialize(client, project)["capabilities"]
+    assert caps["hoverProvider"] and caps["codeActionProvider"]["codeActionKinds"] == ["quickfix"]
+    sync = caps["textDocumentSync"]
+    assert sync["openClose"] and sync["change"] == 1 and sync["save"] == {"includeText": False}
+
+    path = project / "train.py"
+    path.write_text(TRAIN)
+    uri = path.as_uri()
+    open_doc(client, uri, TRAIN)
+    diags = client.diagnostics(uri, version=1)
+    by_code = {d["code"]: d for d in diags}
+    assert sorted(by_code) == ["JAX101", "JAX401"]
+    d = by_code["JAX101"]
+    # `print` follows an emoji (two UTF-16 units): character 14, not the code point column 13
+    assert d["range"] == {"start": {"line": 6, "character": 14}, "end": {"line": 6, "character": 22}}
+    assert d["source"] == "jaxlint" and d["severity"] == 2
+    assert d["codeDescription"]["href"].endswith("/docs/rules/JAX101.md")
+    assert "print" in d["message"]
+
+    # quick fixes: the safe JAX101 fix is preferred; the unsafe JAX401 fix is not
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}})
+    titles = [a["title"] for a in actions]
+    fix = next(a for a in actions if a["title"].startswith("JAX101: Use"))
+    assert fix["kind"] == "quickfix" and fix["isPreferred"] is True
+    assert fix["diagnostics"][0]["code"] == "JAX101"
+    assert "JAX101: suppress with `# noqa: JAX101`" in titles
+    assert not any(t.startswith("JAX401") for t in titles)     # not on the requested range
+
+    key_diag = by_code["JAX401"]
+    key_actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": key_diag["range"], "context": {"diagnostics": [key_diag]}})
+    unsafe = [a for a in key_actions if a["title"].startswith("JAX401") and "noqa" not in a["title"]]
+    assert unsafe and all(a["isPreferred"] is False and a["title"].endswith("(unsafe)") for a in unsafe)
+
+    # hover on the diagnostic: summary, why, link; nothing on a clean line
+    h = client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                              "position": {"line": 6, "character": 16}})
+    assert h["contents"]["kind"] == "markdown"
+    assert "**JAX101**" in h["contents"]["value"] and "/docs/rules/JAX101.md)" in h["contents"]["value"]
+    assert "Why is this bad?" in h["contents"]["value"]
+    assert h["range"] == d["range"]
+    assert client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                 "position": {"line": 0, "character": 3}}) is None
+
+    # apply the preferred fix as an editor would, send the change, the finding is gone
+    fixed = apply(TRAIN, only_edits(fix, uri, 1))
+    assert "jax.debug.print('{x}', x=x)" in fixed and "\U0001F600" in fixed
+    change_doc(client, uri, fixed, 2)
+    assert [x["code"] for x in client.diagnostics(uri, version=2)] == ["JAX401"]
+
+    # suppress the JAX401 finding with the noqa action
+    noqa = next(a for a in key_actions if "noqa" in a["title"])
+    assert noqa["isPreferred"] is False
+    suppressed = apply(fixed, only_edits(noqa, uri, 1))
+    assert "b = jax.random.normal(key, (3,))  # noqa: JAX401\n" in suppressed
+    change_doc(client, uri, suppressed, 3)
+    assert client.diagnostics(uri, version=3) == []
+
+    # save re-lints (and re-reads the configuration)
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+
+    # shutdown and exit end the process with code 0
+    assert client.request("shutdown", None) is None
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=TIMEOUT) == 0
+
+
+def test_noqa_appends_to_an_existing_list_and_avoids_strings(client, project):
+    initialize(client, project)
+    text = ('import jax\n\n\n@jax.jit\ndef f(x):\n    print(x)  # noqa: E501\n'
+            '    print(f"""{x}\n    """)\n    return x\n')
+    uri = (project / "noqa_case.py").as_uri()
+    open_doc(client, uri, text)
+    diags = client.diagnostics(uri, version=1)
+    assert [(d["code"], d["range"]["start"]["line"]) for d in diags] == [("JAX101", 5), ("JAX101", 6)]
+    first = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": diags[0]["range"], "context": {"diagnostics": diags[:1]}})
+    noqa = next(a for a in first if "noqa" in a["title"])
+    after = apply(text, only_edits(noqa, uri, 1))
+    assert "    print(x)  # noqa: E501, JAX101\n" in after
+    # the second print's line ends inside a triple-quoted string: a comment there would change it
+    second = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": diags[1]["range"], "context": {"diagnostics": diags[1:]}})
+    assert not any("noqa" in a["title"] for a in second)
+    assert any(a["isPreferred"] for a in second)
+    change_doc(client, uri, after, 2)
+    assert [d["range"]["start"]["line"] for d in client.diagnostics(uri, version=2)] == [6]
+
+
+def test_project_config_syntax_errors_and_close(client, project):
+    initialize(client, project)
+    legacy = (project / "legacy" / "old.py").as_uri()
+    open_doc(client, legacy, TRAIN)
+    # per-file-ignores from the project's pyproject.toml: JAX101 is off under legacy/
+    assert [d["code"] for d in client.diagnostics(legacy, version=1)] == ["JAX401"]
+
+    broken = (project / "broken.py").as_uri()
+    open_doc(client, broken, "import jax\n\ndef f(:\n    pass\n")
+    diags = client.diagnostics(broken, version=1)
+    assert len(diags) == 1 and diags[0]["message"].startswith("jaxlint could not check this file: syntax error")
+    assert diags[0]["range"]["start"]["line"] == 2 and diags[0]["severity"] == 3
+    assert client.request("textDocument/codeAction", {
+        "textDocument": {"uri": broken}, "range": diags[0]["range"], "context": {"diagnostics": diags}}) == []
+
+    # a broken [tool.jaxlint] is reported, not silently treated as clean
+    (project / "pyproject.toml").write_text('[tool.jaxlint]\nselect = ["NOPE"]\n')
+    change_doc(client, legacy, TRAIN + "\n", 2)
+    diags = client.diagnostics(legacy, version=2)
+    assert len(diags) == 1 and "configuration error" in diags[0]["message"] and diags[0]["severity"] == 1
+
+    client.notify("textDocument/didClose", {"textDocument": {"uri": legacy}})
+    assert client.diagnostics(legacy) == []
+    assert client.request("shutdown", None) is None
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=TIMEOUT) == 0
