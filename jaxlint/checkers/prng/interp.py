@@ -19,8 +19,10 @@ from ..messages import short
 from .loops import is_config_sweep, loop_label
 from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names, conflict, contains, copy_all,
                      dedupe, encloses, forget, iter_name_nodes, mentions, rooted_at, starts_after, target_names)
-from .vocabulary import (CONTAINER_METHODS, COMPREHENSIONS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
-                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, key_argument)
+from .vocabulary import (COMPREHENSIONS, CONSTANT_INITIALIZERS, CONTAINER_METHODS,
+                         KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, RNG_KEYWORDS, WRAPPERS, key_argument,
+                         stores_state)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .keys import KeyAnalysis
@@ -439,7 +441,7 @@ class Interpreter:
                 d = call.args[1] if len(call.args) > 1 else next(
                     (k.value for k in call.keywords if k.arg == "data"), None)
                 data = ("const", repr(d.value)) if isinstance(d, ast.Constant) else None
-            return [(a, kind, data, q, None)]
+            return [(a, kind, data, q, None, True)]
         # any argument that mentions a key
         args = [a.value if isinstance(a, ast.Starred) else a for a in call.args] + \
                [kw.value for kw in call.keywords]
@@ -450,13 +452,19 @@ class Interpreter:
             return []
         f = call.func
         if isinstance(f, ast.Attribute) and (f.attr in CONTAINER_METHODS or f.attr in PRODUCER_METHODS
-                                             or f.attr.startswith("assert")):
+                                             or f.attr in LOOK_ONLY_METHODS or f.attr.startswith("assert")):
             return []
         if f.__class__ in (ast.Name, ast.Attribute):
             fq = self.m.qualname(f, fn)
             if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
                 return []
         target = self.m.resolve_callable(f, fn)
+        if target is None and f.__class__ in (ast.Name, ast.Attribute) \
+                and stores_state(f.attr if f.__class__ is ast.Attribute else f.id):
+            return []       # restore_checkpoint(dir, state, rng): the key is kept, not drawn from
+        init = self.an.initializer(f, self.fn) if target is None else None
+        if init is not None and init.rsplit(".", 1)[1] in CONSTANT_INITIALIZERS:
+            return []       # nn.initializers.zeros(key, shape) ignores its key
         display = short(f)
         ident = self._callee_identity(f)
         if target is not None:
@@ -470,7 +478,7 @@ class Interpreter:
                 for c in cands:
                     if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c)):
                         if p in kp and not an.only_folded(callee, p):
-                            out.append((c, "call", None, display, ident))
+                            out.append((c, "call", None, display, ident, True))
             # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
             seen = set()
             uniq = []
@@ -479,7 +487,21 @@ class Interpreter:
                     seen.add(id(item[0]))
                     uniq.append(item)
             return uniq
-        return [(c, "call", None, display, ident) for c in cands]
+        return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands]
+
+    def _draws(self, call: ast.Call, key: ast.AST) -> bool:
+        """A call outside this module known to draw from ``key``: ``model.init(key, x)``,
+        ``cell.initialize_carry(key, shape)``, ``rngs={...: key}``/``rng=key``, an initializer
+        (``nn.initializers.normal()(key, shape)``, ``init_fn(key, shape)`` with ``init_fn`` one)."""
+        f = call.func
+        first = call.args[0] if call.args else None
+        if isinstance(f, ast.Attribute) and f.attr in KEY_FIRST_METHODS and first is not None \
+                and (first is key or (isinstance(first, ast.Dict) and contains(first, key))):
+            return True
+        for kw in call.keywords:
+            if (kw.arg == "rngs" or kw.arg in RNG_KEYWORDS) and (kw.value is key or contains(kw.value, key)):
+                return True
+        return first is key and self.an.initializer(f, self.fn) is not None
 
     def _callee_identity(self, f: ast.AST) -> str:
         """The function a call runs, seen through ``jax.jit``/``grad``/``partial`` wrappers:
@@ -506,11 +528,11 @@ class Interpreter:
             for v in a.values:
                 self._collect(v, out)
 
-    def use_for(self, call: ast.Call, arg: ast.AST, kind: str, data, callee: str, ident) -> Use:
+    def use_for(self, call: ast.Call, arg: ast.AST, kind: str, data, callee: str, ident, draws: bool) -> Use:
         k = (id(call), id(arg))
         u = self.uses.get(k)
         if u is None:
-            u = Use(call, arg, self.stmt, kind, callee, data, self.comp_depth > 0, self.fn, ident)
+            u = Use(call, arg, self.stmt, kind, callee, data, self.comp_depth > 0, self.fn, ident, draws)
             self.uses[k] = u
         return u
 
@@ -518,8 +540,8 @@ class Interpreter:
         info = self.call_info(call)
         if not info:
             return
-        for arg, kind, data, callee, ident in info:
-            use = self.use_for(call, arg, kind, data, callee, ident)
+        for arg, kind, data, callee, ident, draws in info:
+            use = self.use_for(call, arg, kind, data, callee, ident, draws)
             for st in states:
                 vid = self._vid(arg, st)
                 if vid is None:

@@ -12,7 +12,7 @@ from .keys import rule_analysis
 from .loops import is_config_sweep, loop_label
 from .naming import base_key_name, split_spelling
 from .vocabulary import (COMPREHENSIONS, KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
-                         TIME_SOURCES, functions_mentioning)
+                         TIME_SOURCES, constant_data, functions_mentioning, stores_state)
 
 # transforms that trace a function only to inspect it (shapes, jaxpr): a constant key there is fine
 _INSPECTING = K.INSPECTING_TRANSFORMS
@@ -152,7 +152,9 @@ def _init_like(term: str) -> bool:
 
 class _Flow:
     """Where values go in one scope, flow-insensitively: keys of consuming ``jax.random``
-    calls, and arguments of other calls (initializers and look-only calls excluded)."""
+    calls, and arguments of other calls (initializers and look-only calls excluded).  A key
+    folded with changing data (``fold_in(PRNGKey(0), i)``) or split and indexed with it
+    (``split(PRNGKey(0), n)[i]``) gives a new key per datum: that is not drawing from it."""
 
     def __init__(self, ka, fn: Function):
         self.fn = fn
@@ -160,11 +162,18 @@ class _Flow:
         self.random_names: Set[str] = set()
         self.call_exprs: Set[int] = set()
         self.call_names: Set[str] = set()
+        self.ka = ka
         m = ka.model
+        per_datum = {id(s.value) for s in fn.of_type(ast.Subscript)
+                     if isinstance(s.value, ast.Call) and not isinstance(s.slice, ast.Constant)}
         for call in fn.of_type(ast.Call):
             q = ka.random_qualname(call, fn)
             if q is not None:
                 if q in RANDOM_NON_CONSUMING:
+                    continue
+                if q == "jax.random.fold_in" and not constant_data(call):
+                    continue
+                if q == "jax.random.split" and id(call) in per_datum:
                     continue
                 a = ka.key_argument(call)
                 if isinstance(a, ast.Name):
@@ -174,7 +183,7 @@ class _Flow:
                 continue
             f = call.func
             term = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
-            if _init_like(term):
+            if _init_like(term) or stores_state(term):
                 continue
             fq = m.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
             if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
@@ -206,9 +215,32 @@ class _Flow:
         for node in self.fn.of_type(ast.Assign):
             if node.value is call:
                 for t in node.targets:
-                    if isinstance(t, ast.Name) and t.id in names:
+                    if isinstance(t, ast.Name) and t.id in names and not self._refolded(node, t.id):
                         return True
         return False
+
+    def _refolded(self, stmt: ast.Assign, name: str) -> bool:
+        """``key = PRNGKey(0)`` followed at once by ``key = fold_in(key, step)``: every later
+        read sees the folded key."""
+        nxt = _next_statement(self.fn, stmt)
+        if not (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0], ast.Name)
+                and nxt.targets[0].id == name and isinstance(nxt.value, ast.Call)):
+            return False
+        v = nxt.value
+        a = self.ka.key_argument(v)
+        return isinstance(a, ast.Name) and a.id == name and not constant_data(v) \
+            and self.ka.random_qualname(v, self.fn) == "jax.random.fold_in"
+
+
+def _next_statement(fn: Function, stmt: ast.stmt) -> Optional[ast.stmt]:
+    for node in ast.walk(fn.node):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                for i, s in enumerate(block):
+                    if s is stmt:
+                        return block[i + 1] if i + 1 < len(block) else None
+    return None
 
 
 def _seed(call: ast.Call) -> Optional[ast.expr]:

@@ -21,7 +21,7 @@ What is found where:
   ``self.make_rng(...)``; names passed as the key argument of a
   ``jax.random`` function; key-named names (``key``, ``rng``, ``*_key``,
   ``prng``, ...) passed in ``rngs={...}``/``rng=`` or as the first argument of
-  ``.init(...)``; key-named names passed to a parameter of a function of this
+  ``.init(...)``/``.initialize_carry(...)``; key-named names passed to a parameter of a function of this
   module that is itself a key; aliases and loop variables over key arrays.
 * **Values** (:class:`Interpreter`): an abstract interpreter over the scope's
   statements keeps, per execution path, which key value each name holds and
@@ -56,7 +56,7 @@ from ...analysis.model import Function, SemanticModel
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
-from .vocabulary import (KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
+from .vocabulary import (INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
                          RANDOM_TERMINALS, RNG_KEYWORDS, WRAPPERS, constant_data, functions_mentioning,
                          is_key_like_name, key_argument, mentions_random)
 
@@ -91,14 +91,15 @@ class KeyAnalysis:
         if self.active:
             # which kinds of evidence the text can hold at all (skips work on most calls)
             self._scan_keywords = text is None or "rng" in text
-            self._scan_init = text is None or ".init(" in text
+            self._scan_init = text is None or "init" in text
             self._compute_key_names(text)
         self._text = None
 
     def _markers(self) -> Tuple[str, ...]:
         """Text that any direct key evidence in a function must contain: the local spellings
-        of ``jax.random`` and its functions, ``make_rng``, ``rng``-keywords and ``.init(``."""
-        out = {"jax.random", "make_rng", "rng", ".init("}
+        of ``jax.random`` and its functions, ``make_rng``, ``rng``-keywords, ``.init(``,
+        ``.initialize_carry(`` and initializers."""
+        out = {"jax.random", "make_rng", "rng", ".init(", ".init_with_output(", ".initialize_carry(", "initializers"}
         for local, q in self.model.imports.aliases.items():
             if q == "jax.random" or q.startswith(RANDOM):
                 out.add(local)
@@ -136,6 +137,23 @@ class KeyAnalysis:
         return fc is ast.Attribute and term in PRODUCER_METHODS
 
     key_argument = staticmethod(key_argument)
+
+    def initializer(self, f: ast.AST, fn: Function) -> Optional[str]:
+        """The initializer a call to ``f`` runs (``nn.initializers.zeros(...)``,
+        ``normal(0.02)(...)``, ``init_fn(...)`` with ``init_fn`` bound once to one), by
+        qualified name, or None."""
+        e = f
+        if isinstance(e, ast.Name):
+            values = [n.value for n in fn.of_type(ast.Assign)
+                      if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == e.id]
+            if len(values) == 1:
+                e = values[0]
+        if isinstance(e, ast.Call):
+            e = e.func
+        if not isinstance(e, (ast.Name, ast.Attribute)):
+            return None
+        q = self.model.qualname(e, fn)
+        return q if q is not None and q.startswith(INITIALIZER_PREFIXES) else None
 
     def key_names(self, fn: Function) -> Set[str]:
         """Names of ``fn`` that hold PRNG keys (flow-insensitive)."""
@@ -213,8 +231,11 @@ class KeyAnalysis:
                         for x in v.values:
                             if x.__class__ is Name and keylike(x.id):
                                 keys.add(x.id)
-            if scan_init and term == "init" and fc is Attribute and call.args:
-                # model.init(key, x), model.init({"params": key}, x)
+            if scan_init and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
+                    and (fc is Call_ or fc is Name) and self.initializer(f, fn) is not None:
+                keys.add(call.args[0].id)     # nn.initializers.normal(0.02)(rng, shape), init_fn(rng, shape)
+            if scan_init and term in KEY_FIRST_METHODS and fc is Attribute and call.args:
+                # model.init(key, x), model.init({"params": key}, x), cell.initialize_carry(key, shape)
                 a = call.args[0]
                 if a.__class__ is Name and keylike(a.id):
                     keys.add(a.id)

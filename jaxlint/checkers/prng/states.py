@@ -14,10 +14,10 @@ STEP_BUDGET = 20000
 class Use:
     """One consumption of a key value."""
 
-    __slots__ = ("call", "arg", "stmt", "name", "kind", "callee", "data", "in_comp", "fn", "ident")
+    __slots__ = ("call", "arg", "stmt", "name", "kind", "callee", "data", "in_comp", "fn", "ident", "draws")
 
     def __init__(self, call: ast.Call, arg: ast.expr, stmt: Optional[ast.stmt], kind: str, callee: str,
-                 data, in_comp: bool, fn: Function, ident: Optional[str] = None):
+                 data, in_comp: bool, fn: Function, ident: Optional[str] = None, draws: bool = False):
         self.call = call
         self.arg = arg                      # the key expression (a Name or ``keys[0]``)
         self.stmt = stmt                    # the statement whose evaluation runs the call
@@ -29,6 +29,15 @@ class Use:
         self.fn = fn
         # for calls into other functions: which function (through jit/grad/partial wrappers)
         self.ident = ident
+        # for calls into other functions: the callee is known to draw from the key (a function
+        # of this module whose key parameter reaches a sampler, ``model.init``, an initializer)
+        self.draws = draws
+
+    def other_arguments(self) -> tuple:
+        """The call's arguments other than the key, as syntax (to tell two calls apart)."""
+        c = self.call
+        return tuple(ast.dump(a) for a in c.args if a is not self.arg) + \
+            tuple((k.arg, ast.dump(k.value)) for k in c.keywords if k.value is not self.arg)
 
     @property
     def line(self) -> int:
@@ -131,9 +140,12 @@ def conflict(first: Use, second: Use) -> bool:
         # fold_in(key, d) derives a distinct key per datum: only the same constant twice repeats
         return first.kind == second.kind == "fold_in" and first.data is not None and first.data == second.data
     if first.kind == second.kind == "call" and first.call is not second.call and first.ident == second.ident:
-        # one function evaluated twice with one key (``f(key, x)`` and ``jax.grad(f)(key, x)``,
-        # a data generator replayed): the same randomness on purpose
-        return False
+        # one function evaluated twice with one key: the same randomness on purpose when it is
+        # replayed on the same inputs (``f(key, x)`` and ``jax.grad(f)(key, x)``) or when the
+        # function is not known to draw from the key (a data generator replayed); a known
+        # sampler called on different inputs draws correlated numbers
+        # (``add_noise(images, key)``, ``add_noise(labels, key)``)
+        return first.draws and second.draws and first.other_arguments() != second.other_arguments()
     return True
 
 

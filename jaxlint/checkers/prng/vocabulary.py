@@ -49,6 +49,8 @@ CONTAINER_METHODS = frozenset({
     "discard", "update", "__contains__", "__getitem__", "startswith", "endswith", "join", "format",
     "write", "put", "put_nowait", "send", "save", "dump", "dumps", "log", "store", "record",
 })
+# methods that run a model only to describe it (``model.tabulate(rng, x)`` prints a summary)
+LOOK_ONLY_METHODS = frozenset({"tabulate"})
 # wrappers that call the function they are given (seen through when comparing consumers)
 WRAPPERS = K.PRNG_WRAPPERS
 # methods that produce a fresh key on every call
@@ -58,6 +60,15 @@ TIME_SOURCES = frozenset({
     "time.monotonic_ns", "time.process_time", "datetime.datetime.now", "datetime.datetime.utcnow",
     "datetime.now",
 })
+# words in a callee's name that say it saves or restores state (checkpoints): a key handed to
+# it is stored or restored, not drawn from (``restore_checkpoint(dir, state, rng)``)
+_STORAGE_WORDS = frozenset({"restore", "checkpoint", "checkpoints", "ckpt", "save", "serialize", "deserialize"})
+# initializer factories: ``nn.initializers.lecun_normal()`` returns a function that draws from its key
+INITIALIZER_PREFIXES = ("jax.nn.initializers.", "flax.linen.initializers.", "flax.nnx.initializers.")
+# initializers that take a key and ignore it
+CONSTANT_INITIALIZERS = frozenset({"zeros", "ones", "constant", "zeros_init", "ones_init"})
+# methods that draw from the key given as their first argument (Flax/Haiku ``init``, RNN cells)
+KEY_FIRST_METHODS = frozenset({"init", "init_with_output", "initialize_carry"})
 # names of parameters/locals that conventionally hold keys: the last word names a key
 _KEY_WORDS = frozenset({"key", "keys", "rng", "prng", "subkey", "subkeys", "subrng", "prngkey", "rngkey", "sk"})
 # words that make a key-named variable something else (``num_keys``, ``key_padding_mask``)
@@ -79,6 +90,14 @@ def is_key_like_name(name: str) -> bool:
     if words[-1] not in _KEY_WORDS:
         return False
     return not any(w in _NOT_KEY_WORDS for w in words)
+
+
+@functools.lru_cache(maxsize=4096)
+def stores_state(callee: str) -> bool:
+    """A callee whose name says it saves or restores state (``restore_checkpoint``,
+    ``mngr.restore``, ``save_ckpt``): it keeps a key it is given, it does not draw from it."""
+    last = callee.rsplit(".", 1)[-1]
+    return any(w in _STORAGE_WORDS for w in last.lower().strip("_").split("_"))
 
 
 def key_argument(call: ast.Call) -> Optional[ast.expr]:
