@@ -1,0 +1,8 @@
+"""JAX61x Flax linen: modules used like PyTorch ones — attributes assigned outside ``setup``,
+``apply`` given the inner parameter dict, dropout without an rng stream, BatchNorm statistics
+that are never updated.
+
+Rules: ``jax61N_*.py``. Library contracts (Flax layers and the keywords that switch them on)
+as data: ``contracts.py``. Analysis only this family uses: ``linen.py`` (which module instance an
+``apply`` runs, what its layers need for the arguments it is given, and the shape of the
+variables dict passed to it)."""

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from ...analysis import CERTAIN, INFERRED
+from ...fixes.edits import SAFE, Edit, Fix
+from ..base import Context, Finding, Rule, register
+from ..messages import short
+from .linen import FULL, INNER, flax_facts
+
+
+@register
+class FlaxApplyVariables(Rule):
+    """
+    ## What it does
+    Flags `model.apply(params, ...)` (and `state.apply_fn(params, ...)`) where
+    `params` is the inner parameter dict — bound from `model.init(...)["params"]`,
+    `variables["params"]`, or `state.params` of a `TrainState` created with
+    `params=variables["params"]` — instead of the variables dict
+    `{"params": params}`; and the mirror mistake, `{"params": variables}` where
+    `variables` is already the whole `model.init(...)` result.
+
+    ## Why is this bad?
+    A PyTorch module carries its weights: `model(x)` and `model.state_dict()`
+    are two views of one object. A Flax module carries none; `apply` takes the
+    variables dict, keyed by collection (`{"params": ..., "batch_stats": ...}`),
+    as its first argument. Given the inner parameter dict, Flax looks for a
+    `"params"` collection, finds `"Dense_0"`, `"Dense_1"`, ... instead and
+    raises `ScopeCollectionNotFound: Tried to access "kernel" from collection
+    "params" ... but the collection is empty`. Wrapping the whole variables dict
+    once more raises `ApplyScopeInvalidVariablesStructureError` ("an extra
+    params layer").
+
+    ## Example
+    ```python
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(10)(x)
+
+    model = MLP()
+    x = jnp.ones((1, 4))
+    params = model.init(jax.random.PRNGKey(0), x)["params"]
+    logits = model.apply(params, x)
+    ```
+
+    ## Use instead
+    ```python
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(10)(x)
+
+    model = MLP()
+    x = jnp.ones((1, 4))
+    params = model.init(jax.random.PRNGKey(0), x)["params"]
+    logits = model.apply({"params": params}, x)
+    ```
+    `model.apply(variables, x)` with `variables = model.init(...)` is right too.
+    A dict whose origin this file does not show (a function parameter called
+    from elsewhere, a module defined in another file) is not flagged.
+
+    ## Fix safety
+    The fix wraps the argument: `model.apply({"params": params}, x)`. It is
+    safe: it is offered only when every binding of the argument in this file is
+    the inner parameter dict (a local name, `state.params` of the file's
+    `TrainState`, or a parameter of a nested function whose every call passes
+    the inner dict), and the original call could only raise. The mirror mistake
+    is reported without a fix.
+    """
+
+    code = "JAX612"
+    symbol = "flax-apply-variables"
+    summary = "`model.apply(params, ...)` given the inner parameter dict instead of `{\"params\": params}`"
+    fix_title = "Wrap in `{\"params\": ...}`"
+    fix_applicability = SAFE
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        facts = flax_facts(m)
+        for site in facts.apply_sites():
+            if site.method == "init" or site.variables is None:
+                continue
+            if site.method == "apply_fn" and not facts.train_state_creates():
+                continue
+            v = site.variables
+            call_text = f"{short(site.receiver, 20)}.{site.method}"
+            shape, local = facts.shape(v, site.scope)
+            if shape == INNER:
+                fix = None
+                if local:
+                    start, end = ctx.source.node_span(v)
+                    fix = Fix(self.fix_title, (Edit(start, end, '{"params": ' + ctx.source.segment(v) + "}"),), SAFE)
+                yield ctx.finding(
+                    self, v,
+                    f"`{call_text}` is given `{short(v)}`, the inner parameter dict; it expects the variables "
+                    f"dict `{{\"params\": {short(v, 30)}}}` and raises `ScopeCollectionNotFound`",
+                    confidence=CERTAIN if local else INFERRED, fix=fix)
+                continue
+            if isinstance(v, ast.Dict):
+                for key, value in zip(v.keys, v.values):
+                    if isinstance(key, ast.Constant) and key.value == "params":
+                        inner, local = facts.shape(value, site.scope)
+                        if inner == FULL:
+                            yield ctx.finding(
+                                self, value,
+                                f"`{call_text}` is given `{{\"params\": {short(value, 30)}}}`, but "
+                                f"`{short(value)}` is already the whole variables dict (from `init`); pass it "
+                                f"as is: the extra \"params\" layer raises "
+                                f"`ApplyScopeInvalidVariablesStructureError`",
+                                confidence=CERTAIN if local else INFERRED)

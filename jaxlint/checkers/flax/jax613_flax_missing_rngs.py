@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional, Set
+
+from ...analysis import CERTAIN, INFERRED, Function
+from ..base import Context, Finding, Rule, register
+from ..messages import short
+from ..prng.keys import key_analysis
+from .contracts import FALLBACK_STREAM
+from .linen import ApplySite, FlaxFacts, Need, const_str, flax_facts
+
+
+@register
+class FlaxMissingRngs(Rule):
+    """
+    ## What it does
+    Flags `model.apply(...)` of a linen module that contains an active
+    `nn.Dropout` (or calls `self.make_rng("dropout")`) — active for the
+    arguments given, e.g. `train=True` with `deterministic=not train` — when
+    the call passes no `rngs={"dropout": key}`; and a dropout key passed in
+    `rngs` (directly, or through the training step that passes it on) on every
+    iteration of a training loop without being split or folded first.
+
+    ## Why is this bad?
+    In PyTorch, `model.train()` is all dropout needs: every forward pass draws a
+    fresh mask from the global generator. Flax has no global generator. A
+    module whose dropout is on needs a key for the `"dropout"` stream on every
+    `apply`; without one it raises `InvalidRngError: Dropout_0 needs PRNG for
+    "dropout"`. And a key is a value, not a generator: passing the same key on
+    every step applies *the same* dropout mask every step, so the network
+    trains on one fixed sub-network instead of a fresh one per step.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool = False):
+            x = nn.Dense(64)(x)
+            x = nn.Dropout(0.5, deterministic=not train)(x)
+            return nn.Dense(10)(x)
+
+    model = Net()
+    x = jnp.ones((8, 4))
+    variables = model.init(jax.random.PRNGKey(0), x)
+    logits = model.apply(variables, x, train=True)
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool = False):
+            x = nn.Dense(64)(x)
+            x = nn.Dropout(0.5, deterministic=not train)(x)
+            return nn.Dense(10)(x)
+
+    model = Net()
+    x = jnp.ones((8, 4))
+    variables = model.init(jax.random.PRNGKey(0), x)
+    key = jax.random.PRNGKey(1)
+    for step in range(3):
+        key, dropout_key = jax.random.split(key)
+        logits = model.apply(variables, x, train=True, rngs={"dropout": dropout_key})
+    ```
+    Not flagged: dropout switched off (`train=False`, `deterministic=True`, a
+    rate of 0), `rngs` with a `"params"` key (Flax falls back to it), a key
+    split or folded (`jax.random.fold_in(key, state.step)`) per step, flags
+    whose value the call does not show, and modules defined in other files.
+
+    ## Fix safety
+    No fix: where a fresh key should come from (split from a loop key, folded
+    with the step number) is the caller's design.
+    """
+
+    code = "JAX613"
+    symbol = "flax-missing-rngs"
+    summary = "a linen module with active dropout applied without a fresh `rngs={\"dropout\": key}`"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        facts = flax_facts(m)
+        fed: List = []      # (site, need, key name) for rngs={"dropout": name}
+        for site in facts.apply_sites():
+            if site.method == "init":
+                continue
+            needs = [n for n in facts.needs(site) if n.kind == "rng" and n.name != FALLBACK_STREAM]
+            if not needs:
+                continue
+            need = needs[0]
+            rngs = site.keyword("rngs")
+            flag = _flag_text(site)
+            if rngs is None:
+                yield ctx.finding(
+                    self, site.call,
+                    f"`{short(site.call)}` runs `{site.instance.name}`, whose {need.what} draws from the "
+                    f"{need.name!r} rng stream{flag}, but passes no `rngs={{{need.name!r}: key}}`: raises "
+                    f"`InvalidRngError`",
+                    confidence=CERTAIN)
+                continue
+            if isinstance(rngs.value, ast.Dict):
+                keys = {const_str(k) for k in rngs.value.keys}
+                if None in keys:
+                    continue
+                if need.name not in keys and FALLBACK_STREAM not in keys:
+                    yield ctx.finding(
+                        self, rngs.value,
+                        f"`rngs` has no {need.name!r} stream for {need.what} of `{site.instance.name}`"
+                        f"{flag}: raises `InvalidRngError`",
+                        confidence=CERTAIN)
+                    continue
+                for k, v in zip(rngs.value.keys, rngs.value.values):
+                    if const_str(k) in (need.name, FALLBACK_STREAM) and isinstance(v, ast.Name):
+                        fed.append((site, need, v))
+        yield from self._reused_keys(ctx, facts, fed)
+
+    def _reused_keys(self, ctx: Context, facts: FlaxFacts, fed) -> Iterator[Finding]:
+        """Keys reused on every loop iteration (the key analysis) that reach a dropout stream."""
+        if not fed:
+            return
+        m = ctx.model
+        direct = {id(site.call): (site, need) for site, need, _ in fed}
+        # step functions whose parameter feeds rngs: (function id, parameter) -> (site, need)
+        through = {}
+        for site, need, name in fed:
+            owner = _param_owner(facts, name.id, site.scope)
+            if owner is not None:
+                through[(id(owner), name.id)] = (site, need)
+        if not through and not direct:
+            return
+        for r in key_analysis(m, ctx.source.text).reuses():
+            if r.reason != "loop":
+                continue
+            use = r.use
+            hit = direct.get(id(use.call))
+            where = ""
+            if hit is None:
+                target = m.resolve_callable(use.call.func, use.fn) if isinstance(
+                    use.call.func, (ast.Name, ast.Attribute, ast.Call)) else None
+                if target is None:
+                    continue
+                pairs, _ = m.bind_arguments(target, use.call)
+                for p, a in pairs:
+                    if a is use.arg and (id(target.function), p) in through:
+                        hit = through[(id(target.function), p)]
+                        where = f" `{target.function.name}` passes it as `rngs={{{hit[1].name!r}: {p}}}`;"
+                        break
+            if hit is None:
+                continue
+            site, need = hit
+            yield ctx.finding(
+                self, use.arg,
+                f"dropout key `{short(use.arg)}` is the same on every iteration of this {r.where};{where} "
+                f"{need.what} of `{site.instance.name}` applies the same mask every step; split or fold in "
+                f"the step first",
+                confidence=INFERRED if where else CERTAIN)
+
+
+def _flag_text(site: ApplySite) -> str:
+    shown = [f"`{kw.arg}={short(kw.value, 20)}`" for kw in site.call.keywords
+             if kw.arg not in (None, "rngs", "mutable", "method", "variables") and isinstance(kw.value, ast.Constant)]
+    return f" (with {', '.join(shown)})" if shown else ""
+
+
+def _param_owner(facts: FlaxFacts, name: str, scope: Function) -> Optional[Function]:
+    """The function whose parameter ``name`` is, seen from ``scope`` (a closure is fine), when
+    that parameter is never rebound."""
+    owner = facts.binding_scope(name, scope)
+    if owner is None or owner.is_module or name not in owner.param_nodes:
+        return None
+    for node in owner.of_type(ast.Assign, ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+            return None
+    return owner

@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional, Set
+
+from ...analysis import CERTAIN, Function
+from ..base import Context, Finding, Rule, register
+from ..messages import short
+from .linen import ApplySite, const_str, flax_facts
+
+
+@register
+class FlaxMutableCollections(Rule):
+    """
+    ## What it does
+    Flags `model.apply(...)` of a linen module that updates a variable
+    collection for the arguments given — `nn.BatchNorm` with
+    `use_running_average=False` (e.g. `use_running_average=not train` applied
+    with `train=True`), or `self.variable("counter", ...).value = ...` — when
+    the call does not list that collection in `mutable=[...]`, and calls that
+    do list it but throw the updated collection away
+    (`logits, _ = model.apply(..., mutable=["batch_stats"])`, an unused second
+    result, or `[0]` of the result).
+
+    ## Why is this bad?
+    In PyTorch, `BatchNorm` updates its running mean and variance in place on
+    every forward pass in `train()` mode. A Flax module updates nothing in
+    place: `apply` returns the new statistics and only if you ask for them.
+    Without `mutable=["batch_stats"]`, Flax refuses the update and raises
+    `ModifyScopeVariableError: Cannot update variable "mean" ... because
+    collection "batch_stats" is immutable`. With it, `apply` returns
+    `(output, updates)`; dropping `updates` means the running statistics stay
+    at their initial values forever, and evaluation with
+    `use_running_average=True` normalises with zeros and ones — silently.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool = False):
+            x = nn.Dense(64)(x)
+            x = nn.BatchNorm(use_running_average=not train)(x)
+            return nn.Dense(10)(x)
+
+    model = Net()
+    x = jnp.ones((8, 4))
+    variables = model.init(jax.random.PRNGKey(0), x)
+    logits, _ = model.apply(variables, x, train=True, mutable=["batch_stats"])
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool = False):
+            x = nn.Dense(64)(x)
+            x = nn.BatchNorm(use_running_average=not train)(x)
+            return nn.Dense(10)(x)
+
+    model = Net()
+    x = jnp.ones((8, 4))
+    variables = model.init(jax.random.PRNGKey(0), x)
+    logits, updates = model.apply(variables, x, train=True, mutable=["batch_stats"])
+    variables = {"params": variables["params"], "batch_stats": updates["batch_stats"]}
+    ```
+    Not flagged: `use_running_average=True` (evaluation), `mutable=True`,
+    updates kept (returned from a loss function as `aux`, stored in a
+    `TrainState`), `self.sow` (a no-op by design unless asked for), flags whose
+    value the call does not show, and modules defined in other files.
+
+    ## Fix safety
+    No fix: where the updated statistics should be kept (a `TrainState`
+    field, the variables dict, the loss function's `aux`) is the caller's design.
+    """
+
+    code = "JAX614"
+    symbol = "flax-mutable-collections"
+    summary = "a linen module that updates `batch_stats` applied without `mutable=[...]`, or its updates discarded"
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        m = ctx.model
+        if not m.mentions_jax:
+            return
+        facts = flax_facts(m)
+        for site in facts.apply_sites():
+            if site.method == "init":
+                continue
+            needs = [n for n in facts.needs(site) if n.kind == "collection"]
+            if not needs:
+                continue
+            need = needs[0]
+            flag = "".join(f" `{kw.arg}={short(kw.value, 20)}`" for kw in site.call.keywords
+                           if kw.arg not in (None, "rngs", "mutable", "method", "variables")
+                           and isinstance(kw.value, ast.Constant))
+            flag = f" (with{flag})" if flag else ""
+            mutable = site.keyword("mutable")
+            names = _mutable_names(mutable.value) if mutable is not None else set()
+            if names is None:
+                continue   # mutable=<expression>: cannot tell
+            if names is not True and not ({n.name for n in needs} <= names):
+                missing = sorted({n.name for n in needs} - names)
+                yield ctx.finding(
+                    self, site.call,
+                    f"`{short(site.call)}` runs `{site.instance.name}`, where {need.what} updates the "
+                    f"`{missing[0]}` collection{flag}, without `mutable=[{missing[0]!r}]`: raises "
+                    f"`ModifyScopeVariableError`",
+                    confidence=CERTAIN)
+                continue
+            dropped = _discarded(site)
+            if dropped is not None:
+                yield ctx.finding(
+                    self, dropped,
+                    f"the updated `{need.name}` returned by `{short(site.call, 30)}` is discarded: "
+                    f"{need.what} of `{site.instance.name}` never changes its running statistics; keep "
+                    f"the second result and store it (e.g. `state.replace({need.name}=updates[{need.name!r}])`)",
+                    confidence=CERTAIN)
+
+
+def _mutable_names(v: ast.expr):
+    """True for ``mutable=True``; the set of collection names of a literal; None if unknown."""
+    if isinstance(v, ast.Constant):
+        if v.value is True:
+            return True
+        if v.value is False or v.value is None:
+            return set()
+        if isinstance(v.value, str):
+            return {v.value}
+        return None
+    if isinstance(v, (ast.List, ast.Tuple, ast.Set)):
+        out = set()
+        for e in v.elts:
+            s = const_str(e)
+            if s is None:
+                return None
+            out.add(s)
+        return out
+    return None
+
+
+def _discarded(site: ApplySite) -> Optional[ast.AST]:
+    """The node showing the updated collections are thrown away, if they are."""
+    fn: Function = site.scope
+    call = site.call
+    for node in fn.of_type(ast.Expr):
+        if node.value is call:
+            return call
+    for node in fn.of_type(ast.Subscript):
+        if node.value is call and isinstance(node.slice, ast.Constant) and node.slice.value == 0:
+            return node
+    for node in fn.of_type(ast.Assign):
+        if node.value is not call or len(node.targets) != 1:
+            continue
+        t = node.targets[0]
+        if isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == 2 and isinstance(t.elts[1], ast.Name):
+            second = t.elts[1]
+            if second.id == "_" or not _loaded(fn, second.id, after=second):
+                return second
+    return None
+
+
+def _loaded(fn: Function, name: str, after: ast.AST) -> bool:
+    """``name`` is read anywhere in ``fn`` (nested functions included)."""
+    for n in ast.walk(fn.node):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+            return True
+    return False
