@@ -26,13 +26,11 @@ client (UTF-16 by default); jaxlint's own columns are characters.
 """
 from __future__ import annotations
 
-import io
 import logging
 import os
 import re
-import tokenize
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .analysis import INFERRED, SourceError, SourceFile
@@ -40,6 +38,7 @@ from .checkers import REGISTRY, Finding
 from .config import Config, ConfigError, find_config, load_config
 from .engine import InternalError, lint_source
 from .fixes.edits import SAFE, Edit
+from .fixes.noqa import add_noqa_edits
 
 log = logging.getLogger("jaxlint.server")
 
@@ -48,10 +47,6 @@ SOURCE = "jaxlint"
 DOCS_URL = "https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{code}.md"
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
-
-# `# noqa: JAX101, JAX102` -- the codes list, to append another code to it
-_NOQA_CODES = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
-
 
 def rule_url(code: str) -> str:
     return DOCS_URL.format(code=code)
@@ -128,9 +123,7 @@ class Linter:
         if path is not None and _excluded(path, cfg):
             result.skipped = True
             return result
-        ignored = cfg.ignored_for(path) if path else []
-        rules = [r for r in cfg.rules()
-                 if not any(r.code.startswith(i.upper()) or r.symbol == i for i in ignored)]
+        rules = cfg.rules_for(path)
         source = SourceFile(display, text)
         result.source = source
         try:
@@ -229,36 +222,11 @@ def _workspace_edit(checked: Checked, edits: Sequence, versioned: bool):
     return t.WorkspaceEdit(changes={checked.uri: list(edits)})
 
 
-def comment_safe_lines(text: str) -> Optional[Set[int]]:
-    """Lines (1-based) whose end is the end of a logical or non-logical line, where a
-    trailing comment is allowed: not inside a string, not after a backslash."""
-    lines: Set[int] = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.NL):
-                lines.add(tok.start[0])
-            elif tok.type == tokenize.ENDMARKER:
-                lines.add(tok.start[0] - 1 if tok.start[1] == 0 else tok.start[0])
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return None
-    return lines
-
-
-def noqa_edit(source: SourceFile, f: Finding, safe_lines: Optional[Set[int]]) -> Optional[Edit]:
-    """The edit that suppresses ``f`` with ``# noqa: CODE`` on its line, or None."""
-    codes = source.noqa(f.line)
-    if codes is not None and not codes:
-        return None   # a blanket noqa already covers everything
-    line = source.line_text(f.line)
-    start = source.offset(f.line, 0)
-    if codes:
-        m = _NOQA_CODES.search(line)
-        if m is None:
-            return None
-        return Edit.insert(start + m.end("codes"), f", {f.code}")
-    if safe_lines is None or f.line not in safe_lines:
-        return None
-    return Edit.insert(start + len(line), f"  # noqa: {f.code}")
+def noqa_edit(source: SourceFile, f: Finding) -> Optional[Edit]:
+    """The edit that suppresses ``f`` with ``# noqa: CODE`` on its line, or None where no
+    comment can go (the line continues a string or ends with a backslash)."""
+    edits, _added, _skipped = add_noqa_edits(source, [f])
+    return edits[0] if len(edits) == 1 else None
 
 
 def code_actions(checked: Checked, rng, encoding: str, versioned: bool = True,
@@ -273,7 +241,6 @@ def code_actions(checked: Checked, rng, encoding: str, versioned: bool = True,
     start = _client_to_source(source, rng.start, encoding)
     end = _client_to_source(source, rng.end, encoding)
     fixes, suppress = [], []
-    safe_lines = None
     for f in checked.findings:
         if not _overlaps(source, f, start, end):
             continue
@@ -284,9 +251,7 @@ def code_actions(checked: Checked, rng, encoding: str, versioned: bool = True,
             fixes.append(t.CodeAction(
                 title=title, kind=t.CodeActionKind.QuickFix, diagnostics=[diag], is_preferred=safe,
                 edit=_workspace_edit(checked, [text_edit(source, e, encoding) for e in f.fix.edits], versioned)))
-        if safe_lines is None:
-            safe_lines = comment_safe_lines(source.text) or set()
-        edit = noqa_edit(source, f, safe_lines)
+        edit = noqa_edit(source, f)
         if edit is not None:
             suppress.append(t.CodeAction(
                 title=f"{f.code}: suppress with `# noqa: {f.code}`", kind=t.CodeActionKind.QuickFix,
@@ -428,7 +393,13 @@ def create_server():
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Serve the language server over stdio until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="jaxlint server: %(message)s")
-    create_server().start_io()
+    try:
+        server = create_server()
+    except ImportError as exc:
+        import sys
+        sys.stderr.write(f"jaxlint: error: the language server needs pygls>=2 and lsprotocol ({exc})\n")
+        return 2
+    server.start_io()
     return 0
 
 

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 TIMEOUT = 60          # seconds for any one answer (the first lint imports every rule)
-SERVER = [sys.executable, "-c", "from jaxlint.server import main; main()"]
+MODULE_SERVER = [sys.executable, "-c", "from jaxlint.server import main; main()"]
+_SCRIPT = os.path.join(os.path.dirname(sys.executable), "jaxlint")
+# `jaxlint server`: the installed command when it sits beside this interpreter, else the same CLI via -m
+CLI_SERVER = [_SCRIPT, "server"] if os.path.exists(_SCRIPT) else [sys.executable, "-m", "jaxlint", "server"]
 
 TRAIN = '''import jax
 import jax.numpy as jnp
@@ -158,9 +161,16 @@ def project(tmp_path):
     return tmp_path
 
 
+@pytest.fixture(params=[CLI_SERVER, MODULE_SERVER], ids=["jaxlint-server", "server-main"])
+def client(project, request):
+    c = LspClient(request.param, project)
+    yield c
+    c.close()
+
+
 @pytest.fixture
-def client(project):
-    c = LspClient(SERVER, project)
+def cli_client(project):
+    c = LspClient(CLI_SERVER, project)
     yield c
     c.close()
 
@@ -262,7 +272,8 @@ def test_lsp_session_diagnostics_fixes_noqa_hover(client, project):
     assert client.proc.wait(timeout=TIMEOUT) == 0
 
 
-def test_noqa_appends_to_an_existing_list_and_avoids_strings(client, project):
+def test_noqa_appends_to_an_existing_list_and_avoids_strings(cli_client, project):
+    client = cli_client
     initialize(client, project)
     text = ('import jax\n\n\n@jax.jit\ndef f(x):\n    print(x)  # noqa: E501\n'
             '    print(f"""{x}\n    """)\n    return x\n')
@@ -274,7 +285,7 @@ def test_noqa_appends_to_an_existing_list_and_avoids_strings(client, project):
         "textDocument": {"uri": uri}, "range": diags[0]["range"], "context": {"diagnostics": diags[:1]}})
     noqa = next(a for a in first if "noqa" in a["title"])
     after = apply(text, only_edits(noqa, uri, 1))
-    assert "    print(x)  # noqa: E501, JAX101\n" in after
+    assert "    print(x)  # noqa: E501,JAX101\n" in after
     # the second print's line ends inside a triple-quoted string: a comment there would change it
     second = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": diags[1]["range"], "context": {"diagnostics": diags[1:]}})
@@ -284,7 +295,8 @@ def test_noqa_appends_to_an_existing_list_and_avoids_strings(client, project):
     assert [d["range"]["start"]["line"] for d in client.diagnostics(uri, version=2)] == [6]
 
 
-def test_project_config_syntax_errors_and_close(client, project):
+def test_project_config_syntax_errors_and_close(cli_client, project):
+    client = cli_client
     initialize(client, project)
     legacy = (project / "legacy" / "old.py").as_uri()
     open_doc(client, legacy, TRAIN)
