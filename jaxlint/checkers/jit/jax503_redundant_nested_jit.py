@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Optional
 
-from ...analysis import CERTAIN
-from .calls import in_traced_code, jit_index
+from ...analysis import CERTAIN, SemanticModel
+from .calls import JIT_NAMES, JitBinding, in_traced_code, jit_index
 from ..base import Context, Finding, Rule, register
+from ..messages import short
 
 
 @register
@@ -14,9 +15,11 @@ class RedundantNestedJit(Rule):
     ## What it does
     Reports a jitted function of this module that is only ever called from
     code JAX is already tracing (another jitted function, a `grad`/`vmap`
-    target, a `lax.scan` body), and a `jax.jit` applied *inside* traced code
+    target, a `lax.scan` body), a `jax.jit` applied *inside* traced code
     and called there (a nested `@jax.jit` def, `grad_fn = jax.jit(...)` in a
-    jitted step). Informational; off by default (enable it with
+    jitted step), and a `jax.jit` applied directly inside `jax.vmap` or
+    `jax.pmap` (`jax.vmap(jax.jit(f))`), where the jit should wrap the whole
+    batched function. Informational; off by default (enable it with
     `--select JAX503`).
 
     ## Why is this bad?
@@ -24,7 +27,10 @@ class RedundantNestedJit(Rule):
     into the outer program rather than compiled on its own, so the decorator
     only adds noise (and a nested call in the jaxpr). PyTorch users often wrap
     every helper "to make it fast"; in JAX, jitting the outermost function is
-    what matters. Functions also called eagerly somewhere in the module, and
+    what matters: `jax.pmap` compiles its function already, and
+    `jax.vmap(jax.jit(f))` compiles only `f` while the batching around it is
+    traced again on every call — `jax.jit(jax.vmap(f))` compiles it all once.
+    Functions also called eagerly somewhere in the module, and
     public functions of a library module that other modules may call eagerly,
     keep their jit and are not reported.
 
@@ -66,7 +72,17 @@ class RedundantNestedJit(Rule):
         idx = jit_index(m)
         if idx is None:
             return
+        batching = None
         for b in idx.jit_bindings:
+            if b.kind == "other" and b.site.call is not None:
+                if batching is None:
+                    batching = _batching_calls(m)
+                outer = batching.get(id(b.site.call))
+                if outer is not None:
+                    f = self._jit_inside_batching(ctx, b, outer)
+                    if f is not None:
+                        yield f
+                continue
             if b.kind not in ("def", "name"):
                 continue
             if b.site.call is not None and any(kw.arg in ("donate_argnums", "donate_argnames", "in_shardings",
@@ -101,6 +117,26 @@ class RedundantNestedJit(Rule):
             msg = (f"`{b.name}` is jitted but only ever called from traced code, e.g. {first.trace_description()}: "
                    f"the inner `jax.jit` is inlined into the outer program and has no effect")
             yield ctx.finding(self, b.site.node, msg, confidence=first.confidence)
+
+    def _jit_inside_batching(self, ctx: Context, b: JitBinding, outer) -> Optional[Finding]:
+        """``jax.vmap(jax.jit(f))`` / ``jax.pmap(jax.jit(f))``: the jit should wrap the whole."""
+        call = b.site.call
+        if call.keywords or len(call.args) != 1:
+            return None   # static arguments, donation, shardings: moving the jit is a design choice
+        jit, fun, batch = short(call.func), short(call.args[0]), short(outer.call.func)
+        whole = _enclosing_jit(ctx.model, outer)
+        if outer.transform.kind == "pmap":
+            msg = (f"`{jit}` inside `{batch}(...)` is inlined into the program `{batch}` compiles and has no "
+                   f"effect; pass `{fun}` to `{batch}` directly")
+        elif whole is not None or in_traced_code(outer.scope):
+            where = f"`{whole}(...)`" if whole is not None else outer.scope.trace_description()
+            msg = (f"`{jit}` inside `{batch}(...)` is already under {where}: the inner jit is inlined into "
+                   f"the outer program and has no effect; drop it")
+        else:
+            msg = (f"`{jit}` wraps only `{fun}` inside `{batch}(...)`: the batched function itself is not "
+                   f"compiled, so `{batch}` traces it again on every call; jit the whole instead: "
+                   f"`{jit}({batch}({fun}, ...))`")
+        return ctx.finding(self, call, msg, confidence=CERTAIN)
 
 
 def _surely_traced(idx, fn, depth: int) -> bool:
@@ -142,3 +178,22 @@ def _escapes(m, b) -> bool:
             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in callees:
                 return True
     return False
+
+def _batching_calls(m: SemanticModel) -> dict:
+    """id of the function argument of every ``vmap``/``pmap`` call -> that transform site."""
+    out = {}
+    for site in m.transform_sites:
+        if site.transform.kind in ("vmap", "pmap") and site.call is not None:
+            fun = SemanticModel.transform_function_arg(site.call, site.transform)
+            if isinstance(fun, ast.Call):
+                out[id(fun)] = site
+    return out
+
+
+def _enclosing_jit(m: SemanticModel, outer) -> Optional[str]:
+    """The spelling of a jit applied directly around the ``vmap`` call (``jax.jit(jax.vmap(jax.jit(f)))``)."""
+    for site in m.transform_sites:
+        if site.call is not None and site.transform.name in JIT_NAMES \
+                and SemanticModel.transform_function_arg(site.call, site.transform) is outer.call:
+            return short(site.call.func)
+    return None
