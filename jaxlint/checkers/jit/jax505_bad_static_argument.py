@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, List, Optional, Set
 
 from ...analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
@@ -399,10 +400,23 @@ def _counter_name(a: ast.expr) -> Optional[str]:
     return None
 
 
+# a loop that runs training steps, epochs or batches: its counter takes a new value on
+# every call, forever.  A loop over layers or stages (``for i in range(num_layers)``)
+# compiles a few programs once and reuses them: it is left alone.
+_STEP_LOOP = re.compile(r"step|epoch|iter|batch|loader|data|episode|round|update|sample|^t$|^it$", re.I)
+
+
+def _names_in(node: ast.AST) -> List[str]:
+    return [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+            if isinstance(n, (ast.Name, ast.Attribute))]
+
+
 def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bool:
     m = ctx.model
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         it, tgt = loop.iter, loop.target
+        if not any(_STEP_LOOP.search(n) for n in _names_in(it) + _names_in(tgt)):
+            return False
         q = m.qualname(it.func, scope) if isinstance(it, ast.Call) else None
         if q == "range" and isinstance(tgt, ast.Name) and tgt.id == name:
             bounds = [SemanticModel.literal_ints(x) for x in it.args]
@@ -414,6 +428,8 @@ def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bo
         if q == "enumerate" and isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and \
                 isinstance(tgt.elts[0], ast.Name) and tgt.elts[0].id == name:
             return True
+    elif not any(_STEP_LOOP.search(n) for n in _names_in(loop.test) + [name]):
+        return False
     # a counter the body increments: ``step += 1`` (and nothing else binds it in the loop)
     inc = False
     for node in ast.walk(loop):
