@@ -21,7 +21,7 @@ from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names,
                      dedupe, encloses, forget, iter_name_nodes, mentions, rooted_at, starts_after, target_names)
 from .vocabulary import (COMPREHENSIONS, CONSTANT_INITIALIZERS, CONTAINER_METHODS,
                          KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
-                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, RNG_KEYWORDS, WRAPPERS, key_argument,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, key_argument,
                          stores_state)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -491,7 +491,7 @@ class Interpreter:
 
     def _draws(self, call: ast.Call, key: ast.AST) -> bool:
         """A call outside this module known to draw from ``key``: ``model.init(key, x)``,
-        ``cell.initialize_carry(key, shape)``, ``rngs={...: key}``/``rng=key``, an initializer
+        ``cell.initialize_carry(key, shape)``, ``apply(..., rngs={...: key})``, an initializer
         (``nn.initializers.normal()(key, shape)``, ``init_fn(key, shape)`` with ``init_fn`` one)."""
         f = call.func
         first = call.args[0] if call.args else None
@@ -499,7 +499,7 @@ class Interpreter:
                 and (first is key or (isinstance(first, ast.Dict) and contains(first, key))):
             return True
         for kw in call.keywords:
-            if (kw.arg == "rngs" or kw.arg in RNG_KEYWORDS) and (kw.value is key or contains(kw.value, key)):
+            if kw.arg == "rngs" and (kw.value is key or contains(kw.value, key)):
                 return True
         return first is key and self.an.initializer(f, self.fn) is not None
 

@@ -56,7 +56,7 @@ from ...analysis.model import Function, SemanticModel
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
-from .vocabulary import (INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
+from .vocabulary import (CONTAINER_METHODS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
                          RANDOM_TERMINALS, RNG_KEYWORDS, WRAPPERS, constant_data, functions_mentioning,
                          is_key_like_name, key_argument, mentions_random)
 
@@ -218,8 +218,8 @@ class KeyAnalysis:
                             keys.add(a.id)
                     continue
             kws = call.keywords
-            if kws and scan_kw:
-                # rngs={"dropout": key}, rng=key
+            if kws and scan_kw and not (fc is Attribute and term in CONTAINER_METHODS):
+                # rngs={"dropout": key}, rng=key (not state.replace(rng=key): stored, not drawn from)
                 for kw in kws:
                     v = kw.value
                     vc = v.__class__

@@ -48,6 +48,7 @@ CONTAINER_METHODS = frozenset({
     "get", "pop", "setdefault", "append", "extend", "insert", "remove", "index", "count", "add",
     "discard", "update", "__contains__", "__getitem__", "startswith", "endswith", "join", "format",
     "write", "put", "put_nowait", "send", "save", "dump", "dumps", "log", "store", "record",
+    "replace", "_replace",
 })
 # methods that run a model only to describe it (``model.tabulate(rng, x)`` prints a summary)
 LOOK_ONLY_METHODS = frozenset({"tabulate"})
