@@ -325,3 +325,62 @@ def test_empty_and_blank_cells(tmp_path):
     srcs = [c.source for c in nbformat.read(path, 4).cells]
     assert srcs[:3] == ["", "import jax", "\n\n"]
     assert nb.cell_position(lint_source(nb)[0].line) == (4, 3)
+
+
+# ------------------------------------------------------------------ through the CLI
+def jaxlint(*args, cwd):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "jaxlint", *args], cwd=str(cwd), capture_output=True,
+                          text=True, timeout=300)
+
+
+def _training_notebook(tmp_path):
+    outputs = [new_output("stream", name="stdout", text="Traced<ShapedArray(float32[])>\n")]
+    return write_nb(tmp_path / "train.ipynb", [
+        new_markdown_cell("# Training"),
+        new_code_cell("!pip install -q optax\nimport jax\nimport jax.numpy as jnp", execution_count=1),
+        new_code_cell("%%time\n" + PRINT_CELL + "\nf(1.0)", outputs=outputs, execution_count=2),
+        new_code_cell("@jax.jit\ndef g(x):\n    print(x)  # noqa: JAX101\n    return x", execution_count=3),
+    ])
+
+
+def test_cli_check_reports_cell_and_line(tmp_path):
+    _training_notebook(tmp_path)
+    r = jaxlint("check", "train.ipynb", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "train.ipynb:cell 3:line 4:5: JAX101 " in r.stdout
+    r = jaxlint("check", "--format", "json", "train.ipynb", cwd=tmp_path)
+    [f] = json.loads(r.stdout)
+    assert (f["path"], f["cell"], f["line"], f["col"], f["code"]) == ("train.ipynb", 3, 4, 5, "JAX101")
+    # a folder: the notebook is discovered next to Python files
+    (tmp_path / "mod.py").write_text("x = 1\n")
+    r = jaxlint("check", ".", cwd=tmp_path)
+    assert "train.ipynb:cell 3:line 4:5: JAX101" in r.stdout and "2 files checked" in r.stdout
+
+
+def test_cli_fix_writes_the_notebook_back(tmp_path):
+    path = _training_notebook(tmp_path)
+    before = nbformat.read(path, 4)
+    r = jaxlint("check", "--fix", "train.ipynb", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = nbformat.read(path, 4)
+    nbformat.validate(after)
+    assert after.cells[2].source == "%%time\n" + PRINT_CELL.replace("print(x)", "jax.debug.print('{x}', x=x)") \
+        + "\nf(1.0)"
+    for i in (0, 1, 3):
+        assert after.cells[i] == before.cells[i]
+    assert after.cells[2].outputs == before.cells[2].outputs
+    assert after.cells[2].execution_count == 2 and after.metadata == before.metadata
+    assert jaxlint("check", "train.ipynb", cwd=tmp_path).returncode == 0
+
+
+def test_cli_bad_notebook_is_one_line_naming_the_file(tmp_path):
+    (tmp_path / "bad.ipynb").write_text('{"cells": [')
+    _training_notebook(tmp_path)
+    r = jaxlint("check", "bad.ipynb", "train.ipynb", cwd=tmp_path)
+    assert r.returncode == 2
+    errors = [ln for ln in r.stderr.splitlines() if "bad.ipynb" in ln]
+    assert errors == ["bad.ipynb: error: not a notebook: invalid JSON at line 1 column 12: Expecting value"]
+    assert "Traceback" not in r.stderr
+    assert "train.ipynb:cell 3:line 4:5: JAX101" in r.stdout    # one bad file does not stop the others
