@@ -37,8 +37,11 @@ class InternalError(Exception):
 
 def lint_source(source: SourceFile, rules: Optional[Sequence[Rule]] = None,
                 settings: Optional[Settings] = None, tree: Optional[ast.Module] = None,
-                apply_noqa: bool = True) -> List[Finding]:
+                apply_noqa: bool = True, model: Optional[SemanticModel] = None) -> List[Finding]:
     """Run ``rules`` (default: all enabled by default) over one parsed file.
+
+    ``model``: the file's semantic model when the caller built it already
+    (with the project's cross-module knowledge, :mod:`jaxlint.analysis.project`).
 
     Raises :class:`SourceError` for a file that does not parse.  A rule that
     crashes does not stop the others: it is reported as a finding-free
@@ -52,17 +55,16 @@ def lint_source(source: SourceFile, rules: Optional[Sequence[Rule]] = None,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _lint(source, rules, settings, tree, apply_noqa)
+        return _lint(source, rules, settings, tree, apply_noqa, model)
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings],
-          tree: Optional[ast.Module], apply_noqa: bool) -> List[Finding]:
-    if tree is None:
-        tree = source.parse()
-    model = SemanticModel(tree, source)
+          tree: Optional[ast.Module], apply_noqa: bool, model: Optional[SemanticModel]) -> List[Finding]:
+    if model is None:
+        model = SemanticModel(tree if tree is not None else source.parse(), source)
     ctx = Context(model, source, settings)
     out: List[Finding] = []
     seen = set()

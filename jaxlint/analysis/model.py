@@ -25,8 +25,10 @@ re-derive scopes or tracedness themselves.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from . import contracts
 from . import knowledge as K
 from .bindings import BindingsMixin
 from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, KindsMixin
@@ -38,8 +40,29 @@ from .transforms import TransformsMixin
 
 __all__ = [
     "ARRAYISH", "CERTAIN", "CONTAINER", "INDEXED", "INFERRED", "JAX", "NUMPY", "TRACED", "CallTarget",
-    "ClassInfo", "Function", "SemanticModel", "TraceContext", "TransformSite",
+    "ClassInfo", "Function", "Seed", "SemanticModel", "TraceContext", "TransformSite",
 ]
+
+
+@dataclass(frozen=True)
+class Seed:
+    """What another module (or the configuration) knows about one function of
+    this module: it is traced, which parameters receive traced values and of
+    what kind, and why ("called from `train_step` in train.py:42").
+    ``transform``: the name of the trace context (``project``, ``config``, or
+    the transform applied from the other module, e.g. ``jax.jit``)."""
+
+    qualname: str                       # "helper" or "Class.method"
+    traced_params: FrozenSet[str]
+    param_kinds: Dict[str, int] = field(default_factory=dict, hash=False)
+    description: str = ""
+    transform: str = "project"
+
+
+def _package_of(module_name: Optional[str], is_package: bool) -> Optional[str]:
+    if not module_name:
+        return None
+    return module_name if is_package else module_name.rpartition(".")[0]
 
 
 class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, TracednessMixin):
@@ -47,10 +70,17 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
     classes), ``bindings.py``, ``transforms.py`` (transform sites, static
     parameters, propagation), ``kinds.py`` (value kinds) and ``tracedness.py``."""
 
-    def __init__(self, tree: ast.Module, source=None):
+    def __init__(self, tree: ast.Module, source=None, *, module_name: Optional[str] = None,
+                 is_package: bool = False, seeds: Iterable["Seed"] = ()):
+        """``module_name`` (``pkg.sub.train``; ``is_package`` for an ``__init__.py``)
+        resolves relative imports to absolute names; ``seeds`` are what the rest
+        of the project knows about this module's functions (see
+        :mod:`jaxlint.analysis.project`)."""
         self.tree = tree
         self.source = source
-        self.imports = ImportTable()
+        self.module_name = module_name
+        self.imports = ImportTable(_package_of(module_name, is_package))
+        self.seeds = tuple(seeds)
         self.module = Function(tree, "<module>", "<module>", None, None)
         self.functions: List[Function] = [self.module]
         self.classes: Dict[str, ClassInfo] = {}
@@ -70,12 +100,41 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.static_fields: Set[str] = set()
         self._index()
         self.mentions_jax = self.imports.mentions_any(("jax", "flax", "equinox", "optax"))
-        if self.mentions_jax:
+        if self.mentions_jax or self.seeds or self.imports.mentions_any(contracts.CONTRACT_MODULES):
             self._classify_classes()
             self._find_transforms()
             self._seed_modules()
+            contracts.apply_contracts(self)
+            self._apply_seeds()
             self._propagate()
             self._container_arguments()
+
+    def _apply_seeds(self) -> None:
+        """Mark the functions other modules trace (cross-module calls and
+        transforms, configured traced functions) as traced contexts."""
+        for seed in self.seeds:
+            fn = self.top_level_function(seed.qualname)
+            if fn is None:
+                continue
+            params = set(fn.all_params()) - ({fn.self_name} if fn.self_name else set())
+            traced = set(seed.traced_params) & params
+            ctx = TraceContext(seed.transform, INFERRED, fn.node, seed.description)
+            self._add_context(fn, ctx, traced)
+            for p, k in seed.param_kinds.items():
+                if p in traced:
+                    fn.param_kinds[p] = fn.param_kinds.get(p, 0) | k
+
+    def top_level_function(self, name: str) -> Optional[Function]:
+        """A module-level function (``helper``) or a method of a module-level
+        class (``Class.method``) by name."""
+        if "." in name:
+            cls, _, meth = name.partition(".")
+            info = self.classes.get(cls)
+            return info.methods.get(meth) if info is not None and info.scope is self.module else None
+        for fn in self.functions:
+            if fn.parent is self.module and fn.name == name and not fn.is_lambda:
+                return fn
+        return None
 
     # ------------------------------------------------------- conveniences
     def loggers(self) -> Set[str]:

@@ -18,9 +18,26 @@ from typing import Dict, Iterable, Optional
 
 
 class ImportTable:
-    def __init__(self) -> None:
+    def __init__(self, package: Optional[str] = None) -> None:
+        """``package``: the package this module belongs to (``pkg.sub`` for
+        ``pkg/sub/train.py``; ``""`` for a top-level module): relative imports
+        then resolve to absolute names.  ``None``: unknown, relative imports keep
+        their leading dots."""
         self.aliases: Dict[str, str] = {}
         self.modules: set = set()
+        self.package = package
+
+    def _relative_base(self, level: int, module: Optional[str]) -> Optional[str]:
+        """The absolute package a relative import names, or None."""
+        if self.package is None:
+            return None
+        parts = self.package.split(".") if self.package else []
+        if level - 1 > len(parts):
+            return None
+        parts = parts[:len(parts) - (level - 1)]
+        if module:
+            parts.append(module)
+        return ".".join(parts)
 
     def add(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
@@ -33,7 +50,8 @@ class ImportTable:
                     self.aliases.setdefault(top, top)
         elif isinstance(node, ast.ImportFrom):
             if node.level:   # relative import: a sibling module of this package
-                base = "." * node.level + (node.module or "")
+                absolute = self._relative_base(node.level, node.module)
+                base = absolute if absolute is not None else "." * node.level + (node.module or "")
             else:
                 base = node.module or ""
             if base and not node.level:

@@ -1,0 +1,324 @@
+"""The project: every module under one root, and what crosses between them.
+
+Real JAX code is multi-module: the jitted step lives in ``train.py`` and the
+helper with the pitfall in ``utils.py``.  One :class:`Project` indexes the
+Python modules under the project root (the nearest ``pyproject.toml``,
+``setup.cfg``, ``setup.py`` or ``.git`` above the checked paths), gives each
+file its importable module name, and runs a fixpoint over the modules' models:
+
+* a traced function of module A that calls a function of module B with traced
+  arguments makes that function traced in B (confidence ``inferred``, the call
+  chain in the description: "called from `train_step` in train.py:42");
+* a transform applied in A to a function of B (``jax.jit(losses.loss_fn)``)
+  makes it traced in B;
+* ``[tool.jaxlint] traced-functions`` entries (``"mypkg.losses:*"``,
+  ``"mypkg.envs.Env.step"``) make the functions they name traced.
+
+The facts travel as :class:`~jaxlint.analysis.model.Seed` records; each
+module's model is rebuilt with its seeds until nothing changes.  Rules ask the
+same model questions as before; the answers now cross module boundaries.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import knowledge as K
+from .model import ARRAYISH, CONTAINER, TRACED, Function, Seed, SemanticModel
+from .source import SourceError, SourceFile
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+# how many rounds of cross-module propagation (call chains deeper than this are rare)
+MAX_ROUNDS = 8
+# kinds that travel with a traced argument into the callee
+_KIND_BITS = TRACED | ARRAYISH | CONTAINER
+
+
+def find_root(path: str) -> Optional[str]:
+    """The nearest folder at or above ``path`` holding a project marker."""
+    d = os.path.abspath(path)
+    if not os.path.isdir(d):
+        d = os.path.dirname(d)
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def module_name_for(path: str) -> Tuple[str, bool, str]:
+    """``(dotted name, is_package, import folder)`` of a Python file, the way
+    Python imports it: the chain of folders holding ``__init__.py`` above the
+    file makes the package; the first folder without one is on ``sys.path``."""
+    path = os.path.abspath(path)
+    folder, base = os.path.split(path)
+    stem = base[:-3] if base.endswith(".py") else base
+    is_package = stem == "__init__"
+    parts: List[str] = [] if is_package else [stem]
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        folder, pkg = os.path.split(folder)
+        parts.insert(0, pkg)
+        if not pkg:
+            break
+    return ".".join(parts), is_package, folder
+
+
+@dataclass
+class Module:
+    path: str
+    name: str
+    is_package: bool
+    folder: str                         # the import folder (on sys.path)
+    source: Optional[SourceFile] = None
+    tree: Optional[ast.Module] = None
+    error: Optional[str] = None
+    top_functions: Dict[str, List[str]] = field(default_factory=dict)   # name -> params
+    classes: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)  # class -> method -> params
+
+
+def _params(node: ast.AST) -> List[str]:
+    a = node.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+class Project:
+    """The modules of one project and the seeds that cross between them."""
+
+    def __init__(self, root: str, paths: Iterable[str], traced_functions: Sequence[str] = ()):
+        self.root = os.path.abspath(root)
+        self.modules: List[Module] = []
+        self.by_path: Dict[str, Module] = {}
+        self.by_name: Dict[str, List[Module]] = {}
+        for p in paths:
+            name, is_package, folder = module_name_for(p)
+            if not name:
+                continue
+            m = Module(os.path.abspath(p), name, is_package, folder)
+            self.modules.append(m)
+            self.by_path[m.path] = m
+            self.by_name.setdefault(name, []).append(m)
+        self.traced_functions = list(traced_functions)
+        self.seeds: Dict[str, Dict[str, Seed]] = {}
+        self.models: Dict[str, SemanticModel] = {}
+        self._analysed = False
+
+    # ----------------------------------------------------------- loading
+    def _load(self, m: Module) -> bool:
+        if m.tree is not None or m.error is not None:
+            return m.tree is not None
+        try:
+            m.source = SourceFile.from_path(m.path)
+            m.tree = m.source.parse()
+        except SourceError as exc:
+            m.error = str(exc)
+            return False
+        for stmt in m.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                m.top_functions[stmt.name] = _params(stmt)
+            elif isinstance(stmt, ast.ClassDef):
+                m.classes[stmt.name] = {s.name: _params(s)[1:] for s in stmt.body
+                                        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return True
+
+    def module_for(self, path: str) -> Optional[Module]:
+        return self.by_path.get(os.path.abspath(path))
+
+    def _find_module(self, name: str, near: Module) -> Optional[Module]:
+        cands = self.by_name.get(name)
+        if not cands:
+            return None
+        if len(cands) == 1:
+            return cands[0]
+        same = [c for c in cands if c.folder == near.folder]
+        return same[0] if len(same) == 1 else None   # ambiguous: stay silent
+
+    def resolve_function(self, qualname: str, near: Module, _depth: int = 0) \
+            -> Optional[Tuple[Module, str, List[str]]]:
+        """``(module, "func" or "Class.method", params)`` for a qualified name of
+        a function defined in a project module, following re-exports in
+        ``__init__.py`` (``from .utils import helper``)."""
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            mod = self._find_module(".".join(parts[:cut]), near)
+            if mod is None or not self._load(mod):
+                continue
+            rest = parts[cut:]
+            if len(rest) == 1 and rest[0] in mod.top_functions:
+                return mod, rest[0], mod.top_functions[rest[0]]
+            if len(rest) == 2 and rest[1] in mod.classes.get(rest[0], {}):
+                return mod, ".".join(rest), mod.classes[rest[0]][rest[1]]
+            if _depth < 4:
+                model = self._model_of(mod)
+                alias = model.imports.resolve(rest[0]) if model is not None else None
+                if alias and alias != qualname:
+                    return self.resolve_function(".".join([alias] + rest[1:]), mod, _depth + 1)
+            return None
+        return None
+
+    # ------------------------------------------------------------ models
+    def _build(self, m: Module) -> Optional[SemanticModel]:
+        if not self._load(m):
+            return None
+        seeds = tuple(self.seeds.get(m.path, {}).values())
+        model = SemanticModel(m.tree, m.source, module_name=m.name, is_package=m.is_package, seeds=seeds)
+        self.models[m.path] = model
+        return model
+
+    def _model_of(self, m: Module) -> Optional[SemanticModel]:
+        model = self.models.get(m.path)
+        return model if model is not None else self._build(m)
+
+    def model_for(self, path: str) -> Optional[SemanticModel]:
+        """The model of ``path`` with everything the project knows about it."""
+        self.analyse()
+        m = self.module_for(path)
+        return self._model_of(m) if m is not None else None
+
+    def release(self, path: str) -> None:
+        """Forget a module's model (after its file was linted)."""
+        self.models.pop(os.path.abspath(path), None)
+
+    # ---------------------------------------------------------- fixpoint
+    def analyse(self) -> None:
+        if self._analysed:
+            return
+        self._analysed = True
+        dirty = set()
+        for m in self.modules:
+            if self._config_seeds(m):
+                dirty.add(m.path)
+        for m in self.modules:
+            model = self._model_of(m)
+            if model is not None and model.mentions_jax:
+                dirty.add(m.path)
+        for _round in range(MAX_ROUNDS):
+            if not dirty:
+                break
+            changed = set()
+            for path in sorted(dirty):
+                m = self.by_path[path]
+                model = self._build(m)
+                if model is None:
+                    continue
+                for target, seed in self._outgoing(m, model):
+                    if self._add_seed(target, seed):
+                        changed.add(target.path)
+            dirty = changed
+
+    def _add_seed(self, target: Module, seed: Seed) -> bool:
+        per = self.seeds.setdefault(target.path, {})
+        old = per.get(seed.qualname)
+        if old is None:
+            per[seed.qualname] = seed
+            return True
+        traced = old.traced_params | seed.traced_params
+        kinds = dict(old.param_kinds)
+        for p, k in seed.param_kinds.items():
+            kinds[p] = kinds.get(p, 0) | k
+        if traced == old.traced_params and kinds == old.param_kinds:
+            return False
+        per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform)
+        return True
+
+    def _where(self, model: SemanticModel, node: ast.AST) -> str:
+        rel = os.path.relpath(model.source.path, self.root) if model.source is not None else "?"
+        return f"{rel}:{getattr(node, 'lineno', '?')}"
+
+    def _outgoing(self, m: Module, model: SemanticModel):
+        """Seeds this module plants in other modules."""
+        for site in model.transform_sites:
+            if site.target is None and site.call is not None:
+                yield from self._transformed(m, model, site)
+        for fn in model.functions:
+            if not fn.contexts:
+                continue
+            for call in fn.of_type(ast.Call):
+                q = model.call_qualname(call, fn)
+                if q is None or q.startswith(_LIBRARY_PREFIXES) or K.transform_for(q) is not None:
+                    continue
+                if model.resolve_callable(call.func, fn) is not None:
+                    continue   # a function of this module: the model handles it
+                found = self.resolve_function(q, m)
+                if found is None or found[0] is m:
+                    continue
+                target, name, params = found
+                traced, kinds = _bind(model, fn, call, params)
+                desc = f"called from {fn.display()} in {self._where(model, call)}"
+                yield target, Seed(name, frozenset(traced), kinds, desc, "project")
+
+    def _transformed(self, m: Module, model: SemanticModel, site):
+        """``jax.jit(losses.loss_fn)``: a transform applied to another module's function."""
+        tr, call = site.transform, site.call
+        arg = model.transform_function_arg(call, tr)
+        q = model.qualname(arg, site.scope) if arg is not None else None
+        if q is None or q.startswith(_LIBRARY_PREFIXES):
+            return
+        found = self.resolve_function(q, m)
+        if found is None or found[0] is m:
+            return
+        target, name, params = found
+        nums, names = model.static_spec(tr, call)
+        static = {params[i] for i in nums if 0 <= i < len(params)} | set(names)
+        traced = [p for p in params if p not in static]
+        desc = f"{_verb(tr)} with `{tr.name}` in {self._where(model, call)}"
+        yield target, Seed(name, frozenset(traced), {p: TRACED for p in traced}, desc, tr.name)
+
+    def _config_seeds(self, m: Module) -> bool:
+        """``[tool.jaxlint] traced-functions``: ``pkg.mod:*``, ``pkg.mod:func``,
+        ``pkg.mod.func``, ``pkg.mod.Class.method``."""
+        added = False
+        for entry in self.traced_functions:
+            mod_name, sep, what = entry.partition(":")
+            if not sep:
+                mod_name, _, what = entry.rpartition(".")
+                if mod_name and mod_name != m.name and mod_name.rpartition(".")[0] == m.name:
+                    mod_name, what = m.name, entry[len(m.name) + 1:]
+            if mod_name != m.name or not self._load(m):
+                continue
+            names: List[Tuple[str, List[str]]] = []
+            if what == "*":
+                names = list(m.top_functions.items())
+            elif what in m.top_functions:
+                names = [(what, m.top_functions[what])]
+            elif "." in what:
+                cls, _, meth = what.partition(".")
+                if meth in m.classes.get(cls, {}):
+                    names = [(what, m.classes[cls][meth])]
+            for name, params in names:
+                seed = Seed(name, frozenset(params), {p: TRACED for p in params},
+                            "listed in `[tool.jaxlint] traced-functions`", "config")
+                added |= self._add_seed(m, seed)
+        return added
+
+
+# calls into these never reach project code
+_LIBRARY_PREFIXES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "functools.",
+                     "builtins.", "math.", "logging.", "os.", "sys.", "typing.", "collections.")
+
+
+def _verb(tr) -> str:
+    return {"jit": "jitted", "pmap": "pmapped", "vmap": "vmapped", "grad": "differentiated"}.get(tr.kind, "traced")
+
+
+def _bind(model: SemanticModel, fn: Function, call: ast.Call, params: List[str]):
+    """Which of the callee's parameters receive traced values, and their kinds."""
+    traced, kinds = set(), {}
+    pairs: List[Tuple[str, ast.expr]] = []
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            break
+        if i < len(params):
+            pairs.append((params[i], a))
+    for kw in call.keywords:
+        if kw.arg is not None and kw.arg in params:
+            pairs.append((kw.arg, kw.value))
+    for p, a in pairs:
+        k = model.kind(a, fn)
+        if k & TRACED:
+            traced.add(p)
+            kinds[p] = k & _KIND_BITS
+    return traced, kinds

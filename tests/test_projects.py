@@ -1,0 +1,127 @@
+"""Multi-module projects: findings that need the whole project's context.
+
+Each folder under ``tests/fixtures/projects/`` is one small project; every
+file in it is linted with the project's model (:class:`jaxlint.analysis.project.Project`)
+and must report exactly its ``# expect: CODE`` lines.  The same files linted
+one at a time, without the project, must report none of the cross-module
+findings: that is what the project adds.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jaxlint.analysis import SourceFile
+from jaxlint.analysis.project import Project, find_root, module_name_for
+from jaxlint.checkers import all_rules
+from jaxlint.engine import lint_source
+
+from test_fixtures import EXPECT
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+RULES = [r for r in all_rules() if r.default_enabled]
+
+
+def _files(project: Path):
+    return sorted(p for p in project.rglob("*.py"))
+
+
+def _expected(path: Path):
+    out = set()
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = EXPECT.search(line)
+        if m:
+            for code in m.group(1).replace(",", " ").split():
+                out.add((i, code))
+    return out
+
+
+def _lint_project(project: Path):
+    files = _files(project)
+    proj = Project(str(project), [str(p) for p in files])
+    got = {}
+    for p in files:
+        source = SourceFile.from_path(str(p))
+        model = proj.model_for(str(p))
+        got[p] = {(f.line, f.code) for f in lint_source(source, RULES, model=model)}
+    return got
+
+
+@pytest.mark.parametrize("project", sorted(d for d in PROJECTS.iterdir() if d.is_dir()), ids=lambda d: d.name)
+def test_project_findings(project):
+    got = _lint_project(project)
+    problems = []
+    for path, found in got.items():
+        want = _expected(path)
+        rel = path.relative_to(project)
+        for line, code in sorted(want - found):
+            problems.append(f"missing {code} at {rel}:{line}")
+        for line, code in sorted(found - want):
+            problems.append(f"unexpected {code} at {rel}:{line}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("project", sorted(d for d in PROJECTS.iterdir() if d.is_dir()), ids=lambda d: d.name)
+def test_project_context_is_what_finds_them(project):
+    """Linted alone, the helper modules show (almost) nothing: the findings above
+    come from the project model, not from each file on its own."""
+    alone = 0
+    total = 0
+    for p in _files(project):
+        total += len(_expected(p))
+        source = SourceFile.from_path(str(p))
+        alone += len({(f.line, f.code) for f in lint_source(source, RULES)} & _expected(p))
+    assert total and alone < total / 2
+
+
+def test_cross_module_message_names_the_caller():
+    project = PROJECTS / "trainer"
+    files = _files(project)
+    proj = Project(str(project), [str(p) for p in files])
+    utils = project / "src" / "trainer" / "utils.py"
+    findings = lint_source(SourceFile.from_path(str(utils)), RULES, model=proj.model_for(str(utils)))
+    printed = [f for f in findings if f.code == "JAX101"]
+    assert printed and printed[0].confidence == "inferred"
+    assert "train_step" in printed[0].message and "train.py:" in printed[0].message
+
+
+def test_module_names_follow_packages():
+    trainer = PROJECTS / "trainer" / "src" / "trainer"
+    assert module_name_for(str(trainer / "train.py"))[:2] == ("trainer.train", False)
+    assert module_name_for(str(trainer / "__init__.py"))[:2] == ("trainer", True)
+    assert module_name_for(str(PROJECTS / "scripts" / "run.py"))[0] == "run"
+
+
+def test_find_root(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    assert find_root(str(tmp_path / "pkg" / "sub")) == str(tmp_path)
+    assert find_root(str(tmp_path / "pkg" / "sub" / "m.py")) == str(tmp_path)
+
+
+def test_traced_functions_from_configuration(tmp_path):
+    """`[tool.jaxlint] traced-functions` makes functions traced by contract."""
+    pkg = tmp_path / "envs"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "grid.py").write_text(
+        "import jax.numpy as jnp\n\n"
+        "class Grid:\n"
+        "    def step(self, state, action):\n"
+        "        if action > 0:\n"
+        "            return state\n"
+        "        return state\n\n"
+        "def reward(state):\n"
+        "    print(state)\n"
+        "    return state\n")
+    files = [str(pkg / "__init__.py"), str(pkg / "grid.py")]
+    proj = Project(str(tmp_path), files, traced_functions=["envs.grid.Grid.step", "envs.grid:reward"])
+    model = proj.model_for(str(pkg / "grid.py"))
+    codes = {(f.line, f.code) for f in lint_source(SourceFile.from_path(files[1]), RULES, model=model)}
+    assert (5, "JAX201") in codes and (10, "JAX101") in codes
+    plain = Project(str(tmp_path), files)
+    codes = {f.code for f in lint_source(SourceFile.from_path(files[1]), RULES,
+                                         model=plain.model_for(files[1]))}
+    assert not codes
