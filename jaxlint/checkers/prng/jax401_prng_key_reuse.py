@@ -25,7 +25,11 @@ class PrngKeyReuse(Rule):
     `while_loop` carry that is consumed and then returned unchanged in the
     carry. The key is followed through assignments, branches (reuse on any
     path is reported; uses in mutually exclusive `if`/`else` branches are
-    not) and loops.
+    not) and loops, and into the functions of the module: a helper consumes
+    its key parameter when the parameter reaches a `jax.random` function,
+    `init`/`initialize_carry`, `apply(..., rngs=...)` or an initializer, so
+    `add_noise(images, key)` then `add_noise(labels, key)` is a reuse, while a
+    helper that only stores the key (a checkpoint restore) is not a consumer.
 
     ## Why is this bad?
     In PyTorch, `torch.randn(3)` advances a hidden global generator, so two

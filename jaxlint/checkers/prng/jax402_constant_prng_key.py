@@ -66,7 +66,10 @@ class ConstantPrngKey(Rule):
         ...
     ```
     Create the key once from a seed (a command-line flag or config value, not
-    the clock) and pass keys down. `jax.eval_shape(lambda: model.init(
+    the clock) and pass keys down. A constant key folded with something that
+    changes per iteration or per call (`jax.random.fold_in(jax.random.PRNGKey(0),
+    step)`, `jax.random.split(jax.random.PRNGKey(0), n)[i]`) is a new key each
+    time and is not flagged. `jax.eval_shape(lambda: model.init(
     jax.random.PRNGKey(0), x))` only computes shapes and is not flagged.
 
     ## Fix safety
