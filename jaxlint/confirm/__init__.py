@@ -114,6 +114,12 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
     device = opts.device or ccfg.device
     jobs, by_id = plan_results(results, ccfg, settings)
     summary.modules = len(jobs)
+    no_jax = None if opts.command else missing_jax()
+    if no_jax is not None:
+        sys.stderr.write(no_jax + "\n")
+        for f in by_id.values():
+            f.confirmation = {"status": "unreached", "reason": "JAX is not installed"}
+        jobs = []
     progress, task = _progress(opts, len(by_id), "confirming")
 
     def done(job, outcome):
@@ -144,6 +150,35 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
     return summary
 
 
+def confirmed_only(results) -> Optional[str]:
+    """``--confirmed-only``: keep only the confirmed findings of ``results``.
+
+    Returns a one-line message when the gate checked nothing: there were
+    findings and every one stayed ``unreached``, so passing would be vacuous.
+    The caller prints it and exits non-zero unless ``--exit-zero``."""
+    counts: Dict[str, int] = {}
+    for r in results:
+        for f in r.findings:
+            s = (f.confirmation or {}).get("status", "unreached")
+            counts[s] = counts.get(s, 0) + 1
+        r.findings = [f for f in r.findings if (f.confirmation or {}).get("status") == "confirmed"]
+    total = sum(counts.values())
+    if total and counts.get("unreached", 0) == total:
+        return (f"jaxlint: --confirmed-only checked nothing: none of the {total} finding{'s' if total != 1 else ''} "
+                f"could be exercised at runtime (all unreached; run with --confirm to see why), so an empty "
+                f"result would prove nothing (pass --exit-zero to accept that)")
+    return None
+
+
+def missing_jax() -> Optional[str]:
+    """The one line to print when JAX cannot be imported by the workers, else None."""
+    import importlib.util
+    if importlib.util.find_spec("jax") is not None:
+        return None
+    return (f"jaxlint: runtime confirmation needs JAX, which is not installed for {sys.executable}: "
+            f"{os.path.basename(sys.executable)} -m pip install jax")
+
+
 def _progress(opts: ConfirmOptions, total: int, label: str):
     if not opts.progress or total == 0 or not sys.stderr.isatty():
         return None, None
@@ -163,4 +198,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["STATUSES", "ConfirmConfig", "ConfirmOptions", "ConfirmSummary", "SpecError", "STRATEGY",
-           "confirm_results", "load_confirm_config", "plan_results", "supported", "warning"]
+           "confirm_results", "confirmed_only", "load_confirm_config", "missing_jax", "plan_results", "supported",
+           "warning"]

@@ -16,8 +16,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import rules as R
 from .group import Group, _error_line, _in_span, confirmed, strategy_of, unreached
-from .session import (Entry, ErrorInfo, Inputs, NoInputs, Unresolved, describe_value, inputs_from_params,
-                      inputs_from_spec, resolve_entry, _first_line)
+from .session import (Entry, ErrorInfo, Inputs, NoInputs, Unresolved, describe_value, inputs_from_spec,
+                      resolve_entry, _first_line)
 from .strategies import STRATEGIES
 
 
@@ -132,7 +132,9 @@ class Confirmer:
             raise v
         return v
 
-    def inputs(self, qual: str, entry: Entry) -> Inputs:
+    def inputs(self, qual: str, entry: Entry) -> List[Inputs]:
+        """The candidate inputs for ``qual``, best first: recorded by the harness, declared,
+        or built by the planner (annotations, call sites, uses of the parameters)."""
         if qual not in self._inputs:
             info = self.job["entries"][qual]
             try:
@@ -141,13 +143,19 @@ class Confirmer:
                     fn, inp = sig[0]
                     if fn is not None:
                         entry.call = fn
-                    self._inputs[qual] = inp
+                    self._inputs[qual] = [inp]
                 elif self.harness_only:
                     raise NoInputs(f"`{qual}` was not called through `jax.jit` during the command")
                 elif info.get("declared") is not None:
-                    self._inputs[qual] = inputs_from_spec(info["declared"])
+                    self._inputs[qual] = [inputs_from_spec(info["declared"])]
+                elif info.get("candidates"):
+                    names = [p["name"] for p in info["params"] if p["kind"] == "pos"]
+                    self._inputs[qual] = [inputs_from_spec(c, c.get("source", "synthesized"), names)
+                                          for c in info["candidates"]]
                 else:
-                    self._inputs[qual] = inputs_from_params(info["params"], f"`{qual}`")
+                    why = info.get("no_inputs") or "no argument could be built"
+                    raise NoInputs(f"no inputs for `{qual}`: {why}; declare them in [tool.jaxlint.confirm]: "
+                                   f"{info.get('suggest') or ''}".rstrip(": "))
             except NoInputs as exc:
                 self._inputs[qual] = exc
             except Exception as exc:
@@ -158,13 +166,15 @@ class Confirmer:
         return v
 
     # -- the run
-    def group(self, qual: str) -> Group:
-        g = self._groups.get(qual)
-        if g is None:
-            entry = self.entry(qual)
-            inputs = self.inputs(qual, entry)
-            g = self._groups[qual] = Group(self, qual, self.job["entries"][qual], entry, inputs)
-        return g
+    def groups(self, qual: str):
+        """The groups of ``qual``, one per candidate input, created as they are asked for."""
+        entry = self.entry(qual)
+        for i in range(len(self.inputs(qual, entry))):
+            g = self._groups.get((qual, i))
+            if g is None:
+                g = self._groups[(qual, i)] = Group(self, qual, self.job["entries"][qual], entry,
+                                                    self.inputs(qual, entry)[i])
+            yield g
 
     def _judge(self, t: dict, group: Group) -> dict:
         self.phase(f"confirming {t['code']} at line {t['line']} via `{group.qual}`")
@@ -181,11 +191,13 @@ class Confirmer:
             verdict = unreached(f"confirmation crashed: {info.short()}")
         verdict["entry"] = f"{self.job.get('module') or os.path.basename(self.job['path'])}:{group.qual}"
         verdict["inputs"] = f"{group.inputs.source} {group.inputs.describe()}"
+        if group.inputs.source not in ("annotations", "declared", "harness") and verdict["status"] != "unreached":
+            verdict["evidence"] += f" (traced with {group.inputs.source} inputs {group.inputs.describe()})"
         return verdict
 
     def run(self, targets: Optional[Sequence[dict]] = None) -> None:
         targets = list(targets if targets is not None else self.job["targets"])
-        self._groups: Dict[str, Group] = {}
+        self._groups: Dict[Tuple[str, int], Group] = {}
         self.targets_by_qual: Dict[str, List[dict]] = {}
         for t in targets:
             for q in t["entries"]:
@@ -196,21 +208,28 @@ class Confirmer:
             if verdict is None:
                 reasons: List[str] = []
                 first_unreached = None
+                suggest = None
                 for qual in t["entries"]:
                     try:
-                        group = self.group(qual)
+                        for group in self.groups(qual):
+                            group.targets.append(t)
+                            v = self._judge(t, group)
+                            if v.pop("retry", False):
+                                first_unreached = first_unreached or v
+                                if group.inputs.source == "synthesized":
+                                    suggest = suggest or self.job["entries"][qual].get("suggest")
+                                continue
+                            verdict = v
+                            break
                     except (Unresolved, NoInputs) as exc:
                         reasons.append(str(exc))
                         continue
-                    group.targets.append(t)
-                    v = self._judge(t, group)
-                    if v.pop("retry", False):
-                        first_unreached = first_unreached or v
-                        continue
-                    verdict = v
-                    break
-                if verdict is None:
+                    if verdict is not None:
+                        break
+                if verdict is None and first_unreached is not None:
                     verdict = first_unreached
+                    if suggest:
+                        verdict["reason"] += f"; to choose the inputs, add to [tool.jaxlint.confirm]: {suggest}"
                 if verdict is None:
                     why = reasons[0] if reasons else "no entry point"
                     if len(t["entries"]) > 1:

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..analysis import knowledge as K
+from . import synth
 from .rules import declaration
 from .specs import ConfirmConfig
 
@@ -257,7 +258,11 @@ def entry_chain(model: SemanticModel, fn: Optional[Function]) -> List[Function]:
         break
     certain = [f for f in chain if f.confidence == CERTAIN and _addressable(f)]
     rest = [f for f in chain if f not in certain and _addressable(f)]
-    out = certain + rest
+    # a body a transform applies inside another function (a `lax.scan` step, a vmapped
+    # function) is traced through that call first: what the transform does with it (the
+    # same key in every iteration) shows only there
+    bodies = [f for f in certain if f is not chain[-1] and _is_body(f)]
+    out = [f for f in certain if f not in bodies] + bodies + rest
     if fn is not None and fn.cls is not None and fn.cls.module_kind and not certain:
         # a Flax/Equinox module method: reached from jitted functions that
         # call `.apply` / `.init` (tried in order until one runs the line)
@@ -267,6 +272,14 @@ def entry_chain(model: SemanticModel, fn: Optional[Function]) -> List[Function]:
                     for c in other.of_type(ast.Call)):
                 out.append(other)
     return out
+
+
+def _is_body(fn: Function) -> bool:
+    ctx = fn.primary_context
+    if ctx is None or ctx.caller is not None:
+        return False
+    tr = K.TRANSFORMS.get(ctx.transform)
+    return tr is not None and tr.kind not in ("jit", "pmap", "filter") and not _is_decorator_of(ctx.node, fn)
 
 
 def via_lines(model: SemanticModel, fn: Optional[Function]) -> List[int]:
@@ -357,9 +370,10 @@ def _callers(model: SemanticModel, line: int) -> List[Function]:
         if fn.is_module or fn.contexts or fn is jitted:
             continue
         for call in fn.of_type(ast.Call):
-            f = call.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-            if name in attr_names and fn.node.lineno != line:
+            # calls it, or hands it to a transform called here (`jax.value_and_grad(loss_fn)(...)`)
+            names = {f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                     for f in [call.func] + list(call.args)}
+            if names & attr_names and fn.node.lineno != line:
                 out.append(fn)
                 break
     return [f for f in out if _addressable(f)]
@@ -379,6 +393,10 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         "certain": fn.confidence == CERTAIN,
         "traced": bool(fn.contexts),
     }
+    if e["declared"] is None:
+        given, _line = synth.call_site_specs(model, fn)
+        e["candidates"], e["no_inputs"] = synth.candidates(model, fn, e["params"], cfg.dim_size, given)
+        e["suggest"] = synth.suggestion(f"{module or path}:{qual}", (e["candidates"] or [None])[0], e["params"])
     if fn.cls is not None:
         e["ctor"] = cfg.spec_for(module, path, fn.cls.name)
         init = model.class_method(fn.cls, "__init__")

@@ -20,7 +20,7 @@ import sys
 import sysconfig
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -64,9 +64,37 @@ def spec_value(spec: dict, concrete: bool = False):
         return spec["v"]
     if t == "list":
         return [spec_value(s, concrete) for s in spec["items"]]
+    if t == "tuple":
+        return tuple(spec_value(s, concrete) for s in spec["items"])
+    if t == "ns":
+        return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
     if t == "dict":
         return {k: spec_value(s, concrete) for k, s in spec["items"].items()}
     raise NoInputs(f"unknown spec {spec!r}")
+
+
+@jax.tree_util.register_pytree_with_keys_class
+class Namespace:
+    """An object with attributes, as a pytree: stands for a synthesized ``state``
+    whose uses read ``state.params`` / ``state.step`` (``replace`` as on a Flax
+    ``struct.dataclass``)."""
+
+    def __init__(self, **attrs):
+        self.__dict__.update(attrs)
+
+    def replace(self, **changes) -> "Namespace":
+        return Namespace(**{**self.__dict__, **changes})
+
+    def tree_flatten_with_keys(self):
+        keys = sorted(self.__dict__)
+        return [(jax.tree_util.GetAttrKey(k), self.__dict__[k]) for k in keys], tuple(keys)
+
+    @classmethod
+    def tree_unflatten(cls, keys, values):
+        return cls(**dict(zip(keys, values)))
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f".{k}: {describe_value(v)}" for k, v in self.__dict__.items()) + "}"
 
 
 def describe_value(v) -> str:
@@ -80,6 +108,8 @@ def describe_value(v) -> str:
     if isinstance(v, (list, tuple)):
         inner = ", ".join(describe_value(x) for x in v[:6]) + (", ..." if len(v) > 6 else "")
         return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+    if isinstance(v, Namespace):
+        return repr(v)
     if isinstance(v, dict):
         items = list(v.items())
         inner = ", ".join(f"{k}: {describe_value(x)}" for k, x in items[:6]) + (", ..." if len(items) > 6 else "")
@@ -92,13 +122,15 @@ class Inputs:
     """Arguments for one entry: a pytree with ``ShapeDtypeStruct`` leaves for
     traced values and plain Python values for static ones."""
 
-    def __init__(self, args, kwargs, source: str):
+    def __init__(self, args, kwargs, source: str, names: Sequence[str] = ()):
         self.args = tuple(args)
         self.kwargs = dict(kwargs)
-        self.source = source   # declared | annotations | harness
+        self.source = source   # declared | annotations | harness | call site | synthesized
+        self.names = list(names)[:len(self.args)]   # positional parameter names, for messages
 
     def describe(self) -> str:
-        parts = [describe_value(a) for a in self.args]
+        parts = [f"{n}={describe_value(a)}" if n else describe_value(a)
+                 for n, a in zip(self.names + [""] * len(self.args), self.args)]
         parts += [f"{k}={describe_value(v)}" for k, v in self.kwargs.items()]
         return f"({', '.join(parts)})"
 
@@ -111,43 +143,12 @@ class Inputs:
                 return jnp.zeros(x.shape, x.dtype)
             return x
         a, k = jax.tree_util.tree_map(conv, (self.args, self.kwargs), is_leaf=lambda x: isinstance(x, SDS))
-        return Inputs(a, k, self.source)
+        return Inputs(a, k, self.source, self.names)
 
 
-def inputs_from_spec(call_spec: dict, source: str = "declared") -> Inputs:
+def inputs_from_spec(call_spec: dict, source: str = "declared", names: Sequence[str] = ()) -> Inputs:
     return Inputs([spec_value(s) for s in call_spec["args"]],
-                  {k: spec_value(s) for k, s in call_spec["kwargs"].items()}, source)
-
-
-def inputs_from_params(params: Sequence[dict], what: str) -> Inputs:
-    """Inputs from annotations; parameters with defaults keep them."""
-    args: List[Any] = []
-    kwargs: Dict[str, Any] = {}
-    positional_ok = True
-    missing = []
-    for p in params:
-        if p["kind"] in ("var", "varkw"):
-            continue
-        spec = p["ann"]
-        if p["has_default"]:
-            # called without it, as most call sites do: the default is a trace-time constant
-            positional_ok = False
-            continue
-        if spec is None or (p["static"] and spec["t"] != "static"):
-            missing.append(p["name"])
-            positional_ok = False
-            continue
-        v = spec_value(spec)
-        if p["kind"] == "pos" and positional_ok:
-            args.append(v)
-        else:
-            kwargs[p["name"]] = v
-    if missing:
-        names = ", ".join(f"`{m}`" for m in missing)
-        raise NoInputs(f"no inputs for {what}: parameter{'s' if len(missing) > 1 else ''} {names} "
-                       f"{'have' if len(missing) > 1 else 'has'} no array annotation, default or "
-                       f"[tool.jaxlint.confirm] entry")
-    return Inputs(args, kwargs, "annotations")
+                  {k: spec_value(s) for k, s in call_spec["kwargs"].items()}, source, names)
 
 
 # ------------------------------------------------------------ entries

@@ -89,7 +89,7 @@ def branchy(x: jax.Array, flag: bool = False):
 
 
 def unannotated(params, x):
-    if x.sum() > 0:  # confirm: JAX201 unreached
+    if x.sum() > 0:  # confirm: JAX201 confirmed
         return x
     return params
 

@@ -1,0 +1,624 @@
+"""Inputs for unannotated functions, from how their parameters are used (no JAX here).
+
+The planner asks :func:`candidates` for a few argument lists (argument specs,
+see :mod:`jaxlint.confirm.specs`) to trace an entry function with.  Each
+parameter's uses in the function (and in the functions of the module it is
+passed to) say what it holds:
+
+* ``p["w"]`` a dict with key ``w``; ``p.step`` an object with that attribute
+  (built as a pytree); ``for layer in p`` / ``p[-1]["w"]`` a list of those;
+  ``a, b = p`` a tuple;
+* ``p @ w``, ``p.shape[-1]``, ``p[:, 0]``, ``jnp.dot(p, ...)`` an array of at
+  least that rank, ``h, w = p.shape`` of exactly that rank; an index into an
+  array, ``one_hot`` or integer labels an ``int32`` array;
+* the first argument of ``jax.random.*`` a PRNG key;
+* ``range(p)``, a shape (``jnp.zeros((p, 3))``) a Python int, ``p == "relu"``
+  that string: Python values, passed as static values unless the model says
+  the function's transform traces that parameter.
+
+Unknown array ranks take one value per candidate (2, 1, 0, 3, then 2 with
+larger dimensions), every dimension the same size, so matmuls and
+broadcasts agree.  Arguments at the module's own call sites that can be
+sized statically (``jnp.ones((8, 3))``, literals, ``jax.random.key(0)``) are
+used as they are.  JAX is the oracle: the worker keeps the first candidate
+whose trace reaches the flagged line.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from typing import Dict, List, Optional, Tuple
+
+from ..analysis import Function, SemanticModel
+
+RANKS = (2, 1, 0, 3)
+ARRAY_ATTRS = {
+    "shape", "ndim", "dtype", "T", "mT", "size", "at", "mean", "sum", "std", "var", "max", "min", "prod", "reshape",
+    "astype", "squeeze", "transpose", "flatten", "ravel", "argmax", "argmin", "all", "any", "clip", "dot", "round",
+    "cumsum", "real", "imag", "conj", "swapaxes", "sort", "argsort", "item", "tolist", "block_until_ready", "copy",
+    "nonzero", "repeat", "take", "astype", "aval", "addressable_data", "sharding",
+}
+DICT_METHODS = {"items", "keys", "values", "get", "pop", "setdefault", "update"}
+SEQ_METHODS = {"append", "extend", "insert", "index", "count"}
+SHAPE_FUNCS = {"zeros", "ones", "empty", "full", "arange", "eye", "identity", "linspace", "tri"}
+INT_ARG_FUNCS = {"one_hot": 0, "take": 1, "take_along_axis": 1, "bincount": 0, "segment_sum": 1}
+MATMUL_FUNCS = {"dot", "matmul", "inner", "outer", "tensordot", "vdot", "einsum"}
+RANDOM_SHAPE_ARG = 1       # jax.random.normal(key, shape)
+
+
+class Use:
+    """What one parameter (or one part of it) is used as."""
+
+    __slots__ = ("array", "min_rank", "rank", "dtype", "key", "static", "value", "items", "attrs", "elem",
+                 "index", "length", "callable", "replace")
+
+    def __init__(self):
+        self.array = False
+        self.min_rank = 0
+        self.rank: Optional[int] = None
+        self.dtype: Optional[str] = None
+        self.key = False
+        self.static: Optional[str] = None      # "int" | "str" | "bool"
+        self.value = None
+        self.items: Dict[str, "Use"] = {}      # dict keys
+        self.attrs: Dict[str, "Use"] = {}      # attributes
+        self.elem: Optional["Use"] = None      # sequence elements
+        self.index: Dict[int, "Use"] = {}      # p[0], a, b = p
+        self.length: Optional[int] = None
+        self.callable = False
+        self.replace = False
+
+    def child(self, step: Tuple[str, object]) -> "Use":
+        kind, v = step
+        table = {"key": self.items, "attr": self.attrs, "idx": self.index}.get(kind)
+        if table is not None:
+            return table.setdefault(v, Use())
+        if self.elem is None:
+            self.elem = Use()
+        return self.elem
+
+    @property
+    def known(self) -> bool:
+        return bool(self.array or self.key or self.static or self.items or self.attrs or self.elem or self.index)
+
+
+# ------------------------------------------------------------ reading uses
+class _Reader:
+    def __init__(self, model: SemanticModel, depth: int = 0, memo=None):
+        self.m = model
+        self.depth = depth
+        self.memo = memo if memo is not None else {}
+
+    def params(self, fn: Function) -> Dict[str, Use]:
+        key = id(fn)
+        if key in self.memo:
+            return self.memo[key]
+        uses: Dict[str, Use] = {p: Use() for p in fn.all_params()}
+        self.memo[key] = uses
+        node = fn.node
+        parents: Dict[int, ast.AST] = {}
+        body = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+        for root in body:
+            for n in ast.walk(root):
+                for c in ast.iter_child_nodes(n):
+                    parents[id(c)] = n
+        # local names that alias a part of a parameter: x = p["a"]; for layer in p; a, b = p
+        alias: Dict[str, Tuple[str, tuple]] = {}
+        for _ in range(3):
+            for root in body:
+                for n in ast.walk(root):
+                    self._bind(n, uses, alias)
+        for root in body:
+            for n in ast.walk(root):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    base = uses.get(n.id) if n.id not in alias else None
+                    path: tuple = ()
+                    if base is None and n.id in alias:
+                        p, path = alias[n.id]
+                        base = uses.get(p)
+                    if base is not None:
+                        self._use(fn, n, base, path, parents)
+        return uses
+
+    def _path(self, e: ast.AST, uses: Dict[str, Use], alias) -> Optional[Tuple[str, tuple]]:
+        """``p["a"].b[0]`` -> ("p", (("key", "a"), ("attr", "b"), ("idx", 0)))."""
+        steps = []
+        while True:
+            if isinstance(e, ast.Name):
+                if e.id in alias:
+                    p, pre = alias[e.id]
+                    return p, tuple(pre) + tuple(reversed(steps))
+                return (e.id, tuple(reversed(steps))) if e.id in uses else None
+            if isinstance(e, ast.Subscript):
+                s = e.slice
+                if isinstance(s, ast.Constant) and isinstance(s.value, str):
+                    steps.append(("key", s.value))
+                elif isinstance(s, ast.Constant) and isinstance(s.value, int) and not isinstance(s.value, bool):
+                    steps.append(("idx", s.value))
+                elif isinstance(s, ast.Slice):
+                    pass                               # a slice of a list is a list of the same things
+                else:
+                    return None
+                e = e.value
+            elif isinstance(e, ast.Attribute) and e.attr not in ARRAY_ATTRS:
+                steps.append(("attr", e.attr))
+                e = e.value
+            else:
+                return None
+
+    def _bind(self, n: ast.AST, uses, alias) -> None:
+        targets, value, step = [], None, None
+        if isinstance(n, ast.Assign) and len(n.targets) == 1:
+            targets, value = [n.targets[0]], n.value
+        elif isinstance(n, (ast.For, ast.comprehension)):
+            targets, value, step = [n.target], n.iter, ("elem", None)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "enumerate" \
+                    and value.args and isinstance(n.target, ast.Tuple) and len(n.target.elts) == 2:
+                targets, value = [n.target.elts[1]], value.args[0]
+        if value is None:
+            return
+        src = self._path(value, uses, alias)
+        if src is None:
+            return
+        p, path = src
+        if step is not None:
+            path = path + (step,)
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id not in uses:
+                alias[t.id] = (p, path)
+            elif isinstance(t, ast.Tuple) and all(isinstance(x, ast.Name) for x in t.elts):
+                u = self._at(uses[p], path)
+                u.length = len(t.elts)
+                for i, x in enumerate(t.elts):
+                    if x.id not in uses:
+                        alias[x.id] = (p, path + (("idx", i),))
+
+    @staticmethod
+    def _at(u: Use, path: tuple) -> Use:
+        for step in path:
+            u = u.child(step)
+        return u
+
+    def _use(self, fn: Function, n: ast.AST, base: Use, path: tuple, parents) -> None:
+        """Climb from a use of a parameter through subscripts and attributes, noting what it is used as."""
+        u = self._at(base, path)
+        cur = n
+        while True:
+            par = parents.get(id(cur))
+            if par is None:
+                return
+            if isinstance(par, ast.Subscript) and par.value is cur:
+                s = par.slice
+                if isinstance(s, ast.Constant) and isinstance(s.value, str):
+                    u = u.child(("key", s.value))
+                    cur = par
+                    continue
+                if isinstance(s, ast.Constant) and isinstance(s.value, int) and not isinstance(s.value, bool):
+                    u = u.child(("idx", s.value))
+                    cur = par
+                    continue
+                if isinstance(s, ast.Slice):
+                    u.min_rank = max(u.min_rank, 1)
+                    cur = par
+                    continue
+                elts = s.elts if isinstance(s, ast.Tuple) else [s]
+                dims = sum(1 for x in elts if not (isinstance(x, ast.Constant) and x.value in (None, Ellipsis)))
+                u.array = True
+                u.min_rank = max(u.min_rank, dims)
+                return
+            if isinstance(par, ast.Attribute) and par.value is cur:
+                a = par.attr
+                if a in ARRAY_ATTRS:
+                    u.array = True
+                    gp = parents.get(id(par))
+                    if isinstance(gp, ast.Call) and gp.func is par:
+                        u.min_rank = max(u.min_rank, _axis_rank(gp))
+                    if a in ("T", "mT"):
+                        u.min_rank = max(u.min_rank, 2)
+                    if a == "shape":
+                        self._shape_use(par, u, parents)
+                    return
+                if a in DICT_METHODS:
+                    gp = parents.get(id(par))
+                    if isinstance(gp, ast.Call) and a == "get" and gp.args and isinstance(gp.args[0], ast.Constant) \
+                            and isinstance(gp.args[0].value, str):
+                        u.child(("key", gp.args[0].value))
+                    elif not u.items:
+                        u.items.setdefault("a", Use())
+                    return
+                if a in SEQ_METHODS:
+                    if u.elem is None:
+                        u.elem = Use()
+                    return
+                if a == "replace":
+                    u.replace = True
+                    return
+                u = u.child(("attr", a))
+                cur = par
+                continue
+            if isinstance(par, ast.BinOp) and isinstance(par.op, ast.MatMult):
+                u.array = True
+                u.min_rank = max(u.min_rank, 1)
+                return
+            if isinstance(par, ast.Compare):
+                for c in [par.left] + list(par.comparators):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        u.static, u.value = "str", u.value if u.value is not None else c.value
+                return
+            if isinstance(par, ast.Tuple) and isinstance(parents.get(id(par)), ast.Call):
+                call = parents[id(par)]
+                if self._is_shape_arg(call, par):
+                    u.static = "int"
+                return
+            if isinstance(par, ast.Call):
+                self._call_use(fn, par, cur, u)
+                return
+            if isinstance(par, (ast.For, ast.comprehension)) and par.iter is cur:
+                if u.elem is None:
+                    u.elem = Use()
+                return
+            if isinstance(par, ast.keyword):
+                call = parents.get(id(par))
+                if isinstance(call, ast.Call):
+                    self._call_use(fn, call, cur, u, keyword=par.arg)
+                return
+            return
+
+    def _shape_use(self, shape: ast.Attribute, u: Use, parents) -> None:
+        par = parents.get(id(shape))
+        if isinstance(par, ast.Subscript) and par.value is shape:
+            s = par.slice
+            if isinstance(s, ast.Constant) and isinstance(s.value, int):
+                u.min_rank = max(u.min_rank, s.value + 1 if s.value >= 0 else -s.value)
+            elif isinstance(s, ast.UnaryOp) and isinstance(s.op, ast.USub) and isinstance(s.operand, ast.Constant):
+                u.min_rank = max(u.min_rank, int(s.operand.value))
+            elif isinstance(s, ast.Slice) and isinstance(s.upper, ast.Constant) and isinstance(s.upper.value, int):
+                u.min_rank = max(u.min_rank, s.upper.value)
+        elif isinstance(par, ast.Assign) and par.value is shape and isinstance(par.targets[0], ast.Tuple):
+            u.rank = len(par.targets[0].elts)
+
+    def _is_shape_arg(self, call: ast.Call, arg: ast.AST) -> bool:
+        q = self.m.call_qualname(call) or ""
+        short = q.rsplit(".", 1)[-1]
+        if q.startswith(("jax.numpy.", "numpy.")) and short in SHAPE_FUNCS:
+            return bool(call.args) and call.args[0] is arg
+        if q.startswith("jax.random.") and len(call.args) > RANDOM_SHAPE_ARG:
+            return call.args[RANDOM_SHAPE_ARG] is arg
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "reshape":
+            return True
+        return any(k.arg == "shape" and k.value is arg for k in call.keywords)
+
+    def _call_use(self, fn: Function, call: ast.Call, arg: ast.AST, u: Use, keyword: Optional[str] = None) -> None:
+        if call.func is arg:
+            u.callable = True
+            return
+        q = self.m.call_qualname(call) or ""
+        short = q.rsplit(".", 1)[-1]
+        pos = next((i for i, a in enumerate(call.args) if a is arg), None)
+        if isinstance(call.func, ast.Name) and call.func.id == "range":
+            u.static = "int"
+            return
+        if isinstance(call.func, ast.Name) and call.func.id == "len":
+            if not (u.items or u.attrs):
+                u.min_rank = max(u.min_rank, 1)
+            return
+        if q.startswith("jax.random."):
+            if short in ("PRNGKey", "key") and pos == 0:
+                u.static = u.static or "int"
+            elif pos == 0 or keyword == "key":
+                u.key = True
+            elif self._is_shape_arg(call, arg) or keyword == "shape":
+                u.static = "int"
+            else:
+                u.array = True
+            return
+        if self._is_shape_arg(call, arg) or (keyword == "shape"):
+            u.static = "int"
+            return
+        if short in INT_ARG_FUNCS and pos == INT_ARG_FUNCS[short] and (q.startswith("jax.") or "." not in q):
+            u.array, u.dtype = True, "int32"
+            return
+        if "integer_labels" in short and (pos == 1 or keyword == "labels"):
+            u.array, u.dtype = True, "int32"
+            u.rank = u.rank if u.rank is not None else 1
+            return
+        if short in MATMUL_FUNCS and q.startswith(("jax.", "numpy.")):
+            u.array = True
+            u.min_rank = max(u.min_rank, 1)
+            return
+        if q.startswith(("jax.numpy.", "jax.nn.", "jax.lax.", "numpy.", "optax.")):
+            u.array = True
+            if pos == 0:
+                u.min_rank = max(u.min_rank, _axis_rank(call))
+            return
+        # a function of this module: what it does with the argument
+        if self.depth >= 3 or pos is None and keyword is None:
+            return
+        target = self.m.resolve_callable(call.func, fn)
+        if target is None or target.function is fn:
+            return
+        pairs, _ = self.m.bind_arguments(target, call)
+        for p, a in pairs:
+            if a is arg:
+                sub = _Reader(self.m, self.depth + 1, self.memo).params(target.function).get(p)
+                if sub is not None:
+                    _merge(u, sub)
+
+
+def _axis_rank(call: ast.Call) -> int:
+    """The rank an ``axis=`` argument needs: ``axis=(1, 2, 3)`` -> 4, ``axis=-2`` -> 2."""
+    for k in call.keywords:
+        if k.arg in ("axis", "axes"):
+            vals = k.value.elts if isinstance(k.value, ast.Tuple) else [k.value]
+            best = 0
+            for v in vals:
+                if isinstance(v, ast.Constant) and isinstance(v.value, int):
+                    best = max(best, v.value + 1 if v.value >= 0 else -v.value)
+                elif isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) and isinstance(v.operand, ast.Constant):
+                    best = max(best, int(v.operand.value))
+            return best
+    return 0
+
+
+def _merge(into: Use, other: Use, depth: int = 0) -> None:
+    if depth > 6:
+        return
+    into.array |= other.array
+    into.key |= other.key
+    into.callable |= other.callable
+    into.replace |= other.replace
+    into.min_rank = max(into.min_rank, other.min_rank)
+    into.rank = into.rank if into.rank is not None else other.rank
+    into.dtype = into.dtype or other.dtype
+    if other.static and not into.static:
+        into.static, into.value = other.static, other.value
+    into.length = into.length or other.length
+    for table, otable in ((into.items, other.items), (into.attrs, other.attrs), (into.index, other.index)):
+        for k, v in otable.items():
+            _merge(table.setdefault(k, Use()), v, depth + 1)
+    if other.elem is not None:
+        if into.elem is None:
+            into.elem = Use()
+        _merge(into.elem, other.elem, depth + 1)
+
+
+def param_uses(model: SemanticModel, fn: Function) -> Dict[str, Use]:
+    return _Reader(model).params(fn)
+
+
+# ------------------------------------------------------------ uses -> specs
+class Unbuildable(Exception):
+    pass
+
+
+def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
+    """One argument spec for a use, with ``rank`` for arrays of unknown rank."""
+    if u.callable and not (u.items or u.attrs):
+        raise Unbuildable(f"`{name}` is called like a function")
+    if u.key:
+        return {"t": "key", "shape": []}
+    if u.static and not u.array:
+        if u.static == "str":
+            return {"t": "static", "v": u.value if u.value is not None else "?"}
+        if traced:
+            return {"t": "array", "dtype": "int32", "shape": [], "weak": True}
+        return {"t": "static", "v": dim}
+    if u.items:
+        return {"t": "dict", "items": {k: spec_of(v, rank, dim, traced, f"{name}[{k!r}]") for k, v in u.items.items()}}
+    if u.attrs or u.replace:
+        return {"t": "ns", "items": {k: spec_of(v, rank, dim, traced, f"{name}.{k}") for k, v in u.attrs.items()}}
+    if u.elem is not None or (u.index and not u.array):
+        idx = [i for i in u.index if isinstance(i, int)]
+        # three items: a loop over `p[:-1]` then runs twice, as a loop over layers does
+        n = u.length or max([3] + [i + 1 for i in idx if i >= 0] + [-i for i in idx if i < 0])
+        items = []
+        for i in range(n):
+            part = u.index.get(i) or u.index.get(i - n)
+            merged = Use()
+            if u.elem is not None:
+                _merge(merged, u.elem)
+            if part is not None:
+                _merge(merged, part)
+            items.append(spec_of(merged, rank, dim, traced, f"{name}[{i}]"))
+        return {"t": "tuple" if u.length and u.elem is None else "list", "items": items}
+    r = u.rank if u.rank is not None else max(u.min_rank, rank)
+    return {"t": "array", "dtype": u.dtype or "float32", "shape": [dim] * r}
+
+
+def _param_is_traced(fn: Function, p: str) -> bool:
+    """Whether the transform that runs ``fn`` traces parameter ``p`` itself (a jit argument is a
+    tracer whatever the caller passes, unless static)."""
+    if p in fn.static_params:
+        return False
+    return any(c.transform != "call" for c in fn.contexts) and p in fn.traced_params
+
+
+def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
+               given: Optional[Dict[str, dict]] = None, limit: int = 5) -> Tuple[List[dict], Optional[str]]:
+    """Up to ``limit`` call specs ``{"args", "kwargs", "source"}`` for ``fn`` and, when none can be
+    built, the reason.  ``params`` is the planner's parameter list (annotation specs in "ann");
+    ``given`` maps parameters to specs taken from call sites."""
+    uses = param_uses(model, fn)
+    given = given or {}
+    variants = [(r, dim) for r in RANKS] + [(2, dim * 4)]
+    out: List[dict] = []
+    seen = set()
+    synthesized = False
+    for rank, d in variants:
+        args, kwargs, positional_ok = [], {}, True
+        try:
+            for p in params:
+                if p["kind"] in ("var", "varkw"):
+                    continue
+                if p["has_default"] and p["name"] not in given:
+                    positional_ok = False
+                    continue
+                name = p["name"]
+                if name in given:
+                    spec = given[name]
+                elif p["ann"] is not None and not (p["static"] and p["ann"]["t"] != "static"):
+                    spec = p["ann"]
+                else:
+                    synthesized = True
+                    u = uses.get(name) or Use()
+                    spec = spec_of(u, rank, d, _param_is_traced(fn, name) or not u.static, name)
+                    if p["static"] and spec["t"] != "static":
+                        spec = {"t": "static", "v": d}
+                if p["kind"] == "pos" and positional_ok:
+                    args.append(spec)
+                else:
+                    kwargs[name] = spec
+        except Unbuildable as exc:
+            return out, str(exc)
+        key = json.dumps([args, kwargs], sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        source = "call site" if given and not synthesized else ("synthesized" if synthesized else "annotations")
+        out.append({"args": args, "kwargs": kwargs, "source": source})
+        if not synthesized or len(out) >= limit:
+            break
+    return out, None
+
+
+# ------------------------------------------------------------ call sites
+def _int_tuple(e: ast.AST, consts: Dict[str, int]) -> Optional[List[int]]:
+    items = e.elts if isinstance(e, (ast.Tuple, ast.List)) else [e]
+    out = []
+    for x in items:
+        if isinstance(x, ast.Constant) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            out.append(x.value)
+        elif isinstance(x, ast.Name) and x.id in consts:
+            out.append(consts[x.id])
+        else:
+            return None
+    return out
+
+
+_DTYPE_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
+                "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8", "uint32": "uint32",
+                "bool_": "bool", "bool": "bool", "int16": "int16", "complex64": "complex64"}
+
+
+def sized_spec(model: SemanticModel, e: ast.AST, scope: Function, consts: Dict[str, int],
+               static: bool, depth: int = 0) -> Optional[dict]:
+    """The spec of an argument expression whose value the code states: literals,
+    ``jnp.ones((8, 3))``, ``jax.random.normal(key, (8, 3))``, ``jax.random.key(0)``."""
+    if depth > 4:
+        return None
+    if isinstance(e, ast.Constant) and isinstance(e.value, (int, float, str, bool)) or \
+            isinstance(e, ast.Constant) and e.value is None:
+        if static or isinstance(e.value, str) or e.value is None:
+            return {"t": "static", "v": e.value}
+        dt = "bool" if isinstance(e.value, bool) else "int32" if isinstance(e.value, int) else "float32"
+        return {"t": "array", "dtype": dt, "shape": [], "weak": dt != "bool"}
+    if isinstance(e, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in e.keys):
+        items = {}
+        for k, v in zip(e.keys, e.values):
+            s = sized_spec(model, v, scope, consts, static, depth + 1)
+            if s is None:
+                return None
+            items[k.value] = s
+        return {"t": "dict", "items": items}
+    if isinstance(e, ast.Name):
+        v = _single_value(model, e.id, scope)
+        return sized_spec(model, v, scope, consts, static, depth + 1) if v is not None else None
+    if not isinstance(e, ast.Call):
+        return None
+    q = model.call_qualname(e, scope) or ""
+    short = q.rsplit(".", 1)[-1]
+    if q in ("jax.random.PRNGKey", "jax.random.key"):
+        return {"t": "key", "shape": []}
+    dtype = "float32"
+    for k in e.keywords:
+        if k.arg == "dtype":
+            dq = model.qualname(k.value, scope) or getattr(k.value, "attr", None) or ""
+            dtype = _DTYPE_NAMES.get(dq.rsplit(".", 1)[-1], dtype)
+    if q.startswith(("jax.numpy.", "numpy.")) and short in ("zeros", "ones", "empty", "full") and e.args:
+        shape = _int_tuple(e.args[0], consts)
+        return None if shape is None else {"t": "array", "dtype": dtype, "shape": shape}
+    if q.startswith("jax.random.") and len(e.args) > 1:
+        shape = _int_tuple(e.args[1], consts)
+        if shape is None:
+            return None
+        return {"t": "array", "dtype": "int32" if short in ("randint", "choice", "permutation") else dtype,
+                "shape": shape}
+    return None
+
+
+def _single_value(model: SemanticModel, name: str, scope: Function) -> Optional[ast.expr]:
+    """The one value ``name`` is assigned in ``scope`` or at module level."""
+    for s in (scope, model.module):
+        found = []
+        for n in s.of_type(ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    found.append(n.value)
+        if len(found) == 1:
+            return found[0]
+        if found:
+            return None
+    return None
+
+
+def module_ints(model: SemanticModel) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for n in model.module.of_type(ast.Assign):
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant) \
+                and isinstance(n.value.value, int) and not isinstance(n.value.value, bool):
+            out[n.targets[0].id] = n.value.value
+    return out
+
+
+def call_site_specs(model: SemanticModel, fn: Function) -> Tuple[Dict[str, dict], Optional[int]]:
+    """Specs for ``fn``'s parameters from the first call in the module whose arguments can be sized."""
+    consts = module_ints(model)
+    best: Dict[str, dict] = {}
+    line = None
+    for scope in model.functions:
+        for call in scope.of_type(ast.Call):
+            if isinstance(call.func, ast.Name) and call.func.id != fn.name or \
+                    isinstance(call.func, ast.Attribute) and call.func.attr != fn.name or \
+                    not isinstance(call.func, (ast.Name, ast.Attribute)):
+                continue
+            target = model.resolve_callable(call.func, scope)
+            if target is None or target.function is not fn:
+                continue
+            pairs, _ = model.bind_arguments(target, call)
+            got = {}
+            for p, a in pairs:
+                s = sized_spec(model, a, scope, consts, static=not _param_is_traced(fn, p))
+                if s is not None:
+                    got[p] = s
+            if len(got) > len(best):
+                best, line = got, call.lineno
+    return best, line
+
+
+# ------------------------------------------------------------ the entry to suggest
+def toml_value(spec: dict) -> str:
+    from .specs import describe
+    t = spec["t"]
+    if t == "static":
+        return json.dumps(spec["v"]) if spec["v"] is not None else '"None"'
+    if t in ("list", "tuple"):
+        return "[" + ", ".join(toml_value(s) for s in spec["items"]) + "]"
+    if t in ("dict", "ns"):
+        return "{ " + ", ".join(f"{k} = {toml_value(s)}" for k, s in spec["items"].items()) + " }"
+    return json.dumps(describe(spec))
+
+
+def suggestion(key: str, call: Optional[dict], params: List[dict]) -> str:
+    """The ``[tool.jaxlint.confirm]`` line to paste (unknown parameters as "?")."""
+    if call is not None:
+        if call["kwargs"]:
+            names = [p["name"] for p in params if p["kind"] == "pos"]
+            kw = dict(zip(names, call["args"]))
+            kw.update(call["kwargs"])
+            body = "{ " + ", ".join(f"{k} = {toml_value(s)}" for k, s in kw.items()) + " }"
+        else:
+            body = "[" + ", ".join(toml_value(s) for s in call["args"]) + "]"
+    else:
+        names = [p["name"] for p in params if p["kind"] not in ("var", "varkw") and not p["has_default"]]
+        body = "{ " + ", ".join(f'{n} = "?"' for n in names) + " }"
+    return f'"{key}" = {body}'
