@@ -232,87 +232,92 @@ class KindsMixin:
         return 0
 
     def kind(self, e: Optional[ast.AST], fn: Function) -> int:
-        """The value kind of expression ``e`` evaluated in scope ``fn``."""
+        """The value kind of expression ``e`` evaluated in scope ``fn``: one
+        rule per node type (:data:`_KIND_RULES`); node types without a rule
+        (constants, f-strings, lambdas, ...) are static (0)."""
         if e is None:
             return 0
-        t = e.__class__
-        if t is ast.Name:
-            return self.name_kind(e.id, fn)
-        if t is ast.Constant:
+        rule = _KIND_RULES.get(e.__class__)
+        return 0 if rule is None else rule(self, e, fn)
+
+    def _kind_name(self, e: ast.Name, fn: Function) -> int:
+        return self.name_kind(e.id, fn)
+
+    def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
+        if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \
+                or e.attr in self.static_fields:
             return 0
-        if t is ast.Attribute:
-            if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \
-                    or e.attr in self.static_fields:
+        v = e.value
+        if v.__class__ is ast.Name:
+            owner = self._method_owner(fn)
+            if owner is not None and v.id == owner.self_name and owner.cls is not None:
+                return self._self_attr_kind(owner, e.attr)
+            if self.qualname(v, fn) is not None:
+                return 0   # a module attribute such as jnp.pi or jnp.float32
+        vk = self.kind(v, fn)
+        if e.attr in _ARRAY_VIEWS:
+            return vk & (TRACED | JAX | NUMPY)
+        # a field of a traced pytree (state.params, state.dynamic_scale): traced,
+        # but not known to be an array (it may be None, a tuple, a dataclass)
+        return vk & (TRACED | NUMPY)
+
+    def _kind_subscript(self, e: ast.Subscript, fn: Function) -> int:
+        vk = self.kind(e.value, fn)
+        if vk & CONTAINER and not vk & ARRAYISH:
+            return vk & TRACED
+        return vk & ARRAYISH
+
+    def _kind_binop(self, e: ast.BinOp, fn: Function) -> int:
+        lk, rk = self.kind(e.left, fn), self.kind(e.right, fn)
+        k = lk | rk
+        if (lk & CONTAINER and not lk & ARRAYISH) or (rk & CONTAINER and not rk & ARRAYISH):
+            return k   # tuple/list concatenation or repetition
+        if k & TRACED:
+            return (k & ARRAYISH) | JAX
+        return k & ARRAYISH
+
+    def _kind_unaryop(self, e: ast.UnaryOp, fn: Function) -> int:
+        k = self.kind(e.operand, fn)
+        if e.op.__class__ is ast.Not:
+            return k & TRACED if self._truthiness_traced(k) else 0
+        return k & ~CONTAINER
+
+    def _kind_boolop(self, e: ast.BoolOp, fn: Function) -> int:
+        k = 0
+        for v in e.values:
+            k |= self.kind(v, fn)
+        return k
+
+    def _kind_compare(self, e: ast.Compare, fn: Function) -> int:
+        for op in e.ops:
+            if op.__class__ in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
                 return 0
-            v = e.value
-            if v.__class__ is ast.Name:
-                owner = self._method_owner(fn)
-                if owner is not None and v.id == owner.self_name and owner.cls is not None:
-                    return self._self_attr_kind(owner, e.attr)
-                if self.qualname(v, fn) is not None:
-                    return 0   # a module attribute such as jnp.pi or jnp.float32
-            vk = self.kind(v, fn)
-            if e.attr in _ARRAY_VIEWS:
-                return vk & (TRACED | JAX | NUMPY)
-            # a field of a traced pytree (state.params, state.dynamic_scale): traced,
-            # but not known to be an array (it may be None, a tuple, a dataclass)
-            return vk & (TRACED | NUMPY)
-        if t is ast.Subscript:
-            vk = self.kind(e.value, fn)
-            if vk & CONTAINER and not vk & ARRAYISH:
-                return vk & TRACED
-            return vk & ARRAYISH
-        if t is ast.Call:
-            return self._call_kind(e, fn)
-        if t is ast.BinOp:
-            lk, rk = self.kind(e.left, fn), self.kind(e.right, fn)
-            k = lk | rk
-            if (lk & CONTAINER and not lk & ARRAYISH) or (rk & CONTAINER and not rk & ARRAYISH):
-                return k   # tuple/list concatenation or repetition
-            if k & TRACED:
-                return (k & ARRAYISH) | JAX
-            return k & ARRAYISH
-        if t is ast.UnaryOp:
-            k = self.kind(e.operand, fn)
-            if e.op.__class__ is ast.Not:
-                return k & TRACED if self._truthiness_traced(k) else 0
-            return k & ~CONTAINER
-        if t is ast.BoolOp:
-            k = 0
-            for v in e.values:
-                k |= self.kind(v, fn)
-            return k
-        if t is ast.Compare:
-            for op in e.ops:
-                if op.__class__ in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
-                    return 0
-            k = self.kind(e.left, fn)
-            for c in e.comparators:
-                k |= self.kind(c, fn)
-            if k & CONTAINER and not k & ARRAYISH:
-                return k & TRACED
-            if k & TRACED:
-                return TRACED | JAX
-            return k & ARRAYISH
-        if t is ast.IfExp:
-            return self.kind(e.body, fn) | self.kind(e.orelse, fn)
-        if t is ast.Tuple or t is ast.List or t is ast.Set:
-            k = CONTAINER
-            for x in e.elts:
-                k |= self.kind(x, fn) & TRACED
-            return k
-        if t is ast.Dict:
-            k = CONTAINER
-            for x in e.values:
-                k |= self.kind(x, fn) & TRACED
-            return k
-        if t is ast.ListComp or t is ast.SetComp or t is ast.GeneratorExp:
-            return CONTAINER | (self.kind(e.elt, fn) & TRACED)
-        if t is ast.DictComp:
-            return CONTAINER | (self.kind(e.value, fn) & TRACED)
-        if t is ast.Starred or t is ast.NamedExpr or t is ast.Await:
-            return self.kind(e.value, fn)
-        return 0
+        k = self.kind(e.left, fn)
+        for c in e.comparators:
+            k |= self.kind(c, fn)
+        if k & CONTAINER and not k & ARRAYISH:
+            return k & TRACED
+        if k & TRACED:
+            return TRACED | JAX
+        return k & ARRAYISH
+
+    def _kind_ifexp(self, e: ast.IfExp, fn: Function) -> int:
+        return self.kind(e.body, fn) | self.kind(e.orelse, fn)
+
+    def _kind_display(self, e: ast.AST, fn: Function) -> int:
+        """A tuple/list/set/dict display: a container, traced if an element is."""
+        k = CONTAINER
+        for x in (e.values if e.__class__ is ast.Dict else e.elts):
+            k |= self.kind(x, fn) & TRACED
+        return k
+
+    def _kind_comprehension(self, e: ast.AST, fn: Function) -> int:
+        elt = e.value if e.__class__ is ast.DictComp else e.elt
+        return CONTAINER | (self.kind(elt, fn) & TRACED)
+
+    def _kind_wrapped(self, e: ast.AST, fn: Function) -> int:
+        """``*x``, ``(y := x)``, ``await x``: the kind of ``x``."""
+        return self.kind(e.value, fn)
 
     @staticmethod
     def _method_owner(fn: Function) -> Optional[Function]:
@@ -436,3 +441,28 @@ class KindsMixin:
         for a in call.args:
             k |= self.kind(a, fn)
         return k
+
+
+# how ``kind`` treats each node type (unlisted types are static)
+_KIND_RULES = {
+    ast.Name: KindsMixin._kind_name,
+    ast.Attribute: KindsMixin._kind_attribute,
+    ast.Subscript: KindsMixin._kind_subscript,
+    ast.Call: KindsMixin._call_kind,
+    ast.BinOp: KindsMixin._kind_binop,
+    ast.UnaryOp: KindsMixin._kind_unaryop,
+    ast.BoolOp: KindsMixin._kind_boolop,
+    ast.Compare: KindsMixin._kind_compare,
+    ast.IfExp: KindsMixin._kind_ifexp,
+    ast.Tuple: KindsMixin._kind_display,
+    ast.List: KindsMixin._kind_display,
+    ast.Set: KindsMixin._kind_display,
+    ast.Dict: KindsMixin._kind_display,
+    ast.ListComp: KindsMixin._kind_comprehension,
+    ast.SetComp: KindsMixin._kind_comprehension,
+    ast.GeneratorExp: KindsMixin._kind_comprehension,
+    ast.DictComp: KindsMixin._kind_comprehension,
+    ast.Starred: KindsMixin._kind_wrapped,
+    ast.NamedExpr: KindsMixin._kind_wrapped,
+    ast.Await: KindsMixin._kind_wrapped,
+}
