@@ -527,10 +527,10 @@ class NotebookSource(SourceFile):
         except json.JSONDecodeError as exc:  # pragma: no cover - a bug in _replace_sources
             raise SourceError(f"internal error: the rewritten notebook is not JSON ({exc.msg}); "
                               "nothing was written") from None
-        expected = json.loads(self._document)
-        cells_key = "cells"
+        expected = dict(self._data)          # the notebook as read (never mutated)
+        expected["cells"] = list(expected["cells"])
         for i, src in changed.items():
-            expected[cells_key][i]["source"] = src
+            expected["cells"][i] = dict(expected["cells"][i], source=src)
         norm_new = _normalise_sources(new)
         if norm_new != _normalise_sources(expected):
             raise SourceError("internal error: the rewritten notebook differs beyond the fixed cells; "
@@ -590,7 +590,21 @@ def _normalise_sources(data: Any) -> Any:
 
 # ----------------------------------------------------------------- JSON surgery
 _WS = re.compile(r"[ \t\r\n]*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _string_end(s: str, i: int) -> int:
+    """End of the JSON string whose opening quote is at ``i`` (str.find, not a regex: outputs
+    hold megabytes of base64)."""
+    j = i
+    while True:
+        j = s.find('"', j + 1)
+        if j < 0:
+            raise ValueError("unterminated string")
+        k = j - 1
+        while s[k] == "\\":
+            k -= 1
+        if (j - 1 - k) % 2 == 0:
+            return j + 1
 _SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
 
 
@@ -611,7 +625,7 @@ class _Doc:
             i = self.ws(i)
             c = s[i]
             if c == '"':
-                i = _STRING.match(s, i).end()
+                i = _string_end(s, i)
             elif c in "[{":
                 depth += 1
                 i += 1
@@ -638,9 +652,9 @@ class _Doc:
         if s[i] == "}":
             return
         while True:
-            m = _STRING.match(s, i)
-            key = json.loads(m.group(0))
-            i = self.ws(m.end())
+            end = _string_end(s, i)
+            key = json.loads(s[i:end])
+            i = self.ws(end)
             assert s[i] == ":"
             start = self.ws(i + 1)
             end = self.skip(start)

@@ -244,6 +244,24 @@ def test_fix_keeps_foreign_json_formatting(tmp_path):
     assert "\\u00fc" in after
 
 
+def test_fix_in_a_notebook_full_of_json_escapes(tmp_path):
+    """Strings ending in backslashes, escaped quotes and unicode around the edited cell."""
+    tricky = 'path = "C:\\\\data\\\\"\nquote = "say \\"hi\\""\nemoji = "\U0001F600 ü"\n'
+    cells = [new_markdown_cell('ends with a backslash \\\\'),
+             new_code_cell("import jax\n" + tricky, outputs=[new_output("stream", name="stdout", text='\\"\\\\')]),
+             new_code_cell(tricky + PRINT_CELL, metadata={"note": "a \\ b \" c"}),
+             new_raw_cell('{"json": "\\""}')]
+    path = write_nb(tmp_path / "nb.ipynb", cells)
+    before = open(path, encoding="utf-8").read()
+    _fixed(path)
+    after = open(path, encoding="utf-8").read()
+    diff = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+    assert diff == [('    "    print(x)\\n",', '''    "    jax.debug.print('{x}', x=x)\\n",''')]
+    new = nbformat.read(path, 4)
+    nbformat.validate(new)
+    assert new.cells[2].source.startswith(tricky)
+
+
 def test_inserted_lines_stay_in_their_cells(tmp_path):
     """An import added after the last import stays in the import cell; a line inserted
     before a cell's first statement goes into that cell, not the end of the previous one."""
