@@ -148,3 +148,107 @@ def test_move_jit_fix_computes_the_same(jnp):
     np.testing.assert_allclose(p1["w_in"], p2["w_in"], rtol=1e-5)
     assert hasattr(after.train_step, "lower")          # the outer step is jitted now
     assert not hasattr(after.apply_updates, "lower")   # the inner one is not
+
+
+def test_confirmation_counts_trips_with_the_rule():
+    """Runtime confirmation asks JAX504's trip counter which name bounds a loop."""
+    from jaxlint.confirm import plan
+    from jaxlint.checkers.jit.jax504_unrolled_python_loop import trips
+    text = textwrap.dedent("""\
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+        STEPS = 64
+
+        @partial(jax.jit, static_argnames="n")
+        def f(x, n=100):
+            for _ in range(n):
+                x = jnp.sin(x)
+            for _ in range(STEPS):
+                x = jnp.cos(x)
+            for _ in range(2, 40):
+                x = x * 2
+            return x
+    """)
+    source = SourceFile("t.py", text)
+    model = SemanticModel(source.parse(), source)
+    fn = next(f for f in model.functions if f.name == "f")
+    got = {line: plan._loop_info(model, line, fn).get("trip") for line in (9, 11, 13)}
+    assert got == {9: {"kind": "param", "name": "n"}, 11: {"kind": "global", "name": "STEPS"},
+                   13: {"kind": "literal", "value": 40}}
+    assert all(plan._loop_info(model, line, fn) == trips.loop_info(model, line, fn) for line in (9, 11, 13))
+
+
+def test_call_index_keeps_pmap_apart_from_jit(monkeypatch):
+    import dataclasses
+    from jaxlint.analysis import knowledge as K
+    text = textwrap.dedent("""\
+        import jax
+
+        def epoch(state, batches):
+            p_step = jax.pmap(lambda s, b: s + b, axis_name="i")
+            step = jax.jit(lambda s: s)
+            for b in batches:
+                state = step(p_step(state, b))
+            return state
+    """)
+    model = SemanticModel(SourceFile("t.py", text).parse())
+    idx = calls_mod.call_index(model)
+    assert sorted(b.name for b in idx.bindings) == ["p_step", "step"]
+    assert [b.name for b in idx.jit_bindings] == ["step"]
+    assert calls_mod.compiles_per_function("jax.pmap") and not calls_mod.compiles_per_function("jax.vmap")
+    assert not calls_mod.compiles_per_function("jax.lax.scan")
+    # derived from the Transform records: a new caching transform is one row
+    monkeypatch.setitem(K.TRANSFORMS, "mylib.compile", dataclasses.replace(K.TRANSFORMS["jax.pmap"],
+                                                                           name="mylib.compile"))
+    assert calls_mod.compiles_per_function("mylib.compile")
+
+
+def test_jit_recreated_per_epoch_message_names_the_chain():
+    text = textwrap.dedent("""\
+        import jax
+
+        def log_norms(params):
+            return jax.jit(lambda p: p * 2)(params)
+
+        def report(params):
+            print(log_norms(params))
+
+        def fit(params, epochs):
+            for _ in range(epochs):
+                report(params)
+    """)
+    found = _lint(text, ["JAX502"])
+    assert [f.line for f in found] == [4]
+    assert "called from `report`, which is called in a loop in `fit`, line 11" in found[0].message
+
+
+def test_per_call_pmap_and_jit_really_recompile(jnp):
+    """What JAX502 and JAX503 claim, shown by JAX: a jit/pmap of a new lambda built per call
+    traces again on every call; one built once does not; vmap(jit(f)) compiles f once."""
+    import jax
+    traces = []
+
+    def eval_model(x):
+        return jax.pmap(lambda a: (traces.append("pmap"), a * 2)[1])(x)
+
+    def log_norms(x):
+        return jax.jit(lambda a: (traces.append("jit"), a + 1)[1])(x)
+
+    once = jax.jit(lambda a: (traces.append("once"), a - 1)[1])
+    x = jnp.ones((jax.local_device_count(), 3))
+    for _ in range(3):
+        eval_model(x)
+        log_norms(x)
+        once(x)
+    assert traces.count("pmap") == 3 and traces.count("jit") == 3 and traces.count("once") == 1
+
+    def f(a):
+        traces.append("f")
+        return a * 3
+
+    batched = jax.vmap(jax.jit(f))
+    for _ in range(3):
+        batched(x)
+    assert traces.count("f") == 1   # the inner jit caches f; only the batching runs again

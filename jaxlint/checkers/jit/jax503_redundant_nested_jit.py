@@ -28,8 +28,8 @@ class RedundantNestedJit(Rule):
     only adds noise (and a nested call in the jaxpr). PyTorch users often wrap
     every helper "to make it fast"; in JAX, jitting the outermost function is
     what matters: `jax.pmap` compiles its function already, and
-    `jax.vmap(jax.jit(f))` compiles only `f` while the batching around it is
-    traced again on every call — `jax.jit(jax.vmap(f))` compiles it all once.
+    `jax.vmap(jax.jit(f))` compiles only `f` while the batching around it runs
+    again in Python on every call — `jax.jit(jax.vmap(f))` compiles it all once.
     Functions also called eagerly somewhere in the module, and
     public functions of a library module that other modules may call eagerly,
     keep their jit and are not reported.
@@ -133,8 +133,8 @@ class RedundantNestedJit(Rule):
             msg = (f"`{jit}` inside `{batch}(...)` is already under {where}: the inner jit is inlined into "
                    f"the outer program and has no effect; drop it")
         else:
-            msg = (f"`{jit}` wraps only `{fun}` inside `{batch}(...)`: the batched function itself is not "
-                   f"compiled, so `{batch}` traces it again on every call; jit the whole instead: "
+            msg = (f"`{jit}` wraps only `{fun}` inside `{batch}(...)`: the batching around it is not compiled "
+                   f"and runs again in Python on every call; jit the whole instead: "
                    f"`{jit}({batch}({fun}, ...))`")
         return ctx.finding(self, call, msg, confidence=CERTAIN)
 
