@@ -225,7 +225,8 @@ class KeyAnalysis:
                     vc = v.__class__
                     if vc is Name:
                         arg = kw.arg
-                        if (arg in RNG_KEYWORDS or (arg and arg.endswith("_rng"))) and keylike(v.id):
+                        if (arg in RNG_KEYWORDS or arg == "rngs" or (arg and arg.endswith("_rng"))) \
+                                and keylike(v.id):
                             keys.add(v.id)
                     elif vc is Dict_ and kw.arg == "rngs":
                         for x in v.values:
@@ -234,6 +235,9 @@ class KeyAnalysis:
             if scan_init and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
                     and (fc is Call_ or fc is Name) and self.initializer(f, fn) is not None:
                 keys.add(call.args[0].id)     # nn.initializers.normal(0.02)(rng, shape), init_fn(rng, shape)
+            if term == "Rngs" and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
+                    and (self.model.qualname(f, fn) or "").startswith("flax.nnx"):
+                keys.add(call.args[0].id)     # nnx.Rngs(key): the module draws its parameters from it
             if scan_init and term in KEY_FIRST_METHODS and fc is Attribute and call.args:
                 # model.init(key, x), model.init({"params": key}, x), cell.initialize_carry(key, shape)
                 a = call.args[0]
