@@ -506,7 +506,11 @@ class NotebookSource(SourceFile):
         changed = {i: s for i, s in sources.items() if s != base._original_source(i)}
         document = base._document
         if changed:
-            document = _replace_sources(document, changed)
+            try:
+                document = _replace_sources(document, changed)
+            except (ValueError, IndexError) as exc:
+                raise SourceError(f"cannot locate the cell sources in the notebook JSON ({exc}); "
+                                  "nothing was written") from None
             base._check_result(document, changed)
         data = document.encode("utf-8")
         if base.raw is not None and base.raw.startswith(b"\xef\xbb\xbf"):
@@ -614,6 +618,10 @@ class _Doc:
     def __init__(self, text: str):
         self.s = text
 
+    def expect(self, i: int, char: str) -> None:
+        if self.s[i:i + 1] != char:
+            raise ValueError(f"expected {char!r} at offset {i}")
+
     def ws(self, i: int) -> int:
         return _WS.match(self.s, i).end()
 
@@ -647,7 +655,7 @@ class _Doc:
     def members(self, i: int):
         """``(key, value_start, value_end)`` of the object starting at ``i``."""
         s = self.s
-        assert s[i] == "{"
+        self.expect(i, "{")
         i = self.ws(i + 1)
         if s[i] == "}":
             return
@@ -655,19 +663,19 @@ class _Doc:
             end = _string_end(s, i)
             key = json.loads(s[i:end])
             i = self.ws(end)
-            assert s[i] == ":"
+            self.expect(i, ":")
             start = self.ws(i + 1)
             end = self.skip(start)
             yield key, start, end
             i = self.ws(end)
             if s[i] == "}":
                 return
-            assert s[i] == ","
+            self.expect(i, ",")
             i = self.ws(i + 1)
 
     def items(self, i: int):
         s = self.s
-        assert s[i] == "["
+        self.expect(i, "[")
         i = self.ws(i + 1)
         if s[i] == "]":
             return
@@ -677,7 +685,7 @@ class _Doc:
             i = self.ws(end)
             if s[i] == "]":
                 return
-            assert s[i] == ","
+            self.expect(i, ",")
             i = self.ws(i + 1)
 
 
