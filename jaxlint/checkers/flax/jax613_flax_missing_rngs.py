@@ -128,8 +128,17 @@ class FlaxMissingRngs(Rule):
             owner = _param_owner(facts, name.id, site.scope)
             if owner is not None:
                 through[(id(owner), name.id)] = (site, need)
-        if not through and not direct:
-            return
+        # ... and the functions that pass their own parameter on to one of those
+        todo = list(through.items())
+        callers = facts.callers()
+        while todo:
+            (fid, p), hit = todo.pop()
+            for expr, scope in callers.get((fid, p), ()):
+                if isinstance(expr, ast.Name):
+                    owner = _param_owner(facts, expr.id, scope)
+                    if owner is not None and (id(owner), expr.id) not in through:
+                        through[(id(owner), expr.id)] = hit
+                        todo.append(((id(owner), expr.id), hit))
         for r in key_analysis(m, ctx.source.text).reuses():
             if r.reason != "loop":
                 continue
@@ -145,7 +154,7 @@ class FlaxMissingRngs(Rule):
                 for p, a in pairs:
                     if a is use.arg and (id(target.function), p) in through:
                         hit = through[(id(target.function), p)]
-                        where = f" `{target.function.name}` passes it as `rngs={{{hit[1].name!r}: {p}}}`;"
+                        where = f" `{target.function.name}` passes it on to `rngs={{{hit[1].name!r}: ...}}`;"
                         break
             if hit is None:
                 continue

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis import ClassInfo, Function, SemanticModel
+from ...analysis import knowledge as K
 from .contracts import (APPLY_KEYWORDS, FALLBACK_STREAM, INIT_METHODS, LAYERS, SHAPE_PRESERVING,
                         Layer)
 
@@ -103,6 +104,8 @@ class _Frame:
     env: Dict[str, object] = field(default_factory=dict)
     ctors: Dict[str, Tuple[ast.Call, "Function"]] = field(default_factory=dict)
     variables: Dict[str, str] = field(default_factory=dict)   # local name -> collection
+    # ``norm = functools.partial(nn.BatchNorm, use_running_average=not train)``
+    partials: Dict[str, Tuple[ast.Call, "Function"]] = field(default_factory=dict)
 
 
 def layer_for(qualname: Optional[str]) -> Optional[Layer]:
@@ -560,6 +563,7 @@ class FlaxFacts:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 frame.env[n.id] = UNKNOWN
                 frame.ctors.pop(n.id, None)
+                frame.partials.pop(n.id, None)
 
     def _assign(self, s: ast.Assign, frame: _Frame, method: Function) -> None:
         if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
@@ -567,10 +571,14 @@ class FlaxFacts:
             frame.env[name] = self._eval(s.value, frame.env, frame)
             v = s.value
             if isinstance(v, ast.Call):
+                frame.ctors.pop(name, None)
+                frame.partials.pop(name, None)
                 if self._submodule_kind(v, method) is not None:
                     frame.ctors[name] = (v, method)
-                else:
-                    frame.ctors.pop(name, None)
+                elif self.model.qualname(v.func, method) in K.PARTIAL and v.args and \
+                        isinstance(v.args[0], (ast.Name, ast.Attribute)) and \
+                        self._submodule_kind(ast.Call(func=v.args[0], args=[], keywords=[]), method) is not None:
+                    frame.partials[name] = (v, method)
                 coll = self._variable_collection(v, method)
                 if coll is not None:
                     frame.variables[name] = coll
@@ -580,6 +588,7 @@ class FlaxFacts:
                 if isinstance(n, ast.Name):
                     frame.env[n.id] = UNKNOWN
                     frame.ctors.pop(n.id, None)
+                    frame.partials.pop(n.id, None)
 
     @staticmethod
     def _variable_collection(call: ast.Call, method: Function) -> Optional[str]:
@@ -680,6 +689,12 @@ class FlaxFacts:
                 out.extend(n for n in sub if certain)
             return
         # nn.Dropout(...)(x) / Block(...)(x)
+        if isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id in frame.partials:
+            part, scope = frame.partials[f.func.id]
+            merged = ast.Call(func=part.args[0], args=list(part.args[1:]) + list(f.args),
+                              keywords=list(part.keywords) + list(f.keywords))
+            self._apply_submodule(merged, scope, call, frame, method, certain, out, depth, active)
+            return
         if isinstance(f, ast.Call):
             if self._submodule_kind(f, method) is not None:
                 self._apply_submodule(f, method, call, frame, method, certain, out, depth, active)
