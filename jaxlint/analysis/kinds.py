@@ -222,14 +222,13 @@ class KindsMixin:
         return out
 
     def name_kind(self, name: str, fn: Function) -> int:
-        s = fn
-        while s is not None:
-            if name in s.locals and name not in s.globals_declared:
-                if s.is_module:
-                    return self.kinds(s).get(name, 0) & ~TRACED
-                return self.kinds(s).get(name, 0)
-            s = s.parent
-        return 0
+        """The kind of ``name`` in the scope it resolves to (module-level values are never traced)."""
+        s = self.resolve_scope(name, fn)
+        if s is None:
+            return 0
+        if s.is_module:
+            return self.kinds(s).get(name, 0) & ~TRACED
+        return self.kinds(s).get(name, 0)
 
     def kind(self, e: Optional[ast.AST], fn: Function) -> int:
         """The value kind of expression ``e`` evaluated in scope ``fn``: one

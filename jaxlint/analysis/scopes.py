@@ -59,7 +59,7 @@ class Function:
         "node", "name", "qualname", "parent", "cls", "params", "kwonly", "vararg", "kwarg",
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
-        "is_staticmethod", "aliases", "param_kinds", "param_inits",
+        "is_staticmethod", "binding_table", "param_kinds", "param_inits",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -92,7 +92,7 @@ class Function:
         self.param_kinds: Dict[str, int] = {}
         # lax body carries: parameter -> (initial value expression, scope it is evaluated in)
         self.param_inits: Dict[str, Tuple[ast.expr, "Function"]] = {}
-        self.aliases: Optional[Dict[str, ast.expr]] = None
+        self.binding_table = None    # bindings.BindingTable, built on first use
         if isinstance(node, _FUNC_TYPES):
             self._read_arguments(node.args)
 
