@@ -99,7 +99,7 @@ def source_from_bytes(path: str, raw: bytes) -> "NotebookSource":
     nb = _to_v4(data)
     language = _language(nb)
     if language is not None and language.lower() not in ("python", "python3", "ipython", "ipython3"):
-        raise NotPythonNotebook(f"not a Python notebook (kernel language {language!r}); skipped")
+        raise NotPythonNotebook(f"not a Python notebook (kernel language {language!r})")
     cells = []
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") == "code":
