@@ -303,6 +303,17 @@ def write_source(path: str, source: SourceFile, text: str) -> None:
         write_atomic(path, source, text)
 
 
+def _stdin_source(name: str, raw: bytes) -> SourceFile:
+    """Standard input as a file, or as a notebook when --stdin-filename ends in .ipynb."""
+    if name.endswith(".ipynb"):
+        try:
+            from .notebook import source_from_bytes
+        except ImportError as exc:
+            raise SourceError(f"notebook support is not available: {exc}") from None
+        return source_from_bytes(name, raw)
+    return SourceFile.from_bytes(name, raw)
+
+
 def _write_stdout(data: bytes) -> None:
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
@@ -366,7 +377,7 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run) -> None:
             _write_stdout(raw)
         return
     try:
-        source = SourceFile.from_bytes(display, raw) if stdin else read_source(path)
+        source = _stdin_source(display, raw) if stdin else read_source(path)
         res = lint_and_fix(source, lint, fix=args.fix or args.diff, unsafe=args.unsafe_fixes)
     except (SourceError, InternalError) as exc:
         if echo:
@@ -580,6 +591,8 @@ def _exit_code(args, run: _Run) -> int:
         return EXIT_FINDINGS
     if any(r.findings for r in run.results) and not args.exit_zero:
         return EXIT_FINDINGS
+    if getattr(args, "confirm_vacuous", False):
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
@@ -600,12 +613,13 @@ def _confirm(args, cfg: Config, results: List[FileResult], notes: List[str]) -> 
     if command and summary.command_rc:
         sys.stderr.write(f"jaxlint: the command exited with code {summary.command_rc}\n")
     if args.confirmed_only:
-        dropped = 0
-        for r in results:
-            kept = [f for f in r.findings
-                    if f.confirmation is not None and f.confirmation.get("status") == "confirmed"]
-            dropped += len(r.findings) - len(kept)
-            r.findings = kept
+        from .confirm import confirmed_only
+        before = sum(len(r.findings) for r in results)
+        vacuous = confirmed_only(results)
+        if vacuous:     # every finding stayed unreached: an empty result would prove nothing
+            sys.stderr.write(vacuous + "\n")
+            args.confirm_vacuous = not args.exit_zero
+        dropped = before - sum(len(r.findings) for r in results)
         if dropped:
             notes.append(f"{dropped} static finding{'s' if dropped != 1 else ''} not confirmed at runtime "
                          f"not shown (--confirmed-only)")

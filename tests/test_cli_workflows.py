@@ -258,3 +258,37 @@ def test_force_exclude(project, capsys):
     assert run(["gen/out.py"], capsys)[0] == 1                   # named explicitly: checked
     code, out, _ = run(["gen/out.py", "--force-exclude", "--color", "never"], capsys)
     assert code == 0 and "No files were checked." in out
+
+
+# ------------------------------------------------------------------ notebooks through the CLI
+def _notebook(path: Path) -> bytes:
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+    nb = new_notebook(cells=[new_markdown_cell("# training"), new_code_cell("import jax\n%matplotlib inline"),
+                             new_code_cell("@jax.jit\ndef f(x):\n    print(x)\n    return x")],
+                      metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nbformat.write(nb, str(path))
+    return path.read_bytes()
+
+
+def test_stdin_notebook_fix_prints_the_whole_notebook(project, monkeypatch):
+    import nbformat
+    raw = _notebook(project / "nb.ipynb")
+    code, out, err = _stdin_run(monkeypatch, raw, ["-", "--fix", "--stdin-filename", "nb.ipynb"])
+    fixed = nbformat.reads(out.decode(), 4)
+    assert code == 0 and "jax.debug.print" in fixed.cells[2].source and "Fixed 1 finding" in err
+    assert fixed.cells[1].source == "import jax\n%matplotlib inline"
+
+
+def test_add_noqa_and_baseline_in_a_notebook(project, capsys):
+    import nbformat
+    _notebook(project / "nb.ipynb")
+    code, out, _ = run(["nb.ipynb", "-q"], capsys)
+    assert code == 1 and out.startswith("nb.ipynb:cell 3:line 3:5: JAX101")
+    assert run(["nb.ipynb", "--write-baseline"], capsys)[0] == 0
+    assert run(["nb.ipynb", "--baseline", "jaxlint-baseline.json"], capsys)[0] == 0
+    code, out, _ = run(["nb.ipynb", "--add-noqa"], capsys)
+    assert code == 0 and "Added 1 noqa directive to 1 file" in out
+    nb = nbformat.read(str(project / "nb.ipynb"), 4)
+    assert nb.cells[2].source == "@jax.jit\ndef f(x):\n    print(x)  # noqa: JAX101\n    return x"
+    assert run(["nb.ipynb"], capsys)[0] == 0
