@@ -19,6 +19,8 @@ _EPOCH_NAME = re.compile(r"(?:^|_)epoch(?:$|_)")
 _CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # how many calls up a "called once per iteration of a loop" is followed
 _CALLER_DEPTH = 3
+# a loop over epochs/steps/batches (not over configurations, seeds or experiments)
+_PER_STEP_LOOP = re.compile(r"epoch|step|iter|batch|round|update|loader", re.IGNORECASE)
 
 
 @register
@@ -284,11 +286,14 @@ class JitRecreatedPerCall(Rule):
 def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
                  seen: Set[int]) -> Optional[List[CallSite]]:
     """The calls through which ``fn`` runs once per iteration of an eager loop: a call of
-    ``fn`` inside a loop, or a call of ``fn`` from a function that is itself so called
-    (innermost call first, the looped call last); None when no such chain is found."""
+    ``fn`` inside a loop, or a call of ``fn`` from a function that is itself called in a
+    loop over epochs, steps or batches (innermost call first, the looped call last); None
+    when no such chain is found.  Through other functions, a loop over configurations or
+    seeds (one experiment per iteration, each needing its own program) does not count."""
     seen.add(id(fn))
     callers = [c for c in idx.callers_of(fn) if not in_traced_code(c.scope)]
-    looped = next((c for c in callers if c.in_loop and not _once_in_loop(c)), None)
+    looped = next((c for c in callers if c.in_loop and not _once_in_loop(c)
+                   and (depth == 0 or _per_step_loop(c.loop))), None)
     if looped is not None:
         return [looped]
     if depth >= _CALLER_DEPTH:
@@ -301,6 +306,23 @@ def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
         if chain is not None:
             return [c] + chain
     return None
+
+
+def _per_step_loop(loop: ast.AST) -> bool:
+    """The loop header names epochs, steps or batches (``for epoch in range(num_epochs)``,
+    ``while step < total``, ``for batch in loader``)."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        parts = [loop.target, loop.iter]
+    elif isinstance(loop, ast.While):
+        parts = [loop.test]
+    else:
+        parts = [x for g in loop.generators for x in (g.target, g.iter)]
+    for part in parts:
+        for n in ast.walk(part):
+            name = n.id if isinstance(n, ast.Name) else (n.attr if isinstance(n, ast.Attribute) else None)
+            if name is not None and _PER_STEP_LOOP.search(name):
+                return True
+    return False
 
 
 def _once_in_loop(c: CallSite) -> bool:
