@@ -292,3 +292,13 @@ def test_add_noqa_and_baseline_in_a_notebook(project, capsys):
     nb = nbformat.read(str(project / "nb.ipynb"), 4)
     assert nb.cells[2].source == "@jax.jit\ndef f(x):\n    print(x)  # noqa: JAX101\n    return x"
     assert run(["nb.ipynb"], capsys)[0] == 0
+
+
+def test_checking_this_repository_reports_no_test_fixture(monkeypatch, capsys):
+    """`jaxlint` at the repository root: its own fixtures are excluded by its pyproject.toml."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    code, out, _ = run(["--format", "json", "--exit-zero", "--no-progress"], capsys)
+    paths = {d["path"] for d in json.loads(out)}
+    assert code == 0 and paths, "examples/ should still be reported"
+    assert not [p for p in paths if p.startswith("tests/")], sorted(paths)
