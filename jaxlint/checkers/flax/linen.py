@@ -1,8 +1,8 @@
 """What the Flax linen rules ask about a file: which module instance an ``apply`` runs, what its
 layers need for the arguments it is given, and the shape of the variables dict passed to it.
 
-Built on the semantic model (classes and their module kinds, scopes, qualified names,
-callables and argument binding); cached per model in ``model.cache["flax"]``.
+Built on the semantic model (classes and their module kinds, scopes and bindings, qualified names,
+callables and argument binding); cached per model by ``model.facts(FlaxFacts)``.
 
 * **Apply sites** (:meth:`FlaxFacts.apply_sites`): ``model.apply(variables, ...)`` where
   ``model`` is bound once to an instance of a linen module of this file or a Flax layer, and
@@ -143,38 +143,20 @@ class FlaxFacts:
 
     # ------------------------------------------------------------ bindings
     def binding_scope(self, name: str, fn: Function) -> Optional[Function]:
-        s = fn
-        while s is not None:
-            if name in s.locals:
-                return s
-            s = s.parent
-        return None
+        return self.model.resolve_scope(name, fn)
 
     def assignments(self, name: str, scope: Function) -> Optional[List[ast.expr]]:
-        """Every value bound to ``name`` in ``scope`` by ``name = value``; None when the name is
-        also bound another way (a parameter, a loop or tuple target, ``+=``, ``with``, import)."""
-        if name in scope.param_nodes:
-            return None
+        """Every value bound to ``name`` in ``scope`` by ``name = value`` (or an element of an
+        unpacked tuple display); None when the name is also bound another way (a parameter, a
+        loop target, ``+=``, ``with``, ``def``, an element of an opaque value)."""
         values: List[ast.expr] = []
-        for node in scope.of_type(ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name) and t.id == name:
-                    values.append(node.value)
-                elif not isinstance(t, (ast.Name, ast.Attribute, ast.Subscript)) and \
-                        any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                    return None
-        for node in scope.of_type(ast.AnnAssign):
-            if isinstance(node.target, ast.Name) and node.target.id == name:
-                if node.value is None:
-                    continue
-                values.append(node.value)
-        for node in scope.of_type(ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr,
-                                  ast.comprehension):
-            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-            if target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+        for b in self.model.bindings(name, scope):
+            if b.kind != "=":
                 return None
-        if name in scope.defs or any(c.name == name for c in self.model.class_list if c.scope is scope):
-            return None
+            v = b.element
+            if v is None:
+                return None
+            values.append(v)
         return values or None
 
     def single_value(self, name: str, fn: Function) -> Optional[Tuple[ast.expr, Function]]:
@@ -214,8 +196,31 @@ class FlaxFacts:
             sv = self.single_value(expr.id, fn)
             if sv is not None:
                 got = self.instance_of_ctor(sv[0], sv[1])
+        elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            got = self._attribute_instance(expr, fn)
         self._instances[key] = got
         return got
+
+    def _attribute_instance(self, expr: ast.Attribute, fn: Function) -> Optional[Instance]:
+        """``self.model`` in a plain class (a trainer) whose methods assign it exactly once."""
+        method = fn.enclosing_method()
+        if method is None or method.cls is None or method.cls.module_kind is not None \
+                or expr.value.id != method.self_name:
+            return None
+        found = []
+        for m in method.cls.methods.values():
+            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Attribute) and n.attr == expr.attr and \
+                                isinstance(n.value, ast.Name) and n.value.id == m.self_name:
+                            if not isinstance(node, ast.Assign) or n is not t:
+                                return None
+                            found.append((node.value, m))
+        if len(found) != 1:
+            return None
+        return self.instance_of_ctor(found[0][0], found[0][1])
 
     def train_state_creates(self) -> List[Tuple[ast.Call, Function]]:
         """``X.create(apply_fn=..., params=..., ...)`` calls of the file (``TrainState.create``)."""
@@ -254,6 +259,9 @@ class FlaxFacts:
         for fn in self.model.functions:
             for call in fn.of_type(ast.Call):
                 f = call.func
+                if isinstance(f, ast.Call) and len(f.args) == 1 and not f.keywords and \
+                        isinstance(f.args[0], ast.Attribute) and self.model.qualname(f.func, fn) == "jax.jit":
+                    f = f.args[0]     # jax.jit(model.apply)(variables, x)
                 if not isinstance(f, ast.Attribute):
                     continue
                 variables = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
@@ -801,7 +809,4 @@ def _walk_no_defs(node: ast.AST):
 
 
 def flax_facts(model: SemanticModel) -> FlaxFacts:
-    got = model.cache.get("flax")
-    if got is None:
-        got = model.cache["flax"] = FlaxFacts(model)
-    return got
+    return model.facts(FlaxFacts)
