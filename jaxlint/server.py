@@ -26,6 +26,7 @@ client (UTF-16 by default); jaxlint's own columns are characters.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -47,6 +48,8 @@ SOURCE = "jaxlint"
 DOCS_URL = "https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{code}.md"
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+# a project with more Python files than this is linted file by file (no cross-module index)
+MAX_PROJECT_FILES = 5000
 
 def rule_url(code: str) -> str:
     return DOCS_URL.format(code=code)
@@ -90,6 +93,15 @@ class Checked:
     findings: List[Finding] = field(default_factory=list)
     error: Optional[str] = None          # why the document could not be checked
     skipped: bool = False                 # excluded by the configuration / not Python
+    project: bool = False                 # linted with the project index (cross-module facts)
+
+
+@dataclass
+class _ProjectIndex:
+    project: Optional[object] = None      # an analysed jaxlint.analysis.project.Project
+    stale: bool = False                   # a file was saved since it was built
+    building: bool = False
+    failed: bool = False
 
 
 class Linter:
@@ -98,6 +110,55 @@ class Linter:
     def __init__(self, root: Optional[str] = None):
         self.root = root
         self._configs: Dict[Optional[str], Tuple[float, Config]] = {}
+        self.projects: Dict[str, _ProjectIndex] = {}
+
+    # ------------------------------------------------------------ the project index
+    def project_root(self, path: Optional[str]) -> Optional[str]:
+        if path is None:
+            return None
+        try:
+            from .analysis.project import find_root
+        except ImportError:  # pragma: no cover - no project analysis in this version
+            return None
+        return find_root(path)
+
+    def wants_build(self, root: Optional[str]) -> bool:
+        """Whether the index of ``root`` is missing or stale and no build is under way."""
+        if root is None:
+            return False
+        index = self.projects.setdefault(root, _ProjectIndex())
+        return (index.project is None or index.stale) and not index.building and not index.failed
+
+    def build_project(self, root: str):
+        """Index and analyse the project at ``root`` (the modules as saved on disk).
+
+        Pure: touches no state of the linter, so it may run in a worker thread; returns
+        the analysed :class:`~jaxlint.analysis.project.Project` or None (too big, no files)."""
+        from .analysis.project import Project
+        from .discovery import iter_python_files
+
+        cfg = self.config_for(os.path.join(root, "pyproject.toml"))
+        files = [p for p, ok in iter_python_files([root], cfg.exclude, cfg.root) if ok and p.endswith(".py")]
+        if not files or len(files) > MAX_PROJECT_FILES:
+            return None
+        project = Project(root, files, tuple(getattr(cfg, "traced_functions", None) or ()))
+        project.analyse()
+        for path in list(project.models):
+            project.release(path)    # keep the seeds, not every module's model
+        return project
+
+    def _seeded_model(self, path: str, source: SourceFile, tree):
+        """The file's model with what its project knows about it, or None without an index."""
+        root = self.project_root(path)
+        index = self.projects.get(root) if root else None
+        if index is None or index.project is None:
+            return None
+        from .analysis.model import SemanticModel
+        from .analysis.project import module_name_for
+
+        seeds = tuple(index.project.seeds.get(os.path.abspath(path), {}).values())
+        name, is_package, _folder = module_name_for(path)
+        return SemanticModel(tree, source, module_name=name or None, is_package=is_package, seeds=seeds)
 
     def config_for(self, path: Optional[str]) -> Config:
         start = path if path else (self.root or os.getcwd())
@@ -127,7 +188,15 @@ class Linter:
         source = SourceFile(display, text)
         result.source = source
         try:
-            result.findings = lint_source(source, rules, cfg.settings)
+            tree = source.parse()
+            model = None
+            if path is not None:
+                try:
+                    model = self._seeded_model(path, source, tree)
+                except Exception as exc:  # the project index must never cost the file its diagnostics
+                    log.warning("project analysis unavailable for %s: %s", path, exc)
+            result.project = model is not None
+            result.findings = lint_source(source, rules, cfg.settings, tree=tree, model=model)
         except SourceError as exc:
             result.error = str(exc)
         except InternalError as exc:
@@ -306,6 +375,14 @@ def _is_python(uri: str, language_id: Optional[str]) -> bool:
     return path.endswith(".py")
 
 
+def _run_build(linter: Linter, root: str):
+    """``(project or None, error or None)``: never raises (it runs in a worker thread)."""
+    try:
+        return linter.build_project(root), None
+    except Exception as exc:  # a bug in the project analysis must not take the server down
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def create_server():
     """The pygls server with jaxlint's features registered (not started)."""
     from lsprotocol import types as t
@@ -334,7 +411,43 @@ def create_server():
             log.info("%s: %s", uri, checked.error)
         ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
             uri=uri, version=doc.version, diagnostics=diagnostics(checked, encoding())))
+        index_project(_path_of(uri))
         return checked
+
+    def index_project(path: Optional[str]) -> None:
+        """Build (or rebuild) the project index of ``path`` in a worker thread; when it is
+        ready, lint the open documents of that project again with it."""
+        linter: Linter = state["linter"]
+        root = linter.project_root(path)
+        if not linter.wants_build(root):
+            return
+        index = linter.projects[root]
+        index.building = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:   # no event loop (synchronous transport): build in place
+            loop = None
+        if loop is None:
+            installed(root, linter, _run_build(linter, root))
+            return
+        future = loop.run_in_executor(None, _run_build, linter, root)
+        future.add_done_callback(lambda fut: installed(root, linter, fut.result()))
+
+    def installed(root: str, linter: Linter, outcome) -> None:
+        index = linter.projects[root]
+        index.building = False
+        project, error = outcome
+        if error is not None:
+            index.failed = True
+            log.warning("project analysis of %s failed; linting file by file: %s", root, error)
+            return
+        index.project, index.stale = project, False
+        if project is None or state["linter"] is not linter:
+            return
+        for uri in list(state["checked"]):
+            p = _path_of(uri)
+            if p is not None and linter.project_root(p) == root:
+                lint(uri)
 
     def current(uri: str) -> Optional[Checked]:
         checked = state["checked"].get(uri)
@@ -363,6 +476,12 @@ def create_server():
 
     @ls.feature(t.TEXT_DOCUMENT_DID_SAVE, t.SaveOptions(include_text=False))
     def did_save(params: t.DidSaveTextDocumentParams):
+        # what this file now plants in its neighbours (and they in it) needs a fresh index
+        linter: Linter = state["linter"]
+        root = linter.project_root(_path_of(params.text_document.uri))
+        if root is not None and root in linter.projects:
+            linter.projects[root].stale = True
+            linter.projects[root].failed = False
         lint(params.text_document.uri)
 
     @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)

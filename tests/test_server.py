@@ -322,3 +322,39 @@ def test_project_config_syntax_errors_and_close(cli_client, project):
     assert client.request("shutdown", None) is None
     client.notify("exit", None)
     assert client.proc.wait(timeout=TIMEOUT) == 0
+
+
+def test_project_index_brings_cross_module_findings(cli_client, tmp_path):
+    """A helper in utils.py called from a jitted step in train.py: its `print` runs at trace
+    time. Only the project index knows; it is built in the background and refreshed on save."""
+    client = cli_client
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.jaxlint]\n")
+    (root / "pkg" / "__init__.py").write_text("")
+    train = root / "pkg" / "train.py"
+    jitted = "import jax\n\nfrom pkg.utils import log_value\n\n\n@jax.jit\ndef step(x):\n    log_value(x)\n    return x * 2\n"
+    train.write_text(jitted)
+    utils = root / "pkg" / "utils.py"
+    utils_text = "def log_value(v):\n    print(v)\n    return v\n"
+    utils.write_text(utils_text)
+    initialize(client, root)
+    uri = utils.as_uri()
+    open_doc(client, uri, utils_text)
+    deadline = time.monotonic() + TIMEOUT
+    diags = client.diagnostics(uri, version=1)
+    while not diags:                       # the first answer may come before the index is ready
+        diags = client.diagnostics(uri, version=1, timeout=max(1, deadline - time.monotonic()))
+    [d] = diags
+    assert d["code"] == "JAX101" and d["range"]["start"] == {"line": 1, "character": 4}
+    assert "called from `step` in pkg/train.py:8" in d["message"] and d["severity"] == 3   # inferred
+
+    # train.py no longer jits the step: after its save the index is rebuilt and the finding goes
+    train.write_text(jitted.replace("@jax.jit\n", ""))
+    client.notify("textDocument/didSave", {"textDocument": {"uri": train.as_uri()}})
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        diags = client.diagnostics(uri, timeout=max(1, deadline - time.monotonic()))
+        if not diags:
+            break
+    assert client.request("shutdown", None) is None
