@@ -26,7 +26,7 @@ from .config import Config, ConfigError, find_config, load_config, validate_code
 from .discovery import is_excluded, iter_python_files
 from .engine import FileResult, InternalError, lint_and_fix, lint_source, with_text
 from .fixes.applier import write_atomic
-from .fixes.edits import apply_edits
+from .fixes.edits import SAFE, Fix, apply_edits
 from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
 from .reporting import FORMATS, render, render_statistics
 
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add `# noqa: CODE` to every line with a finding (keeps existing comments)")
     g.add_argument("--baseline", metavar="FILE",
                    help="report only findings not recorded in FILE (a jaxlint baseline)")
+    g.add_argument("--no-baseline", action="store_true", help="ignore the baseline named in [tool.jaxlint]")
     g.add_argument("--write-baseline", action="store_true",
                    help=f"record every current finding in the --baseline FILE (default: {DEFAULT_BASELINE})")
     g.add_argument("--report-unused-noqa", action="store_true",
@@ -342,10 +343,20 @@ class _Run:
         return [r for r in self.results if r.error]
 
 
-def _linter(cfg: Config, rules, path: Optional[str]) -> Callable[[SourceFile], List[Finding]]:
+def _linter(cfg: Config, rules, path: Optional[str],
+            unused_noqa: bool = False) -> Callable[[SourceFile], List[Finding]]:
+    """The one per-file lint function (rules for this path, settings, noqa), used for the
+    first pass, every fix pass and the re-lint after fixing."""
     selected = {r.code for r in cfg.rules_for(path)}
     active = [r for r in rules if r.code in selected]
-    return lambda source: lint_source(source, active, cfg.settings)
+    if not unused_noqa:
+        return lambda source: lint_source(source, active, cfg.settings)
+
+    def lint(source: SourceFile) -> List[Finding]:
+        raw = lint_source(source, active, cfg.settings, apply_noqa=False)
+        found = raw + _unused_noqa_findings(source, raw, active)
+        return sorted((f for f in found if not source.is_suppressed(f.line, f.code)), key=Finding.sort_key)
+    return lint
 
 
 @contextlib.contextmanager
@@ -368,7 +379,7 @@ def _progress(args, total: int) -> Iterator[Callable[[], None]]:
 def _check_one(args, cfg: Config, rules, path: str, run: _Run) -> None:
     stdin = path == "-"
     display = (args.stdin_filename or "<stdin>") if stdin else path
-    lint = _linter(cfg, rules, args.stdin_filename if stdin else path)
+    lint = _linter(cfg, rules, args.stdin_filename if stdin else path, args.report_unused_noqa)
     echo = stdin and args.fix and not args.diff    # stdout must carry the source, fixed or not
     raw = sys.stdin.buffer.read() if stdin else b""
     if stdin and args.force_exclude and args.stdin_filename \
@@ -463,17 +474,12 @@ def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
     return EXIT_ERROR if run.errors else EXIT_OK
 
 
-def _unused_noqa_findings(cfg: Config, rules, res: FileResult) -> List[Finding]:
-    source = res.source
-    active = [r for r in rules if r.code in {x.code for x in cfg.rules_for(res.path)}]
-    try:
-        raw = lint_source(source, active, cfg.settings, apply_noqa=False)
-    except (SourceError, InternalError):
-        return []
+def _unused_noqa_findings(source: SourceFile, raw: List[Finding], active) -> List[Finding]:
     out = []
-    for line, col, end_col, code in unused_noqa(source, raw, [r.code for r in active]):
-        out.append(Finding(UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, res.path, line, col, line, end_col,
-                           f"unused `noqa` directive: no {code} finding on this line"))
+    for u in unused_noqa(source, raw, [r.code for r in active]):
+        fix = Fix(f"Remove the unused `{u.code}` from the `noqa` directive", (u.edit,), SAFE)
+        out.append(Finding(UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, source.path, u.line, u.col, u.line, u.end_col,
+                           f"unused `noqa` directive: no {u.code} finding on this line", fix=fix))
     return out
 
 
@@ -487,24 +493,19 @@ def cmd_check(args) -> int:
         if args.add_noqa:
             return _add_noqa(args, cfg, run, out)
         _print_errors(run)
+        baseline = args.baseline or (None if args.no_baseline else cfg.baseline)
         if args.write_baseline:
-            path = args.baseline or DEFAULT_BASELINE
+            path = baseline or DEFAULT_BASELINE
             n = write_baseline(path, run.results)
             if not args.quiet:
                 out.write(f"Wrote {n} finding{'s' if n != 1 else ''} to {path} ({run.checked} files checked).\n")
             return EXIT_ERROR if run.errors else EXIT_OK
 
         notes: List[str] = []
-        if args.baseline:
-            hidden = apply_baseline(args.baseline, run.results)
+        if baseline:
+            hidden = apply_baseline(baseline, run.results)
             if hidden:
                 notes.append(f"{hidden} finding{'s' if hidden != 1 else ''} in the baseline not shown")
-        if args.report_unused_noqa:
-            rules = cfg.rules()
-            for res in run.results:
-                if res.source is not None and not res.error:
-                    res.findings = sorted(res.findings + _unused_noqa_findings(cfg, rules, res),
-                                          key=Finding.sort_key)
         confirm_line = _confirm(args, cfg, run.results, notes) if confirm else None
 
         if args.diff:

@@ -8,6 +8,7 @@ Keys (all optional)::
     exclude = ["legacy/", "*_pb2.py"]     # gitignore-style, added to the defaults
     per-file-ignores = { "tests/*" = ["JAX101"] }
     unrolled-loop-threshold = 16          # JAX504
+    baseline = "jaxlint-baseline.json"    # report only findings not recorded there
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from .checkers import REGISTRY, Rule, Settings, all_rules
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-              "unrolled-loop-threshold", "confirm"}
+              "unrolled-loop-threshold", "confirm", "baseline"}
 
 
 class ConfigError(Exception):
@@ -41,6 +42,7 @@ class Config:
     settings: Settings = field(default_factory=Settings)
     root: str = "."
     path: Optional[str] = None
+    baseline: Optional[str] = None      # a baseline file, relative to the current directory
 
     def rules(self) -> List[Rule]:
         return select_rules(self.select, self.ignore, self.extend_select)
@@ -168,6 +170,11 @@ def load_config(path: Optional[str]) -> Config:
     for pattern, codes in pfi.items():
         cfg.per_file_ignores[pattern] = _str_list(codes, f"per-file-ignores.{pattern}", path)
         validate_codes(cfg.per_file_ignores[pattern], path)
+    if "baseline" in section:
+        v = section["baseline"]
+        if not isinstance(v, str) or not v:
+            raise ConfigError(f"{path}: [tool.jaxlint] baseline must be a file name")
+        cfg.baseline = os.path.relpath(os.path.join(cfg.root, v))
     if "unrolled-loop-threshold" in section:
         v = section["unrolled-loop-threshold"]
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:

@@ -302,3 +302,43 @@ def test_checking_this_repository_reports_no_test_fixture(monkeypatch, capsys):
     paths = {d["path"] for d in json.loads(out)}
     assert code == 0 and paths, "examples/ should still be reported"
     assert not [p for p in paths if p.startswith("tests/")], sorted(paths)
+
+
+def test_fix_removes_unused_noqa_codes(project, capsys):
+    src = textwrap.dedent("""\
+        import jax
+
+
+        @jax.jit
+        def h(x):
+            print(x)  # noqa: JAX101,JAX201
+            y = x  # noqa: JAX201
+            z = y  # keep this  # noqa: JAX201
+            return z  # noqa: JAX101, E501
+    """)
+    (project / "m.py").write_text(src)
+    code, out, _ = run(["m.py", "--report-unused-noqa", "--fix"], capsys)
+    assert code == 0, out
+    assert (project / "m.py").read_text() == textwrap.dedent("""\
+        import jax
+
+
+        @jax.jit
+        def h(x):
+            print(x)  # noqa: JAX101
+            y = x
+            z = y  # keep this
+            return z  # noqa: E501
+    """)
+
+
+def test_baseline_named_in_pyproject(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.jaxlint]\nbaseline = "ci/jaxlint-baseline.json"\n')
+    (project / "ci").mkdir()
+    assert run(["bad.py", "--write-baseline"], capsys)[0] == 0
+    assert (project / "ci" / "jaxlint-baseline.json").exists()
+    assert run(["bad.py"], capsys)[0] == 0
+    assert run(["bad.py", "--no-baseline"], capsys)[0] == 1
+    (project / "pyproject.toml").write_text('[tool.jaxlint]\nbaseline = 3\n')
+    code, _, err = run(["bad.py"], capsys)
+    assert code == 2 and "baseline must be a file name" in err

@@ -84,12 +84,43 @@ def add_noqa_edits(source: SourceFile, findings: Iterable) -> Tuple[List[Edit], 
     return edits, added, skipped
 
 
-def unused_noqa(source: SourceFile, raw_findings: Sequence, active_codes: Iterable[str]) -> List[tuple]:
-    """``(line, col, end_col, code)`` for each code in a ``# noqa: CODES`` comment that
-    names jaxlint rules active on this file and suppresses no finding on its line.
+@dataclass
+class UnusedNoqa:
+    line: int
+    col: int            # character column of the unused code
+    end_col: int
+    code: str
+    edit: Edit          # removes the code (or the whole directive when nothing else is left)
+
+
+def _removal(source: SourceFile, line: int, col: int, comment: str, m, drop: Set[str]) -> Edit:
+    """An edit dropping the codes ``drop`` from the directive ``m`` in ``comment`` at ``col``."""
+    start = source.offset(line, 0) + col
+    codes = re.findall(r"[A-Z]+[0-9]+", m.group("codes"), re.IGNORECASE)
+    keep = [c for c in codes if c.upper() not in drop]
+    if keep:
+        sep = ", " if ", " in m.group("codes") else ","
+        return Edit(start + m.start("codes"), start + m.end("codes"), sep.join(keep))
+    # nothing left: remove the directive, and the comment if the directive was all of it
+    text = source.line_text(line)
+    head = comment[: m.start()].rstrip()
+    tail = comment[m.end():]
+    if not head.strip("# ") and not tail.strip():
+        code_end = len(text[:col].rstrip())
+        return Edit(source.offset(line, 0) + code_end, start + len(comment), "")
+    if not tail.strip():
+        return Edit(start + len(head), start + len(comment), "")
+    return Edit(start + m.start(), start + m.end(), "")
+
+
+def unused_noqa(source: SourceFile, raw_findings: Sequence, active_codes: Iterable[str]) -> List[UnusedNoqa]:
+    """Each code in a ``# noqa: CODES`` comment that names jaxlint rules active on this
+    file and suppresses no finding on its line, with an edit that removes it.
 
     Codes of other tools (``E501``) and blanket ``# noqa`` are never reported: they
-    may be there for flake8 or another linter.
+    may be there for flake8 or another linter.  When several codes of one directive
+    are unused, each carries the edit that removes all of them (the fixes overlap,
+    so the applier applies one).
     """
     active = list(active_codes)
     hits: Dict[int, Set[str]] = {}
@@ -100,6 +131,7 @@ def unused_noqa(source: SourceFile, raw_findings: Sequence, active_codes: Iterab
         m = NOQA.search(comment)
         if m is None or not m.group("codes"):
             continue
+        unused = []
         for cm in re.finditer(r"[A-Z]+[0-9]+", m.group("codes"), re.IGNORECASE):
             code = cm.group(0).upper()
             if not any(a.startswith(code) for a in active):
@@ -107,5 +139,8 @@ def unused_noqa(source: SourceFile, raw_findings: Sequence, active_codes: Iterab
             if any(h.startswith(code) for h in hits.get(line, ())):
                 continue
             c0 = col + m.start("codes") + cm.start()
-            out.append((line, c0, c0 + len(code), code))
+            unused.append((c0, code))
+        if unused:
+            edit = _removal(source, line, col, comment, m, {code for _, code in unused})
+            out.extend(UnusedNoqa(line, c0, c0 + len(code), code, edit) for c0, code in unused)
     return out
