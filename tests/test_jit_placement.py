@@ -54,7 +54,7 @@ def test_call_index_is_built_only_for_files_with_a_jit():
     assert not calls_mod.has_jit(model)
     for code in ("JAX501", "JAX502", "JAX503"):
         list(REGISTRY[code].check(_ctx(model, text)))
-    assert "calls" not in model.cache
+    assert not model.has_facts(calls_mod.CallIndex)
 
 
 def _ctx(model, text):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, TypeVar
 
 from . import contracts
 from . import knowledge as K
@@ -42,6 +42,8 @@ __all__ = [
     "ARRAYISH", "CERTAIN", "CONTAINER", "INDEXED", "INFERRED", "JAX", "NUMPY", "TRACED", "CallTarget",
     "ClassInfo", "Function", "Seed", "SemanticModel", "TraceContext", "TransformSite",
 ]
+
+F = TypeVar("F")
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,10 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self._loggers: Optional[Set[str]] = None
         self._return_kinds: Dict[int, int] = {}
         self._attrs_in_progress: Set[Tuple[int, str]] = set()
-        # per-model results of topic analyses (analysis/keys.py, calls.py, ...):
-        # they live and die with the model.  (A module-level WeakKeyDictionary
-        # whose values reference the model would keep every model alive.)
-        self.cache: Dict[str, object] = {}
+        # per-model results of topic analyses (``facts``): they live and die with
+        # the model.  (A module-level WeakKeyDictionary whose values reference the
+        # model would keep every model alive.)
+        self._facts: Dict[type, object] = {}
         # attribute names declared as static pytree fields somewhere in this module
         self.static_fields: Set[str] = set()
         self._index()
@@ -135,6 +137,21 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             if fn.parent is self.module and fn.name == name and not fn.is_lambda:
                 return fn
         return None
+
+    # ------------------------------------------------------- facts
+    def facts(self, cls: Type[F]) -> F:
+        """The per-model instance of a facts class: ``cls(self)``, built on first
+        use and kept as long as the model (one per class).  Family analyses
+        (``PurityFacts``, ``KeyAnalysis``, ``CallIndex``, ...) are built this way
+        so every rule of a file shares one."""
+        got = self._facts.get(cls)
+        if got is None:
+            got = self._facts[cls] = cls(self)
+        return got  # type: ignore[return-value]
+
+    def has_facts(self, cls: type) -> bool:
+        """Has ``facts(cls)`` been built for this model (tests of laziness)?"""
+        return cls in self._facts
 
     # ------------------------------------------------------- conveniences
     def loggers(self) -> Set[str]:

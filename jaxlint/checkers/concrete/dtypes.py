@@ -82,11 +82,7 @@ class BoolAnalysis:
 
     @classmethod
     def for_model(cls, model: SemanticModel) -> "BoolAnalysis":
-        inst = model.__dict__.get("_bool_analysis")
-        if inst is None:
-            inst = cls(model)
-            model.__dict__["_bool_analysis"] = inst
-        return inst
+        return model.facts(cls)
 
     # ------------------------------------------------------------ queries
     def is_bool(self, e: ast.AST, fn: Function) -> bool:

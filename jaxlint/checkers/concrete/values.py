@@ -160,7 +160,7 @@ def _library_object(model: SemanticModel, func: ast.AST, fn: Function) -> bool:
 def _bindings(model: SemanticModel, s: Function) -> Dict[str, list]:
     """name -> the expressions it is bound from in scope ``s`` (the whole value
     for tuple unpacking; ``None`` for loop targets and other bindings)."""
-    cache = _cache(model, "_concrete_bindings")
+    cache = model.facts(_Memo).concrete_bindings
     got = cache.get(id(s))
     if got is not None:
         return got
@@ -212,7 +212,7 @@ def _numeric_default(fn: Function, name: str) -> bool:
 
 
 def _nonliteral_static(model: SemanticModel, fn: Function) -> bool:
-    cache = _cache(model, "_nonliteral_static")
+    cache = model.facts(_Memo).nonliteral_static
     key = id(fn)
     if key in cache:
         return cache[key]
@@ -251,12 +251,14 @@ def unreliable_param(model: SemanticModel, node: ast.AST, fn: Function) -> bool:
 
 
 # ----------------------------------------------------------- output sinks
-def _cache(model: SemanticModel, name: str) -> Dict:
-    c = model.__dict__.get(name)
-    if c is None:
-        c = {}
-        model.__dict__[name] = c
-    return c
+class _Memo:
+    """This module's per-model memo tables (``model.facts(_Memo)``)."""
+
+    def __init__(self, model: SemanticModel):
+        self.concrete_bindings: Dict = {}
+        self.nonliteral_static: Dict = {}
+        self.output_nodes: Dict = {}
+        self.compile_time: Dict = {}
 
 
 def is_output_call(model: SemanticModel, call: ast.Call, fn: Function) -> bool:
@@ -276,7 +278,7 @@ def is_output_call(model: SemanticModel, call: ast.Call, fn: Function) -> bool:
 
 def output_nodes(model: SemanticModel, fn: Function) -> Set[int]:
     """ids of the nodes inside print/logging arguments, ``raise`` statements and ``assert`` messages."""
-    cache = _cache(model, "_output_nodes")
+    cache = model.facts(_Memo).output_nodes
     got = cache.get(id(fn))
     if got is not None:
         return got
@@ -307,7 +309,7 @@ def compile_time(model: SemanticModel, fn: Function) -> Tuple[Set[int], Set[str]
     """Nodes inside ``with jax.ensure_compile_time_eval():`` blocks of ``fn``, and the
     names bound there: JAX evaluates such code eagerly on concrete values, so what
     the model calls traced may well be concrete."""
-    cache = _cache(model, "_compile_time")
+    cache = model.facts(_Memo).compile_time
     got = cache.get(id(fn))
     if got is not None:
         return got

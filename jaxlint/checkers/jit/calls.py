@@ -349,7 +349,4 @@ def jit_index(model: SemanticModel, pmap: bool = False) -> Optional[CallIndex]:
 
 
 def call_index(model: SemanticModel) -> CallIndex:
-    idx = model.cache.get("calls")
-    if idx is None:
-        idx = model.cache["calls"] = CallIndex(model)
-    return idx
+    return model.facts(CallIndex)

@@ -204,10 +204,7 @@ class AxisIndex:
 
 
 def axis_index(model: SemanticModel) -> AxisIndex:
-    idx = model.cache.get("parallel.axes")
-    if idx is None:
-        idx = model.cache["parallel.axes"] = AxisIndex(model)
-    return idx
+    return model.facts(AxisIndex)
 
 
 def collective_name(model: SemanticModel, call: ast.Call, scope: Function) -> Optional[str]:

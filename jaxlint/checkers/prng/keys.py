@@ -73,7 +73,7 @@ class KeyAnalysis:
         self._folded: Dict[Tuple[int, str], bool] = {}
         self._reuses: Optional[List[Reuse]] = None
         self._loop_bodies: Optional[Dict[int, Tuple[str, Optional[str], str]]] = None
-        self._text = text
+        self._text = text if text is not None else getattr(model.source, "text", None)
         self.active = False
         self._computed = False
         # call names that may reach jax.random: its functions' own names and local aliases
@@ -426,8 +426,6 @@ def rule_analysis(ctx) -> Optional[KeyAnalysis]:
 
 
 def key_analysis(model: SemanticModel, text: Optional[str] = None) -> KeyAnalysis:
-    """The (cached) key analysis of ``model``; ``text`` (the source) enables a cheap pre-filter."""
-    got = model.cache.get("keys")
-    if got is None:
-        got = model.cache["keys"] = KeyAnalysis(model, text)
-    return got
+    """The (cached) key analysis of ``model`` (``model.facts(KeyAnalysis)``); the model's
+    source text enables a cheap pre-filter (``text`` is accepted for old callers)."""
+    return model.facts(KeyAnalysis)

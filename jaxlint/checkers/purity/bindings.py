@@ -594,7 +594,4 @@ class BindingFacts:
 
 def bindings_for(model: SemanticModel) -> BindingFacts:
     """The (cached) binding facts of a model."""
-    facts = model.cache.get("bindings")
-    if facts is None:
-        facts = model.cache["bindings"] = BindingFacts(model)
-    return facts
+    return model.facts(BindingFacts)

@@ -609,10 +609,7 @@ def depends_on_locals(model: SemanticModel, fn: Function, values: List[ast.expr]
 
 
 def purity_for(model: SemanticModel) -> PurityFacts:
-    facts = model.cache.get("purity")
-    if facts is None:
-        facts = model.cache["purity"] = PurityFacts(model)
-    return facts
+    return model.facts(PurityFacts)
 
 
 def traced_writes(model: SemanticModel, staged: bool = False) -> Iterator[Tuple[PurityFacts, Function, List[Write]]]:

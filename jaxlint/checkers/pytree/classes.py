@@ -139,7 +139,4 @@ def bindings(scope: Function, name: str):
 
 
 def plain_classes(model: SemanticModel) -> PlainClasses:
-    got = model.cache.get("pytree.plain")
-    if got is None:
-        got = model.cache["pytree.plain"] = PlainClasses(model)
-    return got
+    return model.facts(PlainClasses)
