@@ -160,20 +160,17 @@ def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
     """A bound fixed at trace time but not in the code: a static argument, a module field, a
     configuration value, the length of a traced array.  (description, default if known)"""
     if isinstance(e, ast.Name):
-        s = fn
-        while s is not None and not s.is_module:
-            if e.id in s.param_nodes:
-                if e.id in s.static_params and s.confidence == "certain" and not s.is_lambda:
-                    d = s.defaults.get(e.id)
-                    return "a static argument", literal_int(d)
-                return None
-            if e.id in s.locals:
-                local = single_local_value(s, e.id)
-                if local is None or depth > 3:
-                    return None
-                return _static_bound(m, s, local, depth + 1)
-            s = s.parent
-        return None
+        s = m.resolve_scope(e.id, fn)
+        if s is None or s.is_module:
+            return None
+        if e.id in s.param_nodes:
+            if e.id in s.static_params and s.confidence == "certain" and not s.is_lambda:
+                return "a static argument", literal_int(s.defaults.get(e.id))
+            return None
+        local = single_value(m, s, e.id)
+        if local is None or depth > 3:
+            return None
+        return _static_bound(m, s, local, depth + 1)
     if isinstance(e, ast.Attribute):
         base = e.value
         if isinstance(base, ast.Name):
@@ -307,24 +304,12 @@ def int_value(m: SemanticModel, fn: Function, e: ast.expr, depth: int = 0) -> Op
     if v is not None:
         return v
     if isinstance(e, ast.Name):
-        # a module-level constant bound once, never a local or parameter
-        s = fn
-        while s is not None and not s.is_module:
-            if e.id in s.locals:
-                local = single_local_value(s, e.id)
-                return int_value(m, s, local, depth + 1) if local is not None else None
-            s = s.parent
-        value = None
-        for a in m.module.of_type(ast.Assign, ast.AnnAssign):
-            targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-            for t in targets:
-                if isinstance(t, ast.Name) and t.id == e.id:
-                    if value is not None:
-                        return None
-                    value = a.value
-        if value is None:
+        # a local or module-level constant bound once
+        s = m.resolve_scope(e.id, fn)
+        if s is None:
             return None
-        return int_value(m, m.module, value, depth + 1)
+        value = single_value(m, s, e.id)
+        return int_value(m, s, value, depth + 1) if value is not None else None
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
         a = int_value(m, fn, e.left, depth + 1)
         b = int_value(m, fn, e.right, depth + 1)
@@ -340,23 +325,14 @@ def int_value(m: SemanticModel, fn: Function, e: ast.expr, depth: int = 0) -> Op
     return None
 
 
-def single_local_value(s: Function, name: str) -> Optional[ast.expr]:
-    """The value of a local bound exactly once, by a plain ``name = value``."""
-    if name in s.param_nodes:
+def single_value(m: SemanticModel, scope: Function, name: str) -> Optional[ast.expr]:
+    """The value of ``name`` when ``scope`` binds it exactly once, by a plain ``name = value``
+    (at module level also ``name: T = value``); None for a parameter or any other binding."""
+    bs = m.bindings(name, scope)
+    if len(bs) != 1:
         return None
-    value = None
-    for a in s.of_type(ast.Assign):
-        for t in a.targets:
-            if isinstance(t, ast.Name) and t.id == name:
-                if value is not None:
-                    return None
-                value = a.value
-            elif not isinstance(t, (ast.Attribute, ast.Subscript)) and any(
-                    isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                return None
-    for a in s.of_type(ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem,
-                       ast.comprehension):
-        t = getattr(a, "target", None) or getattr(a, "optional_vars", None)
-        if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-            return None
-    return value
+    b = bs[0]
+    plain = (ast.Assign, ast.AnnAssign) if scope.is_module else (ast.Assign,)
+    if b.kind != "=" or b.path or not isinstance(b.node, plain):
+        return None
+    return b.value
