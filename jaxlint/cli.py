@@ -190,6 +190,15 @@ def cmd_rules(args) -> int:
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
+    console = Console(soft_wrap=False, highlight=False)
+    if not console.is_terminal:     # piped: one line per rule, never wrapped
+        rows = [("Code", "Symbol", "Fix", "Default", "Summary")] + [
+            (r.code, r.symbol, r.fix_applicability or "-", "on" if r.default_enabled else "off", r.summary)
+            for r in rules]
+        width = [max(len(row[i]) for row in rows) for i in range(4)]
+        for row in rows:
+            sys.stdout.write("  ".join(cell.ljust(width[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] + "\n")
+        return EXIT_OK
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("Code", no_wrap=True)
     table.add_column("Symbol", no_wrap=True)
@@ -198,9 +207,6 @@ def cmd_rules(args) -> int:
     table.add_column("Summary")
     for r in rules:
         table.add_row(r.code, r.symbol, r.fix_applicability or "-", "on" if r.default_enabled else "off", r.summary)
-    console = Console(soft_wrap=False, highlight=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 160)
     console.print(table)
     return EXIT_OK
 

@@ -342,3 +342,12 @@ def test_baseline_named_in_pyproject(project, capsys):
     (project / "pyproject.toml").write_text('[tool.jaxlint]\nbaseline = 3\n')
     code, _, err = run(["bad.py"], capsys)
     assert code == 2 and "baseline must be a file name" in err
+
+
+def test_rules_listing_piped_is_one_unwrapped_line_per_rule(capsys):
+    from jaxlint.checkers import all_rules
+    code, out, _ = run(["rules"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 1 + len(all_rules())
+    for line, rule in zip(lines[1:], all_rules()):
+        assert line.startswith(rule.code) and line.endswith(rule.summary)
