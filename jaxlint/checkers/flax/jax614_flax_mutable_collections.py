@@ -6,7 +6,7 @@ from typing import Iterator, Optional, Set
 from ...analysis import CERTAIN, Function
 from ..base import Context, Finding, Rule, register
 from ..messages import short
-from .linen import ApplySite, const_str, flax_facts
+from .linen import ApplySite, FlaxFacts, const_str, flax_facts
 
 
 @register
@@ -106,11 +106,15 @@ class FlaxMutableCollections(Rule):
                     f"`ModifyScopeVariableError`",
                     confidence=CERTAIN)
                 continue
-            dropped = _discarded(site)
+            dropped = _discarded(facts, site)
             if dropped is not None:
+                origin = f"returned by `{short(site.call, 30)}`"
+                if dropped.lineno != site.call.lineno:
+                    origin = (f"that `{short(site.call, 30)}` (line {site.call.lineno}) returns through "
+                              f"`{site.scope.name}`")
                 yield ctx.finding(
                     self, dropped,
-                    f"the updated `{need.name}` returned by `{short(site.call, 30)}` is discarded: "
+                    f"the updated `{need.name}` {origin} is discarded: "
                     f"{need.what} of `{site.instance.name}` never changes its running statistics; keep "
                     f"the second result and store it (e.g. `state.replace({need.name}=updates[{need.name!r}])`)",
                     confidence=CERTAIN)
@@ -137,8 +141,11 @@ def _mutable_names(v: ast.expr):
     return None
 
 
-def _discarded(site: ApplySite) -> Optional[ast.AST]:
-    """The node showing the updated collections are thrown away, if they are."""
+def _discarded(facts: FlaxFacts, site: ApplySite) -> Optional[ast.AST]:
+    """The node showing the updated collections are thrown away, if they are: the call as a
+    statement, ``[0]`` of it, ``_`` or an unused name as its second result, or that name
+    returned (as ``aux`` of ``jax.value_and_grad(..., has_aux=True)``, or plainly) to callers
+    that all throw it away."""
     fn: Function = site.scope
     call = site.call
     for node in fn.of_type(ast.Expr):
@@ -147,20 +154,105 @@ def _discarded(site: ApplySite) -> Optional[ast.AST]:
     for node in fn.of_type(ast.Subscript):
         if node.value is call and isinstance(node.slice, ast.Constant) and node.slice.value == 0:
             return node
-    for node in fn.of_type(ast.Assign):
-        if node.value is not call or len(node.targets) != 1:
-            continue
-        t = node.targets[0]
-        if isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == 2 and isinstance(t.elts[1], ast.Name):
-            second = t.elts[1]
-            if second.id == "_" or not _loaded(fn, second.id, after=second):
-                return second
+    target = _assigned_to(fn, call)
+    if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2 and \
+            not any(isinstance(e, ast.Starred) for e in target.elts):
+        return _fate(facts, fn, target.elts[1], 0)
     return None
 
 
-def _loaded(fn: Function, name: str, after: ast.AST) -> bool:
-    """``name`` is read anywhere in ``fn`` (nested functions included)."""
-    for n in ast.walk(fn.node):
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
-            return True
-    return False
+def _assigned_to(fn: Function, call: ast.Call) -> Optional[ast.expr]:
+    for node in fn.of_type(ast.Assign):
+        if node.value is call and len(node.targets) == 1:
+            return node.targets[0]
+    return None
+
+
+def _fate(facts: FlaxFacts, fn: Function, target: ast.expr, depth: int) -> Optional[ast.AST]:
+    """Where the value bound to ``target`` in ``fn`` is thrown away; None if it is used (or
+    this file cannot tell)."""
+    if not isinstance(target, ast.Name):
+        return None
+    if target.id == "_":
+        return target
+    loads = [n for n in ast.walk(fn.node)
+             if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)]
+    if not loads:
+        return target
+    if depth >= 3 or fn.is_module:
+        return None
+    paths = set()
+    for load in loads:
+        p = _return_path(fn, load)
+        if p is None:
+            return None          # read somewhere other than a return
+        paths.add(p)
+    if len(paths) != 1:
+        return None
+    path = paths.pop()
+    sites = facts.call_sites(fn)
+    if not sites:
+        return None
+    first = None
+    for call, caller, target_info in sites:
+        p = _through_transforms(path, target_info)
+        if p is None:
+            return None
+        bound = _assigned_to(caller, call)
+        if bound is None:
+            return None
+        for i in p:
+            if not isinstance(bound, (ast.Tuple, ast.List)) or i >= len(bound.elts) or \
+                    any(isinstance(e, ast.Starred) for e in bound.elts):
+                bound = None
+                break
+            bound = bound.elts[i]
+        if bound is None:
+            return None
+        point = _fate(facts, caller, bound, depth + 1)
+        if point is None:
+            return None
+        first = first or point
+    return first
+
+
+def _return_path(fn: Function, load: ast.Name) -> Optional[tuple]:
+    """``(1,)`` when ``load`` is the second element of a returned tuple of ``fn``."""
+    for ret in fn.of_type(ast.Return):
+        v = ret.value
+        path = []
+        while v is not None:
+            if v is load:
+                return tuple(path)
+            if isinstance(v, (ast.Tuple, ast.List)):
+                nxt = None
+                for i, e in enumerate(v.elts):
+                    if any(n is load for n in ast.walk(e)):
+                        nxt, idx = e, i
+                        break
+                if nxt is None:
+                    break
+                path.append(idx)
+                v = nxt
+                continue
+            break
+    return None
+
+
+def _through_transforms(path: tuple, target) -> Optional[tuple]:
+    """Where a function's returned element lands in the result of a (transformed) call."""
+    for tr, tcall in reversed(getattr(target, "transforms", ()) or ()):
+        name = getattr(tr, "name", "")
+        if name.endswith("value_and_grad") or name.endswith(".grad"):
+            aux = next((k.value for k in tcall.keywords if k.arg == "has_aux"), None)
+            if not (isinstance(aux, ast.Constant) and aux.value is True):
+                return None
+            if not path or path[0] != 1:
+                return None
+            if name.endswith("value_and_grad"):
+                path = (0,) + path        # ((loss, aux), grads)
+            else:
+                path = (1,) + path[1:]    # (grads, aux)
+        elif getattr(tr, "kind", None) not in ("jit",):
+            return None
+    return path

@@ -140,6 +140,7 @@ class FlaxFacts:
         self._creates: Optional[List[Tuple[ast.Call, Function]]] = None
         self._callers: Optional[Dict[Tuple[int, str], List[Tuple[ast.expr, Function]]]] = None
         self._instances: Dict[Tuple[int, int], Optional[Instance]] = {}
+        self._call_sites: Dict[int, List[Tuple[ast.Call, Function, object]]] = {}
 
     # ------------------------------------------------------------ bindings
     def binding_scope(self, name: str, fn: Function) -> Optional[Function]:
@@ -377,6 +378,11 @@ class FlaxFacts:
         # a nested function is called from this file only
         return shapes.pop(), not fn.parent.is_module
 
+    def call_sites(self, fn: Function) -> List[Tuple[ast.Call, Function, object]]:
+        """Every call of this file that resolves to ``fn``: (call, calling scope, CallTarget)."""
+        self.callers()
+        return self._call_sites.get(id(fn), [])
+
     def callers(self) -> Dict[Tuple[int, str], List[Tuple[ast.expr, Function]]]:
         """(function, parameter) -> the argument expressions call sites of this file pass."""
         if self._callers is None:
@@ -389,6 +395,7 @@ class FlaxFacts:
                     target = m.resolve_callable(call.func, fn)
                     if target is None:
                         continue
+                    self._call_sites.setdefault(id(target.function), []).append((call, fn, target))
                     pairs, _ = m.bind_arguments(target, call)
                     for p, a in pairs:
                         out.setdefault((id(target.function), p), []).append((a, fn))
