@@ -56,6 +56,26 @@ def carry_names(body: List[ast.stmt]) -> Tuple[List[str], List[str]]:
     return carry, temps
 
 
+def _comment_spans(src) -> Optional[List[Tuple[int, int]]]:
+    """(start, end) offsets of every comment of ``src``; None when it does not tokenize."""
+    out: List[Tuple[int, int]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src.text).readline):
+            if tok.type == tokenize.COMMENT:
+                a = src.offset(tok.start[0], 0) + tok.start[1]
+                out.append((a, a + len(tok.string)))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return out
+
+
+class CommentSpans:
+    """The comments of a model's source, tokenized once per file (``model.facts(CommentSpans)``)."""
+
+    def __init__(self, model):
+        self.spans = _comment_spans(model.source) if model.source is not None else None
+
+
 class NoFix(Exception):
     """The loop is not one of the shapes the fix rewrites."""
 
@@ -127,19 +147,9 @@ class LoopFix:
 
     def _comments(self, start: int, end: int) -> List[Tuple[int, int]]:
         """(start, end) offsets of comments within [start, end)."""
-        cache = getattr(self.ctx, "_jax504_comments", None)
-        if cache is None:
-            cache = []
-            try:
-                for tok in tokenize.generate_tokens(io.StringIO(self.src.text).readline):
-                    if tok.type == tokenize.COMMENT:
-                        a = self.src.offset(tok.start[0], 0) + tok.start[1]
-                        cache.append((a, a + len(tok.string)))
-            except (tokenize.TokenError, SyntaxError, IndentationError):
-                cache = None
-            setattr(self.ctx, "_jax504_comments", cache)
-        self.require(cache is not None)
-        return [c for c in cache if start <= c[0] < end]
+        spans = self.m.facts(CommentSpans).spans if self.m.source is self.src else _comment_spans(self.src)
+        self.require(spans is not None)
+        return [c for c in spans if start <= c[0] < end]
 
     def _unused_after(self, names: List[str], after: Tuple[int, int]) -> None:
         """Temporaries and the loop variable vanish: they must not be read after the loop."""
