@@ -421,12 +421,53 @@ class FlaxFacts:
                     if kw.arg not in APPLY_KEYWORDS and kw.arg != "variables"}
         if site.method in INIT_METHODS:
             return []
-        env = self._bind(method, args, keywords, lambda e: _literal(e))
-        if env is None:
+        # a flag passed on from a parameter of the enclosing function (``train=train``) takes
+        # each literal value the calls of that function give it (or its default)
+        choices: Dict[str, List[object]] = {}
+        for a in args + list(keywords.values()):
+            if isinstance(a, ast.Name) and a.id not in choices:
+                got = self.param_literals(a.id, site.scope)
+                if got:
+                    choices[a.id] = got
+        combos: List[Dict[str, object]] = [{}]
+        for name, values in choices.items():
+            combos = [dict(c, **{name: v}) for c in combos for v in values][:8]
+        for combo in combos:
+            env = self._bind(method, args, keywords,
+                             lambda e: combo.get(e.id, UNKNOWN) if isinstance(e, ast.Name) else _literal(e))
+            if env is None:
+                return []
+            out: List[Need] = []
+            self._run(inst.info, method, fields, env, out, 0, set())
+            if out:
+                return out
+        return []
+
+    def param_literals(self, name: str, scope: Function) -> List[object]:
+        """The literal values calls of this file give the parameter ``name`` seen from ``scope``
+        (the default where a call leaves it out); [] when some call gives something else, when
+        the parameter is rebound, or when nothing in this file calls the function."""
+        owner = self.model.resolve_scope(name, scope)
+        if owner is None or owner.is_module or name not in owner.param_nodes:
             return []
-        out: List[Need] = []
-        self._run(inst.info, method, fields, env, out, 0, set())
-        return out
+        if any(b.kind != "param" for b in self.model.bindings(name, owner)):
+            return []
+        sites = self.call_sites(owner)
+        if not sites:
+            return []
+        values: List[object] = []
+        for call, _, target in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return []
+            pairs, _ = self.model.bind_arguments(target, call)
+            given = [a for p, a in pairs if p == name]
+            v = _literal(given[0]) if given else (
+                _literal(owner.defaults[name]) if name in owner.defaults else UNKNOWN)
+            if v is UNKNOWN:
+                return []
+            if v not in values:
+                values.append(v)
+        return values
 
     def _fields(self, info: ClassInfo, ctor: ast.Call, scope: Function, outer_env: Dict[str, object],
                 outer: Optional[_Frame]) -> Optional[Dict[str, object]]:
