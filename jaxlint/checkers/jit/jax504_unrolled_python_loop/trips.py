@@ -310,19 +310,17 @@ def int_value(m: SemanticModel, fn: Function, e: ast.expr, depth: int = 0) -> Op
             return None
         value = single_value(m, s, e.id)
         return int_value(m, s, value, depth + 1) if value is not None else None
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+    op = _INT_OPS.get(type(e.op)) if isinstance(e, ast.BinOp) else None
+    if op is not None:
         a = int_value(m, fn, e.left, depth + 1)
         b = int_value(m, fn, e.right, depth + 1)
-        if a is None or b is None:
-            return None
-        if isinstance(e.op, ast.Add):
-            return a + b
-        if isinstance(e.op, ast.Sub):
-            return a - b
-        if isinstance(e.op, ast.Mult):
-            return a * b
-        return a // b if b else None
+        return None if a is None or b is None else op(a, b)
     return None
+
+
+# the integer arithmetic a trip count may be written with (``N * 4``, ``STEPS // 2``)
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b if b else None}
 
 
 def single_value(m: SemanticModel, scope: Function, name: str) -> Optional[ast.expr]:
