@@ -136,6 +136,10 @@ def test_evidence_texts(confirmed_main):
     assert "mode='relu'" in synth("x[0] = 1.0", "JAX301")
     assert "call site" in synth("x.reshape(k, -1)", "JAX201") and "x=float32[8,3]" in synth("x.reshape(k", "JAX201")
     assert "tracing `run_scan`" in synth("if x > 0:", "JAX201")
+    # a Flax module's variables from its `init`, an optax state from the transformation's `init`
+    ev_opt = synth('print("updates"', "JAX101")
+    assert "params={params: {Dense_0: {bias: float32[4], kernel: float32[4,4]}}}" in ev_opt, ev_opt
+    assert "opt_state=((int32[], {params: {Dense_0: {bias: float32[4]" in ev_opt, ev_opt
     why = synth("if x.sum() > 0:  # confirm: JAX201 unreached", "JAX201")
     assert why.startswith("no inputs for `apply_fn`: `f` is called like a function; declare them in "
                           "[tool.jaxlint.confirm]: \"cf_synth:apply_fn\" = "), why

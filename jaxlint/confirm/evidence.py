@@ -15,6 +15,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import rules as R
+from . import session
 from .group import Group, _error_line, _in_span, confirmed, strategy_of, unreached
 from .session import (Entry, ErrorInfo, Inputs, NoInputs, Unresolved, describe_value, inputs_from_spec,
                       resolve_entry, _first_line)
@@ -149,9 +150,17 @@ class Confirmer:
                 elif info.get("declared") is not None:
                     self._inputs[qual] = [inputs_from_spec(info["declared"])]
                 elif info.get("candidates"):
+                    session.MODULE = self.module
                     names = [p["name"] for p in info["params"] if p["kind"] == "pos"]
-                    self._inputs[qual] = [inputs_from_spec(c, c.get("source", "synthesized"), names)
-                                          for c in info["candidates"]]
+                    built, failed = [], None
+                    for c in info["candidates"]:
+                        try:
+                            built.append(inputs_from_spec(c, c.get("source", "synthesized"), names))
+                        except Exception as exc:     # e.g. a module's `init` rejects this rank
+                            failed = failed or exc
+                    if not built:
+                        raise failed
+                    self._inputs[qual] = built
                 else:
                     why = info.get("no_inputs") or "no argument could be built"
                     raise NoInputs(f"no inputs for `{qual}`: {why}; declare them in [tool.jaxlint.confirm]: "

@@ -66,11 +66,33 @@ def spec_value(spec: dict, concrete: bool = False):
         return [spec_value(s, concrete) for s in spec["items"]]
     if t == "tuple":
         return tuple(spec_value(s, concrete) for s in spec["items"])
+    if t == "init":
+        return _initialized(spec, concrete)
     if t == "ns":
         return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
     if t == "dict":
         return {k: spec_value(s, concrete) for k, s in spec["items"].items()}
     raise NoInputs(f"unknown spec {spec!r}")
+
+
+MODULE = None     # the module being confirmed: "init" specs name its objects
+
+
+def _initialized(spec: dict, concrete: bool):
+    """What ``obj.init(...)`` returns for a module-level Flax module (``{"params": ...}``) or
+    optax transformation (its state), as ``ShapeDtypeStruct`` leaves."""
+    obj = getattr(MODULE, spec["obj"], None)
+    if obj is None or not hasattr(obj, "init"):
+        raise NoInputs(f"`{spec['obj']}` has no `init`")
+    args = [spec_value(s) for s in spec["args"]]
+    if spec["kind"] == "flax":
+        rngs = {"params": jax.random.key(0), "dropout": jax.random.key(1)}
+        out = jax.eval_shape(lambda *a: obj.init(rngs, *a), *args)
+    else:
+        out = jax.eval_shape(obj.init, *args)
+    if concrete:
+        out = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype) if isinstance(x, SDS) else x, out)
+    return out
 
 
 @jax.tree_util.register_pytree_with_keys_class

@@ -50,7 +50,7 @@ class Use:
     """What one parameter (or one part of it) is used as."""
 
     __slots__ = ("array", "min_rank", "rank", "dtype", "key", "static", "value", "items", "attrs", "elem",
-                 "index", "length", "callable", "replace")
+                 "index", "length", "callable", "replace", "init_of")
 
     def __init__(self):
         self.array = False
@@ -67,6 +67,8 @@ class Use:
         self.length: Optional[int] = None
         self.callable = False
         self.replace = False
+        # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...])
+        self.init_of: Optional[Tuple[str, str, list]] = None
 
     def child(self, step: Tuple[str, object]) -> "Use":
         kind, v = step
@@ -95,6 +97,7 @@ class _Reader:
             return self.memo[key]
         uses: Dict[str, Use] = {p: Use() for p in fn.all_params()}
         self.memo[key] = uses
+        self._uses, self._alias = uses, {}
         node = fn.node
         parents: Dict[int, ast.AST] = {}
         body = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
@@ -103,7 +106,7 @@ class _Reader:
                 for c in ast.iter_child_nodes(n):
                     parents[id(c)] = n
         # local names that alias a part of a parameter: x = p["a"]; for layer in p; a, b = p
-        alias: Dict[str, Tuple[str, tuple]] = {}
+        alias: Dict[str, Tuple[str, tuple]] = self._alias
         for _ in range(3):
             for root in body:
                 for n in ast.walk(root):
@@ -264,6 +267,23 @@ class _Reader:
                 return
             return
 
+    def _init_use(self, fn: Function, call: ast.Call, pos: Optional[int], u: Use) -> bool:
+        """``model.apply(p, x)``: ``p`` is what ``model.init(rngs, x)`` returns; ``tx.update(g, p, params)``:
+        ``p`` is ``tx.init(params)``."""
+        f = call.func
+        if not isinstance(f, ast.Attribute) or not _is_module_object(self.m, fn, f.value):
+            return False
+        # references by name: a closure's free variable is the entry's parameter of that name
+        free = {n.id: Use() for a in call.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+        refs = [self._path(a, {**free, **self._uses}, self._alias) for a in call.args]
+        if f.attr == "apply" and pos == 0:
+            u.init_of = (f.value.id, "flax", refs[1:])
+            return True
+        if f.attr == "update" and pos == 1 and len(call.args) >= 1:
+            u.init_of = (f.value.id, "optax", [refs[2] if len(refs) > 2 else refs[0]])
+            return True
+        return False
+
     def _shape_use(self, shape: ast.Attribute, u: Use, parents) -> None:
         par = parents.get(id(shape))
         if isinstance(par, ast.Subscript) and par.value is shape:
@@ -332,6 +352,8 @@ class _Reader:
                 u.min_rank = max(u.min_rank, _axis_rank(call))
             return
         # a function of this module: what it does with the argument
+        if self._init_use(fn, call, pos, u):
+            return
         if self.depth >= 3 or pos is None and keyword is None:
             return
         target = self.m.resolve_callable(call.func, fn)
@@ -343,6 +365,14 @@ class _Reader:
                 sub = _Reader(self.m, self.depth + 1, self.memo).params(target.function).get(p)
                 if sub is not None:
                     _merge(u, sub)
+
+
+def _is_module_object(model: SemanticModel, fn: Function, e: ast.AST) -> bool:
+    """A module-level name bound to a constructed object (``model = MLP()``, ``tx = optax.adam(...)``)."""
+    if not isinstance(e, ast.Name) or model.lookup_function(e.id, fn) is not None:
+        return False
+    v = _single_value(model, e.id, model.module)
+    return isinstance(v, ast.Call)
 
 
 def _axis_rank(call: ast.Call) -> int:
@@ -367,6 +397,7 @@ def _merge(into: Use, other: Use, depth: int = 0) -> None:
     into.key |= other.key
     into.callable |= other.callable
     into.replace |= other.replace
+    into.init_of = into.init_of or other.init_of
     into.min_rank = max(into.min_rank, other.min_rank)
     into.rank = into.rank if into.rank is not None else other.rank
     into.dtype = into.dtype or other.dtype
@@ -397,6 +428,13 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
         raise Unbuildable(f"`{name}` is called like a function")
     if u.key:
         return {"t": "key", "shape": []}
+    if u.init_of is not None:
+        init, u.init_of = u.init_of, None
+        try:
+            fallback = spec_of(u, rank, dim, traced, name)
+        finally:
+            u.init_of = init
+        return {"t": "init", "obj": init[0], "kind": init[1], "refs": init[2], "fallback": fallback}
     if u.static and not u.array:
         if u.static == "str":
             return {"t": "static", "v": u.value if u.value is not None else "?"}
@@ -470,6 +508,10 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
                     kwargs[name] = spec
         except Unbuildable as exc:
             return out, str(exc)
+        try:
+            _resolve_inits(args, kwargs, [p["name"] for p in params if p["kind"] == "pos"])
+        except Unbuildable as exc:
+            return out, str(exc)
         key = json.dumps([args, kwargs], sort_keys=True)
         if key in seen:
             continue
@@ -479,6 +521,44 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
         if not synthesized or len(out) >= limit:
             break
     return out, None
+
+
+def _resolve_inits(args: list, kwargs: dict, names: List[str]) -> None:
+    """Replace the references of ``init`` specs to other parameters by those parameters' specs."""
+    by_name = dict(zip(names, args))
+    by_name.update(kwargs)
+
+    def at(spec, path):
+        for kind, v in path:
+            items = spec.get("items")
+            if kind in ("key", "attr") and isinstance(items, dict) and v in items:
+                spec = items[v]
+            elif kind == "idx" and isinstance(items, list) and -len(items) <= v < len(items):
+                spec = items[v]
+            elif kind == "elem" and isinstance(items, list) and items:
+                spec = items[0]
+            else:
+                return None
+        return spec
+
+    def fix(spec, final, depth=0):
+        if not isinstance(spec, dict) or depth > 8:
+            return
+        if spec.get("t") == "init" and "refs" in spec:
+            got = [at(by_name[ref[0]], ref[1]) if ref and ref[0] in by_name else None for ref in spec["refs"]]
+            if all(g is not None and "refs" not in g for g in got):      # an init may use another one's result
+                del spec["refs"], spec["fallback"]
+                spec["args"] = got
+            elif final or any(g is None for g in got):
+                fallback = spec["fallback"]
+                spec.clear()
+                spec.update(fallback)
+        items = spec.get("items")
+        for child in (items.values() if isinstance(items, dict) else items or []):
+            fix(child, final, depth + 1)
+    for final in (False, False, True):
+        for spec in list(by_name.values()):
+            fix(spec, final)
 
 
 # ------------------------------------------------------------ call sites

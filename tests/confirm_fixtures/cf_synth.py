@@ -4,6 +4,7 @@ import functools
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import optax
 from jax import lax
 
 
@@ -105,6 +106,18 @@ class BlockOk(nn.Module):
         x = nn.Dense(4)(x)
         jax.debug.print("mean {m}", m=x.mean())  # confirm: JAX101 not-confirmed
         return x
+
+
+net = BlockOk()
+tx = optax.adam(1e-3)
+
+
+@jax.jit
+def opt_step(params, opt_state, x):
+    grads = jax.grad(lambda p: jnp.sum(net.apply(p, x)))(params)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    print("updates", updates)  # confirm: JAX101 confirmed
+    return optax.apply_updates(params, updates), opt_state
 
 
 @functools.partial(jax.jit, static_argnames=("k",))
