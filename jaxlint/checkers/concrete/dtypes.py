@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
+from ...analysis.bindings import ASSIGN, AUG, FOR, WITH
 from ...analysis.model import Function, SemanticModel
 
 _JNP = "jax.numpy."
@@ -76,7 +77,6 @@ class BoolAnalysis:
 
     def __init__(self, model: SemanticModel):
         self.m = model
-        self._bindings: Dict[int, Dict[str, List[Optional[ast.AST]]]] = {}
         self._memo: Dict[Tuple[int, str], Optional[bool]] = {}
         self._active: Set[Tuple[int, str]] = set()
 
@@ -216,15 +216,13 @@ class BoolAnalysis:
         return out
 
     def _name(self, name: str, fn: Function, depth: int) -> Optional[bool]:
-        s: Optional[Function] = fn
-        while s is not None and name not in s.locals:
-            s = s.parent
+        s = self.m.resolve_scope(name, fn)
         if s is None or s.is_module:
             return None
 
         def compute() -> Optional[bool]:
             results: List[Optional[bool]] = []
-            for value in self._scope_bindings(s).get(name, ()):
+            for value in self._bound_values(name, s):
                 results.append(None if value is None else self.of(value, s, depth + 1))
             if name in s.param_nodes:
                 results.append(self._param(s, name, depth))
@@ -265,46 +263,20 @@ class BoolAnalysis:
             return False
         return None
 
-    def _scope_bindings(self, s: Function) -> Dict[str, List[Optional[ast.AST]]]:
-        got = self._bindings.get(id(s))
-        if got is not None:
-            return got
-        out: Dict[str, List[Optional[ast.AST]]] = {}
-
-        def bind(target: ast.AST, value: Optional[ast.AST]) -> None:
-            if isinstance(target, ast.Name):
-                out.setdefault(target.id, []).append(value)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
-                        and not any(isinstance(v, ast.Starred) for v in value.elts):
-                    for te, ve in zip(target.elts, value.elts):
-                        bind(te, ve)
-                else:
-                    for te in target.elts:
-                        bind(te, None)
-            elif isinstance(target, ast.Starred):
-                bind(target.value, None)
-
-        for n in s.of_type(ast.Assign):
-            for t in n.targets:
-                bind(t, n.value)
-        for n in s.of_type(ast.AnnAssign):
-            if n.value is not None:
-                bind(n.target, n.value)
-        for n in s.of_type(ast.NamedExpr):
-            bind(n.target, n.value)
-        for n in s.of_type(ast.AugAssign):
-            if isinstance(n.target, ast.Name):
-                if isinstance(n.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
-                    out.setdefault(n.target.id, []).append(n.value)
-                else:
-                    out.setdefault(n.target.id, []).append(ast.Constant(0))
-        for n in s.of_type(ast.For, ast.AsyncFor, ast.comprehension):
-            bind(n.target, None)
-        for n in s.of_type(ast.withitem):
-            if n.optional_vars is not None:
-                bind(n.optional_vars, None)
-        self._bindings[id(s)] = out
+    def _bound_values(self, name: str, s: Function) -> List[Optional[ast.AST]]:
+        """The expressions ``name`` is bound from in scope ``s`` (parameters aside):
+        the matching element of a tuple display for ``=``; the operand of
+        ``|=``/``&=``/``^=`` (boolean-preserving) and a number for other
+        augmented assignments; ``None`` for loop, ``with`` and opaque bindings."""
+        out: List[Optional[ast.AST]] = []
+        for b in self.m.bindings(name, s):
+            if b.kind == ASSIGN:
+                out.append(b.element)
+            elif b.kind == AUG:
+                bitwise = isinstance(b.node.op, (ast.BitAnd, ast.BitOr, ast.BitXor))
+                out.append(b.value if bitwise else ast.Constant(0))
+            elif b.kind in (FOR, WITH):
+                out.append(None)
         return out
 
 

@@ -29,6 +29,7 @@ import ast
 from typing import Dict, Optional, Set, Tuple
 
 from ...analysis import knowledge as K
+from ...analysis.bindings import ASSIGN, CLASS, DEF, IMPORT
 from ...analysis.model import CONTAINER, JAX, NUMPY, TRACED, Function, SemanticModel
 
 _WARN_FUNCS = frozenset({"warnings.warn", "absl.logging.log_first_n", "absl.logging.log_every_n"})
@@ -93,12 +94,9 @@ def opaque(model: SemanticModel, e: ast.AST, fn: Function, depth: int = 0) -> bo
     if t is ast.Subscript or t is ast.Attribute or t is ast.Starred:
         return opaque(model, e.value, fn, depth + 1)
     if t is ast.Name:
-        s: Optional[Function] = fn
-        while s is not None and e.id not in s.locals:
-            s = s.parent
+        s, values = _bound_values(model, e.id, fn)
         if s is None or s.is_module:
             return False
-        values = _bindings(model, s).get(e.id, ())
         return bool(values) and all(v is not None and opaque(model, v, s, depth + 1) for v in values)
     return False
 
@@ -138,12 +136,9 @@ def _library_object(model: SemanticModel, func: ast.AST, fn: Function) -> bool:
     if isinstance(func, ast.Call):
         return _library_call(model, func, fn)
     if isinstance(func, ast.Name):
-        s: Optional[Function] = fn
-        while s is not None and func.id not in s.locals:
-            s = s.parent
+        s, values = _bound_values(model, func.id, fn)
         if s is None:
             return False
-        values = _bindings(model, s).get(func.id, ())
         return bool(values) and all(_library_call(model, v, s) for v in values)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         owner: Optional[Function] = fn
@@ -157,45 +152,23 @@ def _library_object(model: SemanticModel, func: ast.AST, fn: Function) -> bool:
     return False
 
 
-def _bindings(model: SemanticModel, s: Function) -> Dict[str, list]:
-    """name -> the expressions it is bound from in scope ``s`` (the whole value
-    for tuple unpacking; ``None`` for loop targets and other bindings)."""
-    cache = model.facts(_Memo).concrete_bindings
-    got = cache.get(id(s))
-    if got is not None:
-        return got
-    out: Dict[str, list] = {}
-
-    def bind(target: ast.AST, value: Optional[ast.AST]) -> None:
-        if isinstance(target, ast.Name):
-            out.setdefault(target.id, []).append(value)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
-                for te, ve in zip(target.elts, value.elts):
-                    bind(te, ve)
-            else:
-                for te in target.elts:
-                    bind(te, value)
-        elif isinstance(target, ast.Starred):
-            bind(target.value, value)
-
-    for n in s.of_type(ast.Assign):
-        for t in n.targets:
-            bind(t, n.value)
-    for n in s.of_type(ast.AnnAssign):
-        if n.value is not None:
-            bind(n.target, n.value)
-    for n in s.of_type(ast.NamedExpr):
-        bind(n.target, n.value)
-    for n in s.of_type(ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension):
-        bind(n.target, None)
-    for n in s.of_type(ast.withitem):
-        if n.optional_vars is not None:
-            bind(n.optional_vars, None)
-    for p in s.param_nodes:
-        out.setdefault(p, []).append(None)
-    cache[id(s)] = out
-    return out
+def _bound_values(model: SemanticModel, name: str, fn: Function) -> Tuple[Optional[Function], list]:
+    """The scope ``name`` resolves to from ``fn`` and the expressions it is bound
+    from there: the matching element of a tuple display, else the whole value;
+    ``None`` for parameters, loop, ``with`` and augmented bindings."""
+    s = model.resolve_scope(name, fn)
+    if s is None:
+        return None, []
+    values = []
+    for b in model.bindings(name, s):
+        if b.kind in (DEF, CLASS, IMPORT):
+            continue
+        if b.kind == ASSIGN:
+            element = b.element
+            values.append(element if element is not None else b.value)
+        else:
+            values.append(None)
+    return s, values
 
 
 def culprit(model: SemanticModel, e: ast.AST, fn: Function) -> ast.AST:
@@ -255,7 +228,6 @@ class _Memo:
     """This module's per-model memo tables (``model.facts(_Memo)``)."""
 
     def __init__(self, model: SemanticModel):
-        self.concrete_bindings: Dict = {}
         self.nonliteral_static: Dict = {}
         self.output_nodes: Dict = {}
         self.compile_time: Dict = {}

@@ -11,6 +11,14 @@ mutating calls and stores of every scope, both computed lazily and cached per
 :class:`~jaxlint.analysis.model.SemanticModel`.
 
 Entry point: :func:`bindings_for` (``BindingFacts``).
+
+Why not the model's binding table (``model.bindings``/``lookup``)?  These
+questions are about *when* a name changes, not only what it is bound to:
+each :class:`Binding` here also carries the branch path and the loops around
+its statement (two assignments in the two arms of one ``if`` are exclusive; a
+rebinding inside a loop repeats), plus ``del`` and ``except ... as`` targets,
+which the model's flow-insensitive table does not need.  Name *resolution*
+follows the same rules as ``model.resolve_scope``.
 """
 from __future__ import annotations
 
