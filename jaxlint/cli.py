@@ -403,35 +403,54 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run) -> None:
         return
     res.path = display
     run.checked += 1
-    report = res.fix_report
-    if report is not None:
-        for code, line, why in report.broken:
-            run.problems.append(f"{display}:{line}: {code} fix discarded: {why} (a jaxlint bug; please report it)")
-        if not report.stable:
-            run.problems.append(f"{display}: fixes did not settle after the maximum number of passes")
+    _note_fix_problems(run, display, res.fix_report)
     if args.diff:
         if res.fixed_source is not None:
             run.diffs.append(_unified_diff(display, source.text, res.fixed_source.text))
-            _count_fixes(run, report)
+            _count_fixes(run, res.fix_report)
     elif echo:
-        # an editor's fix-on-save reads stdout: it carries the (fixed) source and nothing else
-        try:
-            _write_stdout(source.encode(res.fixed_source.text) if res.fixed_source is not None else raw)
-        except UnicodeEncodeError:
-            _write_stdout(raw)
-            res.error = f"fixed text cannot be encoded as {source.encoding}; the input was echoed unchanged"
-        if res.fixed_source is not None and not res.error:
-            res.accept_fixes()
-            _count_fixes(run, report)
+        _echo_fixed(run, res, raw)
     elif res.fixed_source is not None:
-        try:
-            write_source(path, source, res.fixed_source.text)
-        except SourceError as exc:
-            res.error = str(exc)
-        else:
-            res.accept_fixes()
-            _count_fixes(run, report)
+        _write_fixed(run, res, path)
     run.results.append(res)
+
+
+def _note_fix_problems(run: _Run, display: str, report) -> None:
+    if report is None:
+        return
+    for code, line, why in report.broken:
+        run.problems.append(f"{display}:{line}: {code} fix discarded: {why} (a jaxlint bug; please report it)")
+    if not report.stable:
+        run.problems.append(f"{display}: fixes did not settle after the maximum number of passes")
+
+
+def _echo_fixed(run: _Run, res: FileResult, raw: bytes) -> None:
+    """An editor's fix-on-save reads stdout: it carries the (fixed) source and nothing else."""
+    if res.fixed_source is None:
+        _write_stdout(raw)
+        return
+    try:
+        data = res.source.encode(res.fixed_source.text)
+    except (UnicodeEncodeError, SourceError) as exc:
+        _write_stdout(raw)
+        why = exc.reason if isinstance(exc, UnicodeEncodeError) else str(exc)
+        res.error = f"fixes not applied ({why}); the input was echoed unchanged"
+        return
+    _write_stdout(data)
+    report = res.fix_report
+    res.accept_fixes()
+    _count_fixes(run, report)
+
+
+def _write_fixed(run: _Run, res: FileResult, path: str) -> None:
+    try:
+        write_source(path, res.source, res.fixed_source.text)
+    except SourceError as exc:
+        res.error = str(exc)
+        return
+    report = res.fix_report
+    res.accept_fixes()
+    _count_fixes(run, report)
 
 
 def _count_fixes(run: _Run, report) -> None:
