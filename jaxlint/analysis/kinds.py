@@ -248,7 +248,7 @@ class KindsMixin:
             return 0
         v = e.value
         if v.__class__ is ast.Name:
-            owner = self._method_owner(fn)
+            owner = fn.enclosing_method()
             if owner is not None and v.id == owner.self_name and owner.cls is not None:
                 return self._self_attr_kind(owner, e.attr)
             if self.qualname(v, fn) is not None:
@@ -318,10 +318,6 @@ class KindsMixin:
         """``*x``, ``(y := x)``, ``await x``: the kind of ``x``."""
         return self.kind(e.value, fn)
 
-    @staticmethod
-    def _method_owner(fn: Function) -> Optional[Function]:
-        return fn.enclosing_method()
-
     def _self_attr_kind(self, method: Function, attr: str) -> int:
         """Kind of ``self.<attr>``: Flax params/variables from ``setup`` are traced;
         attributes bound from JAX calls in ``__init__`` are (concrete) JAX arrays;
@@ -352,7 +348,7 @@ class KindsMixin:
         term = func.attr if func.__class__ is ast.Attribute else (func.id if func.__class__ is ast.Name else "")
         if term.startswith(K.PREDICATE_PREFIXES):
             return 0
-        traced_ctx = bool(fn.contexts) or self._in_traced(fn)
+        traced_ctx = fn.under_trace
         q = self.qualname(func, fn) if func.__class__ in (ast.Name, ast.Attribute) else None
         if q is not None:
             if q in K.STATIC_RESULT_CALLS or q.startswith("math."):
@@ -384,7 +380,7 @@ class KindsMixin:
                 return 0
             recv_node = func.value
             if recv_node.__class__ is ast.Name:
-                owner = self._method_owner(fn)
+                owner = fn.enclosing_method()
                 if owner is not None and owner.cls is not None and recv_node.id == owner.self_name \
                         and owner.cls.module_kind == "linen" and m in ("param", "variable"):
                     return TRACED | JAX if traced_ctx else JAX

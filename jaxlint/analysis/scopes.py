@@ -164,7 +164,7 @@ class Function:
 
     @property
     def under_trace(self) -> bool:
-        """This function or an enclosing one runs under a transform."""
+        """This function or an enclosing one runs under a transform (code in it is traced code)."""
         s = self
         while s is not None:
             if s.contexts:
@@ -206,6 +206,8 @@ class Function:
     # ------------------------------------------------------------- tracing
     @property
     def is_traced(self) -> bool:
+        """This function itself is a traced context (which predicate to use when:
+        :mod:`jaxlint.analysis.tracedness`)."""
         return bool(self.contexts)
 
     @property

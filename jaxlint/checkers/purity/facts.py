@@ -217,12 +217,8 @@ class PurityFacts:
         return result
 
     def in_traced(self, s: Optional[Function]) -> bool:
-        """Is ``s`` (or a function around it) a traced context?"""
-        while s is not None and not s.is_module:
-            if s.contexts:
-                return True
-            s = s.parent
-        return False
+        """Is ``s`` (or a function around it) a traced context?  (``Function.under_trace``)"""
+        return s is not None and s.under_trace
 
     def _site_scope(self, node: ast.AST) -> Optional[Function]:
         if self._sites is None:
@@ -247,13 +243,8 @@ class PurityFacts:
     # ------------------------------------------------------------ classes
     @staticmethod
     def method_owner(fn: Function) -> Optional[Function]:
-        """The method whose ``self`` code in ``fn`` sees (``fn`` or an enclosing method)."""
-        s = fn
-        while s is not None and not s.is_module:
-            if s.cls is not None and not s.is_lambda:
-                return s if s.is_method else None
-            s = s.parent
-        return None
+        """The method whose ``self`` code in ``fn`` sees (``Function.enclosing_method``)."""
+        return fn.enclosing_method()
 
     def self_root(self, fn: Function, root: ast.Name) -> Optional[Function]:
         """The method when ``root`` is its ``self`` as seen from ``fn``."""
