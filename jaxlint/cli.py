@@ -607,6 +607,8 @@ def _report(args, run: _Run, out: TextIO, confirm_line: Optional[str], notes: Li
         if not args.quiet:
             for line in ([confirm_line] if confirm_line else []) + ([summary] if summary else []) + notes:
                 sys.stderr.write(line + "\n")
+            if run.checked == 0:
+                sys.stderr.write("jaxlint: no files were checked\n")
         render(args.format, run.results, out)
 
 

@@ -122,6 +122,8 @@ def test_summary_says_how_many_files_were_checked(project, capsys):
     (project / "empty").mkdir()
     code, out, _ = run(["empty", "--color", "never"], capsys)
     assert "No files were checked." in out and "passed" not in out
+    code, out, err = run(["empty", "--format", "json"], capsys)
+    assert json.loads(out) == [] and "no files were checked" in err
     code, out, err = run(["missing.py", "--color", "never"], capsys)
     assert code == 2 and "passed" not in out and "missing.py: error" in err
     code, out, _ = run(["bad.py", "clean.py", "--color", "never"], capsys)
