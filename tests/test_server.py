@@ -358,3 +358,64 @@ def test_project_index_brings_cross_module_findings(cli_client, tmp_path):
         if not diags:
             break
     assert client.request("shutdown", None) is None
+
+
+EGLOT_SESSION = r'''
+(dolist (d (append (ignore-errors (directory-files "/usr/share/emacs/site-lisp/elpa" t "^[a-z]"))
+                   (ignore-errors (directory-files (locate-user-emacs-file "elpa") t "^[a-z]"))))
+  (add-to-list 'load-path d))
+(require 'eglot)
+(require 'flymake)
+;; the set-up docs/integrations.md shows
+(with-eval-after-load 'eglot
+  (add-to-list 'eglot-server-programs
+               '((python-mode python-ts-mode) . ("jaxlint" "server"))))
+(setq eglot-sync-connect t)
+(find-file (getenv "JAXLINT_FILE"))
+(python-mode)
+(apply #'eglot (eglot--guess-contact))
+(defun wait-for (pred)
+  (let ((tries 0))
+    (while (and (not (funcall pred)) (< tries 240))
+      (accept-process-output nil 0.25)
+      (setq tries (1+ tries)))))
+(wait-for (lambda () (flymake-diagnostics)))
+(dolist (d (flymake-diagnostics))
+  (princ (format "DIAG %d %s\n" (line-number-at-pos (flymake-diagnostic-beg d)) (flymake-diagnostic-text d))))
+(let* ((d (car (flymake-diagnostics)))
+       (actions (eglot-code-actions (flymake-diagnostic-beg d) (flymake-diagnostic-end d) nil nil)))
+  (dolist (a actions) (princ (format "ACTION %s\n" (plist-get a :title))))
+  (eglot--apply-workspace-edit (plist-get (car actions) :edit))
+  (eglot--signal-textDocument/didChange)
+  (wait-for (lambda () (null (flymake-diagnostics))))
+  (princ (format "FIXED %s\n" (save-excursion (goto-char (point-min)) (forward-line 5)
+                                              (string-trim (thing-at-point 'line t)))))
+  (princ (format "LEFT %d\n" (length (flymake-diagnostics)))))
+'''
+
+
+def test_eglot_session_with_the_documented_setup(tmp_path):
+    """A real editor client: Emacs' eglot with the docs' `eglot-server-programs` entry."""
+    import shutil
+    emacs = shutil.which("emacs")
+    if emacs is None:
+        pytest.skip("emacs is not installed")
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint]\n")
+    path = tmp_path / "train.py"
+    path.write_text("import jax\n\n\n@jax.jit\ndef step(x):\n    print(x)\n    return x * 2\n")
+    script = tmp_path / "session.el"
+    script.write_text(EGLOT_SESSION)
+    probe = subprocess.run([emacs, "--batch", "-Q", "--eval",
+                            "(progn (dolist (d (ignore-errors (directory-files \"/usr/share/emacs/site-lisp/elpa\" t "
+                            "\"^[a-z]\"))) (add-to-list 'load-path d)) (require 'eglot))"],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+    if probe.returncode != 0:
+        pytest.skip("eglot is not available to emacs")
+    env = dict(os.environ, JAXLINT_FILE=str(path),
+               PATH=os.path.dirname(CLI_SERVER[0]) + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run([emacs, "--batch", "-Q", "-l", str(script)], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=str(tmp_path))
+    out = r.stdout + r.stderr
+    assert "DIAG 6 jaxlint [JAX101]: `print` of traced value `x`" in out, out
+    assert "ACTION JAX101: Use `jax.debug.print`" in out and "ACTION JAX101: suppress with `# noqa: JAX101`" in out
+    assert "FIXED jax.debug.print('{x}', x=x)" in out and "LEFT 0" in out, out
