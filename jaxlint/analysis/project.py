@@ -104,6 +104,7 @@ class Project:
         self.traced_functions = list(traced_functions)
         self.seeds: Dict[str, Dict[str, Seed]] = {}
         self.models: Dict[str, SemanticModel] = {}
+        self._built_with: Dict[str, Tuple[Seed, ...]] = {}
         self._analysed = False
 
     # ----------------------------------------------------------- loading
@@ -160,27 +161,56 @@ class Project:
         return None
 
     # ------------------------------------------------------------ models
+    def seeds_for(self, path: str) -> Tuple[Seed, ...]:
+        """What the rest of the project knows about the functions of ``path``."""
+        self.analyse()
+        return tuple(self.seeds.get(os.path.abspath(path), {}).values())
+
     def _build(self, m: Module) -> Optional[SemanticModel]:
         if not self._load(m):
             return None
         seeds = tuple(self.seeds.get(m.path, {}).values())
         model = SemanticModel(m.tree, m.source, module_name=m.name, is_package=m.is_package, seeds=seeds)
         self.models[m.path] = model
+        self._built_with[m.path] = seeds
         return model
 
     def _model_of(self, m: Module) -> Optional[SemanticModel]:
         model = self.models.get(m.path)
-        return model if model is not None else self._build(m)
+        if model is not None and self._built_with.get(m.path) == tuple(self.seeds.get(m.path, {}).values()):
+            return model
+        return self._build(m)
 
     def model_for(self, path: str) -> Optional[SemanticModel]:
-        """The model of ``path`` with everything the project knows about it."""
+        """The model of ``path`` (as it is on disk) with everything the project knows about it."""
         self.analyse()
         m = self.module_for(path)
         return self._model_of(m) if m is not None else None
 
+    def model_for_source(self, source: SourceFile, tree: Optional[ast.Module] = None) -> SemanticModel:
+        """The model of ``source`` (a file of the project, possibly edited: a fix
+        pass, an editor buffer) with the project's seeds for its path.  The model
+        built during the analysis is reused when the text is the same."""
+        self.analyse()
+        m = self.module_for(source.path)
+        if m is None:
+            return SemanticModel(tree if tree is not None else source.parse(), source)
+        model = self._model_of(m)
+        if model is not None and model.source is not None and model.source.text == source.text:
+            model.source = source
+            return model
+        return SemanticModel(tree if tree is not None else source.parse(), source, module_name=m.name,
+                             is_package=m.is_package, seeds=self.seeds_for(m.path))
+
     def release(self, path: str) -> None:
-        """Forget a module's model (after its file was linted)."""
-        self.models.pop(os.path.abspath(path), None)
+        """Forget a module's model and parsed tree (after its file was linted)."""
+        path = os.path.abspath(path)
+        self.models.pop(path, None)
+        self._built_with.pop(path, None)
+        m = self.by_path.get(path)
+        if m is not None and self._analysed:
+            m.tree = m.source = None
+            m.error = m.error or "released"
 
     # ---------------------------------------------------------- fixpoint
     def analyse(self) -> None:
