@@ -47,19 +47,28 @@ class Origin:
 
 
 class Unsynced:
-    __slots__ = ("origin", "sink")
+    __slots__ = ("origin", "sink", "fn")
 
-    def __init__(self, origin: Origin, sink: ast.Call):
+    def __init__(self, origin: Origin, sink: ast.Call, fn: Function):
         self.origin = origin
         self.sink = sink
+        self.fn = fn                # the function the sink (and the origin) is in
+
+
+# how deep the flow follows gradients into helpers of the module
+MAX_HELPER_DEPTH = 2
 
 
 class GradFlow:
-    def __init__(self, model: SemanticModel, fn: Function):
+    def __init__(self, model: SemanticModel, fn: Function, seeds: Optional[Dict[str, Origin]] = None,
+                 depth: int = 0):
         self.m = model
         self.fn = fn
-        self.raw: Dict[str, Origin] = {}
+        self.depth = depth
+        self.raw: Dict[str, Origin] = dict(seeds or {})
         self.found: List[Unsynced] = []
+        # helper calls already followed: id(call) -> the helper's flow
+        self._helpers: Dict[int, "GradFlow"] = {}
 
     # ------------------------------------------------------------- entry
     def run(self) -> List[Unsynced]:
@@ -72,6 +81,7 @@ class GradFlow:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             self._sinks(st)
+            self._follow_helpers(st)
             if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self._assign(st)
             elif isinstance(st, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
@@ -96,6 +106,10 @@ class GradFlow:
             for t in targets:
                 for name in _names(t):
                     self.raw.pop(name, None)
+            return
+        sub = self._helpers.get(id(value))
+        if sub is not None:
+            self._bind_returned(st, targets, sub)
             return
         origin = self._raw_in(value)
         for t in targets:
@@ -175,8 +189,64 @@ class GradFlow:
                 if arg is None or self._syncs(arg):
                     continue
                 origin = self._raw_in(arg)
-                if origin is not None and not any(u.origin is origin for u in self.found):
-                    self.found.append(Unsynced(origin, node))
+                self._report(origin, node)
+
+    def _report(self, origin: Optional[Origin], sink: ast.Call, fn: Optional[Function] = None) -> None:
+        if origin is not None and not any(u.origin is origin for u in self.found):
+            self.found.append(Unsynced(origin, sink, fn or self.fn))
+
+    # ---------------------------------------------------------- helpers
+    def _follow_helpers(self, st: ast.stmt) -> None:
+        """Calls of functions of this module: gradients made or applied inside them
+        (``loss, grads = compute_grads(...)``, ``state = update(state, grads)``)."""
+        if self.depth >= MAX_HELPER_DEPTH:
+            return
+        m, fn = self.m, self.fn
+        for node in _own_nodes(st):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+                continue
+            if m.qualname(node.func, fn) is not None:
+                continue
+            target = m.resolve_callable(node.func, fn)
+            if target is None or target.function is fn or target.function.is_lambda or target.transforms:
+                continue
+            if self._syncs(node):
+                continue
+            pairs, _ = m.bind_arguments(target, node)
+            seeds = {}
+            for p, a in pairs:
+                origin = self._raw_in(a)
+                if origin is not None:
+                    seeds[p] = origin
+            sub = GradFlow(m, target.function, seeds, self.depth + 1)
+            sub.run()
+            self._helpers[id(node)] = sub
+            callers = set(map(id, seeds.values()))
+            for u in sub.found:
+                if id(u.origin) in callers:
+                    self._report(u.origin, node)      # our gradients, applied in the helper
+                else:
+                    self._report(u.origin, u.sink, u.fn)   # made and applied in the helper
+
+    def _bind_returned(self, st: ast.stmt, targets: List[ast.expr], sub: "GradFlow") -> None:
+        """Bind the targets of ``x = helper(...)`` from what the helper returns."""
+        whole = False
+        positions: Set[int] = set()
+        for ret in sub.fn.of_type(ast.Return):
+            v = ret.value
+            if isinstance(v, ast.Tuple):
+                positions.update(i for i, e in enumerate(v.elts) if sub._raw_in(e) is not None)
+            elif v is not None and sub._raw_in(v) is not None:
+                whole = True
+        for t in targets:
+            for name in _names(t):
+                self.raw.pop(name, None)
+            if whole and isinstance(t, ast.Name):
+                self.raw[t.id] = Origin(st, t.id)
+            elif isinstance(t, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in t.elts):
+                for i in positions:
+                    if i < len(t.elts) and isinstance(t.elts[i], ast.Name):
+                        self.raw[t.elts[i].id] = Origin(st, t.elts[i].id)
 
     def _sink_arg(self, call: ast.Call) -> Optional[ast.AST]:
         m, fn = self.m, self.fn

@@ -80,9 +80,13 @@ class UnsynchronizedGradientsInPmap(Rule):
             return
         axes = axis_index(m)
         # 1. gradients applied without a reduction inside a replicating pmap
+        seen = set()
         for fn, names in self._pmapped(ctx):
             for u in GradFlow(m, fn).run():
-                yield self._unsynced(ctx, fn, names, u)
+                where = u.origin.tx_call if u.origin.tx_call is not None else u.sink
+                if id(where) not in seen:   # a helper shared by two pmapped steps: once
+                    seen.add(id(where))
+                    yield self._unsynced(ctx, fn, names, u)
         # 2. collectives over an axis name that nothing binds
         for fn in m.functions:
             if not fn.contexts:
@@ -131,7 +135,9 @@ class UnsynchronizedGradientsInPmap(Rule):
         what = short(where.func)
         grads = f"`{origin.name}`" if origin.name else "the gradients"
         axis = names[0]
-        msg = (f"{grads} reach `{what}` in {fn.trace_description()} without `lax.pmean` over axis "
+        where_fn = fn.trace_description() if u.fn is fn else \
+            f"`{u.fn.qualname}`, called from {fn.trace_description()},"
+        msg = (f"{grads} reach `{what}` in {where_fn} without `lax.pmean` over axis "
                f"`{axis}`: each device applies its own shard's gradients and the replicas drift apart "
                f"(PyTorch's DDP averages them for you; pmap does not)")
         fix = self._fix(ctx, origin, axis) if len(names) == 1 else None
