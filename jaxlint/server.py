@@ -15,14 +15,19 @@ documents:
 * a "suppress with ``# noqa: CODE``" action that appends the code to an existing
   ``# noqa: X`` list or adds the comment at the end of the finding's line
   (not offered where a comment would land inside a string or after a backslash);
+* a ``source.fixAll.jaxlint`` action (what editors' fix-on-save asks for) that
+  applies every safe fix, as ``jaxlint --fix`` would;
 * hover on a diagnostic's range: the rule's summary, why it matters, the fix
   and a link to the documentation.
 
 The document is linted with :func:`jaxlint.engine.lint_source` with the
 configuration of the nearest ``pyproject.toml`` that has ``[tool.jaxlint]``
 (``select``/``ignore``/``per-file-ignores``/``exclude``/rule settings), re-read
-when it changes on disk.  Positions follow the encoding negotiated with the
-client (UTF-16 by default); jaxlint's own columns are characters.
+when it changes on disk.  In a project (:func:`jaxlint.analysis.project.find_root`)
+the cross-module index is built in a worker thread; the open documents are then
+linted again with what other modules tell about them, and the index is rebuilt
+after each save.  Positions follow the encoding negotiated with the client
+(UTF-16 by default); jaxlint's own columns are characters.
 """
 from __future__ import annotations
 
@@ -31,13 +36,14 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .analysis import INFERRED, SourceError, SourceFile
 from .checkers import REGISTRY, Finding
 from .config import Config, ConfigError, find_config, load_config
 from .engine import InternalError, lint_source
+from .fixes.applier import fix_text
 from .fixes.edits import SAFE, Edit
 from .fixes.noqa import add_noqa_edits
 
@@ -50,6 +56,8 @@ DOCS_URL = "https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{code}.md"
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 # a project with more Python files than this is linted file by file (no cross-module index)
 MAX_PROJECT_FILES = 5000
+# the code action kind of "apply every safe fix" (editors' fix-on-save asks for source.fixAll)
+FIX_ALL = "source.fixAll.jaxlint"
 
 def rule_url(code: str) -> str:
     return DOCS_URL.format(code=code)
@@ -94,6 +102,7 @@ class Checked:
     error: Optional[str] = None          # why the document could not be checked
     skipped: bool = False                 # excluded by the configuration / not Python
     project: bool = False                 # linted with the project index (cross-module facts)
+    relint: Optional[Callable[[SourceFile], List[Finding]]] = None   # the same lint, for fix passes
 
 
 @dataclass
@@ -187,16 +196,21 @@ class Linter:
         rules = cfg.rules_for(path)
         source = SourceFile(display, text)
         result.source = source
-        try:
-            tree = source.parse()
+
+        def relint(src: SourceFile) -> List[Finding]:
+            tree = src.parse()
             model = None
             if path is not None:
                 try:
-                    model = self._seeded_model(path, source, tree)
+                    model = self._seeded_model(path, src, tree)
                 except Exception as exc:  # the project index must never cost the file its diagnostics
                     log.warning("project analysis unavailable for %s: %s", path, exc)
             result.project = model is not None
-            result.findings = lint_source(source, rules, cfg.settings, tree=tree, model=model)
+            return lint_source(src, rules, cfg.settings, tree=tree, model=model)
+
+        result.relint = relint
+        try:
+            result.findings = relint(source)
         except SourceError as exc:
             result.error = str(exc)
         except InternalError as exc:
@@ -298,14 +312,55 @@ def noqa_edit(source: SourceFile, f: Finding) -> Optional[Edit]:
     return edits[0] if len(edits) == 1 else None
 
 
+def _wanted(only: Optional[Sequence[str]], kind: str) -> bool:
+    """Whether a code action of ``kind`` answers a request for the kinds ``only``."""
+    return only is None or any(kind == str(k) or kind.startswith(str(k) + ".") for k in only)
+
+
+def fix_all_action(checked: Checked, encoding: str, versioned: bool = True):
+    """One ``source.fixAll.jaxlint`` action applying every safe fix (as ``jaxlint --fix`` would),
+    as a single edit over the changed region; None when nothing is fixable."""
+    t = _lsp()
+    source = checked.source
+    if source is None or checked.relint is None or not any(
+            f.fix is not None and f.fix.applicability == SAFE for f in checked.findings):
+        return None
+    try:
+        report = fix_text(source, checked.relint, unsafe=False)
+    except (SourceError, InternalError) as exc:
+        log.warning("fix all failed for %s: %s", checked.uri, exc)
+        return None
+    old, new = source.text, report.text
+    if new == old:
+        return None
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and end_new > start and old[end_old - 1] == new[end_new - 1]:
+        end_old -= 1
+        end_new -= 1
+    edit = Edit(start, end_old, new[start:end_new])
+    n = report.total
+    return t.CodeAction(title=f"jaxlint: apply {n} safe fix{'es' if n != 1 else ''}", kind=FIX_ALL,
+                        edit=_workspace_edit(checked, [text_edit(source, edit, encoding)], versioned))
+
+
 def code_actions(checked: Checked, rng, encoding: str, versioned: bool = True,
                  only: Optional[Sequence[str]] = None) -> list:
+    """Quick fixes and noqa actions for the findings touching ``rng``; with ``only`` asking for
+    ``source.fixAll`` (fix on save), the fix-all action."""
     t = _lsp()
     if checked.source is None or checked.error is not None or checked.skipped:
         return []
-    if only is not None and not any(str(k) == t.CodeActionKind.QuickFix or
-                                    t.CodeActionKind.QuickFix.startswith(str(k)) for k in only):
-        return []
+    out = []
+    if only is not None and _wanted(only, FIX_ALL):
+        action = fix_all_action(checked, encoding, versioned)
+        if action is not None:
+            out.append(action)
+    if not _wanted(only, t.CodeActionKind.QuickFix):
+        return out
     source = checked.source
     start = _client_to_source(source, rng.start, encoding)
     end = _client_to_source(source, rng.end, encoding)
@@ -326,7 +381,7 @@ def code_actions(checked: Checked, rng, encoding: str, versioned: bool = True,
                 title=f"{f.code}: suppress with `# noqa: {f.code}`", kind=t.CodeActionKind.QuickFix,
                 diagnostics=[diag], is_preferred=False,
                 edit=_workspace_edit(checked, [text_edit(source, edit, encoding)], versioned)))
-    return fixes + suppress
+    return out + fixes + suppress
 
 
 def hover_markdown(f: Finding) -> str:
@@ -492,7 +547,8 @@ def create_server():
         ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION,
-                t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix], resolve_provider=False))
+                t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix, FIX_ALL],
+                                    resolve_provider=False))
     def code_action(params: t.CodeActionParams):
         checked = current(params.text_document.uri)
         if checked is None:

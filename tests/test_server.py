@@ -204,7 +204,8 @@ def change_doc(client, uri, text, version):
 
 def test_lsp_session_diagnostics_fixes_noqa_hover(client, project):
     caps = initialize(client, project)["capabilities"]
-    assert caps["hoverProvider"] and caps["codeActionProvider"]["codeActionKinds"] == ["quickfix"]
+    assert caps["hoverProvider"]
+    assert caps["codeActionProvider"]["codeActionKinds"] == ["quickfix", "source.fixAll.jaxlint"]
     sync = caps["textDocumentSync"]
     assert sync["openClose"] and sync["change"] == 1 and sync["save"] == {"includeText": False}
 
@@ -247,6 +248,15 @@ def test_lsp_session_diagnostics_fixes_noqa_hover(client, project):
     assert h["range"] == d["range"]
     assert client.request("textDocument/hover", {"textDocument": {"uri": uri},
                                                  "position": {"line": 0, "character": 3}}) is None
+
+    # fix on save: `source.fixAll` applies the safe fix only (the unsafe JAX401 one stays)
+    fix_all = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": [], "only": ["source.fixAll"]}})
+    assert [a["kind"] for a in fix_all] == ["source.fixAll.jaxlint"]
+    assert fix_all[0]["title"] == "jaxlint: apply 1 safe fix"
+    assert apply(TRAIN, only_edits(fix_all[0], uri, 1)) == TRAIN.replace("print(x)", "jax.debug.print('{x}', x=x)")
+    assert all(a["kind"] == "quickfix" for a in actions)
 
     # apply the preferred fix as an editor would, send the change, the finding is gone
     fixed = apply(TRAIN, only_edits(fix, uri, 1))
