@@ -422,7 +422,7 @@ def rule_analysis(ctx) -> Optional[KeyAnalysis]:
     """The key analysis a rule checking ``ctx`` works with; None when the module never
     mentions JAX (no key can be in it)."""
     m = ctx.model
-    return key_analysis(m, ctx.source.text) if m.mentions_jax else None
+    return m.facts(KeyAnalysis) if m.mentions_jax else None
 
 
 def key_analysis(model: SemanticModel, text: Optional[str] = None) -> KeyAnalysis:
