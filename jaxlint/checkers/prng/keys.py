@@ -52,6 +52,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Set, Tuple
 
+from ...analysis.bindings import ASSIGN
 from ...analysis.model import Function, SemanticModel
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
@@ -144,10 +145,9 @@ class KeyAnalysis:
         qualified name, or None."""
         e = f
         if isinstance(e, ast.Name):
-            values = [n.value for n in fn.of_type(ast.Assign)
-                      if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and n.targets[0].id == e.id]
-            if len(values) == 1:
-                e = values[0]
+            bs = self.model.lookup(e.id, fn)
+            if len(bs) == 1 and bs[0].kind == ASSIGN and bs[0].path == ():
+                e = bs[0].value
         if isinstance(e, ast.Call):
             e = e.func
         if not isinstance(e, (ast.Name, ast.Attribute)):
@@ -306,9 +306,7 @@ class KeyAnalysis:
             if not ks or fn.is_module:
                 continue
             for n in ks - fn.locals:
-                owner = fn.parent
-                while owner is not None and n not in owner.locals:
-                    owner = owner.parent
+                owner = m.resolve_scope(n, fn.parent)
                 if owner is not None and n not in owner.globals_declared:
                     self._keys.setdefault(id(owner), set()).add(n)
         # aliases and loops over key arrays, then key parameters of callees

@@ -58,13 +58,11 @@ def _sweep_iter(model: SemanticModel, it: ast.AST, fn: Function, depth: int) -> 
             return _sweep_iter(model, it.args[0], fn, depth + 1)
         return False
     if isinstance(it, ast.Name):
-        s = fn
-        while s is not None and it.id not in s.locals:
-            s = s.parent
+        s = model.resolve_scope(it.id, fn)
         if s is None or it.id in s.param_nodes:
             return False
-        values = [n.value for n in s.of_type(ast.Assign)
-                  if any(isinstance(t, ast.Name) and t.id == it.id for t in n.targets)]
+        values = [b.value for b in model.bindings(it.id, s)
+                  if isinstance(b.node, ast.Assign) and b.path == ()]
         return bool(values) and all(_sweep_iter(model, v, s, depth + 1) for v in values)
     return False
 
@@ -112,9 +110,7 @@ def closure_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
             continue
         if q == "jax.random.fold_in" and not constant_data(call):
             continue
-        owner = fn.parent
-        while owner is not None and a.id not in owner.locals:
-            owner = owner.parent
+        owner = an.model.resolve_scope(a.id, fn.parent)
         if owner is None or a.id in owner.globals_declared:
             continue
         if a.id not in an.key_names(owner):

@@ -21,15 +21,8 @@ def split_spelling(ctx: Context, fn: Function) -> Tuple[str, List[Edit]]:
     m = ctx.model
     local = m.imports.local_name_for("jax.random.split")
     if local is not None:
-        head = local.split(".")[0]
-        s = fn
-        shadowed = False
-        while s is not None and not s.is_module:
-            if head in s.locals:
-                shadowed = True
-                break
-            s = s.parent
-        if not shadowed:
+        owner = m.resolve_scope(local.split(".")[0], fn)
+        if owner is None or owner.is_module:      # not shadowed by a local of a function
             return local, []
     jax_name, edits = module_alias(m, ctx.source, "jax", "jax")
     return f"{jax_name}.random.split", edits
