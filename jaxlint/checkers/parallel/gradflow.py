@@ -26,7 +26,9 @@ GRAD_MAKERS: Dict[str, Tuple[Optional[int], Optional[int]]] = {
 }
 # optimizer updates that apply gradients (or updates made from them) to the parameters:
 # qualified function -> (keyword, position) of the gradient argument
-APPLY_FUNCTIONS: Dict[str, Tuple[str, int]] = {"optax.apply_updates": ("updates", 1)}
+APPLY_FUNCTIONS: Dict[str, Tuple[str, int]] = {
+    "optax.apply_updates": ("updates", 1), "equinox.apply_updates": ("updates", 1),
+}
 # methods: name -> (keyword, position); ``state.apply_gradients(grads=grads)``
 APPLY_METHODS: Dict[str, Tuple[str, int]] = {"apply_gradients": ("grads", 0)}
 # ``tx.update(grads, opt_state, params)``: an optimizer transformation (it takes at least
