@@ -223,16 +223,21 @@ class _Flow:
         return False
 
     def _refolded(self, stmt: ast.Assign, name: str) -> bool:
-        """``key = PRNGKey(0)`` followed at once by ``key = fold_in(key, step)``: every later
-        read sees the folded key."""
+        """``key = PRNGKey(0)`` followed at once by ``key = fold_in(key, step)`` or
+        ``key = split(key, n)[i]``: every later read sees a key of its own datum."""
         nxt = _next_statement(self.fn, stmt)
         if not (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and isinstance(nxt.targets[0], ast.Name)
-                and nxt.targets[0].id == name and isinstance(nxt.value, ast.Call)):
+                and nxt.targets[0].id == name):
             return False
         v = nxt.value
+        want = "jax.random.fold_in"
+        if isinstance(v, ast.Subscript) and not isinstance(v.slice, ast.Constant):
+            v, want = v.value, "jax.random.split"
+        if not isinstance(v, ast.Call):
+            return False
         a = self.ka.key_argument(v)
-        return isinstance(a, ast.Name) and a.id == name and not constant_data(v) \
-            and self.ka.random_qualname(v, self.fn) == "jax.random.fold_in"
+        return isinstance(a, ast.Name) and a.id == name and self.ka.random_qualname(v, self.fn) == want \
+            and (want == "jax.random.split" or not constant_data(v))
 
 
 def _next_statement(fn: Function, stmt: ast.stmt) -> Optional[ast.stmt]:
