@@ -301,6 +301,62 @@ def test_cli_confirm_command_records_errors_of_the_run(capsys, monkeypatch):
     assert others and all("did not reach it" in c["inputs"] for c in others)
 
 
+def test_harness_records_the_transforms_its_records_name(tmp_path):
+    """The harness wraps each transform whose knowledge record is `instrumented`; the command
+    here marks vmap, grad and lax.scan so (whatever the shipped table says) they are recorded."""
+    mod = tmp_path / "hmod.py"
+    mod.write_text(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+
+
+        def body(c, x):
+            if x > 0:
+                c = c + x
+            return c, x
+
+
+        def per_example(v):
+            print("v", v)
+            return v * 2
+
+
+        def loss(w, x):
+            l = jnp.sum((x @ w) ** 2)
+            print("loss", l)
+            return l
+
+
+        def eager(a, b):
+            return a @ b
+    """))
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""\
+        import dataclasses, sys
+        from jaxlint.analysis import knowledge as K
+        for n in ("jax.vmap", "jax.grad", "jax.lax.scan"):
+            K.TRANSFORMS[n] = dataclasses.replace(K.TRANSFORMS[n], instrumented=True)
+        sys.path.insert(0, {str(tmp_path)!r})
+        import jax, jax.numpy as jnp
+        import hmod
+        try:
+            jax.lax.scan(hmod.body, 0.0, jnp.arange(3.0))
+        except Exception:
+            pass
+        jax.vmap(hmod.per_example)(jnp.ones((5, 3)))
+        jax.grad(hmod.loss)(jnp.ones((3, 2)), jnp.ones((4, 3)))
+        hmod.eager(jnp.ones((2, 3)), jnp.ones((3, 4)))
+    """))
+    fs = [Finding("JAX201", "t", str(mod), 5, 0, 5, 1, "m"), Finding("JAX101", "t", str(mod), 11, 0, 11, 1, "m"),
+          Finding("JAX101", "t", str(mod), 17, 0, 17, 1, "m")]
+    res = [FileResult(str(mod), fs, source=SourceFile.from_path(str(mod)))]
+    confirm_results(res, ConfirmConfig(root=str(tmp_path)), ConfirmOptions(command=[sys.executable, str(script)],
+                                                                           timeout=60))
+    scan, vmap, grad = (f.confirmation for f in fs)
+    assert scan["status"] == "confirmed" and scan["evidence"].startswith("the run raised TracerBoolConversionError")
+    assert vmap["status"] == "confirmed" and vmap["inputs"] == "harness (float32[3])"       # one example, unbatched
+    assert grad["status"] == "confirmed" and grad["inputs"] == "harness (float32[3,2], float32[4,3])"
+
+
 def test_device_choice_is_checked(capsys):
     results = marked_results(["cf_module_level.py"])
     path = results[0].path

@@ -63,13 +63,16 @@ def _qualname(code) -> str:
 
 # ------------------------------------------------------------ install
 class _JaxFinder(importlib.abc.MetaPathFinder):
-    """Patches ``jax`` right after its ``__init__`` has run."""
+    """Patches a module right after it has run: the modules that define instrumented
+    transforms (``jax``, ``jax.lax``, ``flax.nnx``, ``equinox``...), Flax linen (for
+    ``Module.apply``) and the flagged modules themselves (eager calls)."""
 
-    def __init__(self):
+    def __init__(self, names):
         self._busy = False
+        self.names = set(names)
 
     def find_spec(self, name, path=None, target=None):
-        if name != "jax" or self._busy:
+        if name not in self.names or self._busy:
             return None
         self._busy = True
         try:
@@ -92,7 +95,7 @@ class _Loader(importlib.abc.Loader):
     def exec_module(self, module):
         self._inner.exec_module(module)
         try:
-            _on_jax(module)
+            _on_module(module)
         except Exception as exc:  # never break the user's program
             sys.stderr.write(f"jaxlint confirm: instrumentation failed: {type(exc).__name__}: {exc}\n")
 
@@ -126,37 +129,129 @@ def install() -> None:
                 _record_error(path, value)
         return previous(tp, value, tb)
     sys.excepthook = excepthook
-    if "jax" in sys.modules:
-        _on_jax(sys.modules["jax"])
-    else:
-        sys.meta_path.insert(0, _JaxFinder())
+    for job in _PLAN["jobs"]:
+        if job.get("module"):
+            _EAGER[job["module"]] = [q for q, e in job["entries"].items() if not e.get("owner")]
+    watched = set(_transform_modules()) | {"flax.linen"} | set(_EAGER)
+    for name in sorted(watched):
+        if name in sys.modules:
+            _on_module(sys.modules[name])
+    sys.meta_path.insert(0, _JaxFinder(watched))
 
 
-def _on_jax(jax) -> None:
-    if getattr(jax.jit, "_jaxlint_patched", False):
-        return
-    # the transforms whose record says the harness instruments them (knowledge.Transform.instrumented)
+_EAGER: Dict[str, list] = {}      # flagged module name -> its module-level entry functions
+_JAX_READY = []
+
+
+def _transform_modules() -> Dict[str, list]:
+    """module name -> the instrumented transform records it defines
+    (knowledge.Transform.instrumented: the records say what the harness wraps)."""
     from ..analysis import knowledge as K
-    for name in K.INSTRUMENTED:
-        if name.count(".") == 1 and name.startswith("jax.") and hasattr(jax, name[4:]):
-            setattr(jax, name[4:], _spying(getattr(jax, name[4:])))
+    out: Dict[str, list] = {}
+    for t in K.TRANSFORMS.values():
+        if t.instrumented:
+            out.setdefault(t.name.rpartition(".")[0], []).append(t)
+    return out
+
+
+def _on_module(module) -> None:
+    name = module.__name__
+    if name == "jax":
+        _on_jax_ready()
+    for mod_name, records in _transform_modules().items():     # this one and any loaded with it
+        mod = sys.modules.get(mod_name)
+        for t in records if mod is not None else ():
+            attr = t.name.rpartition(".")[2]
+            real = getattr(mod, attr, None)
+            if real is not None and not getattr(real, "_jaxlint_patched", False):
+                setattr(mod, attr, _spying(real, t))
+    if name == "flax.linen":
+        _patch_linen_apply(module)
+    if name in _EAGER:
+        _spy_eager(module, _EAGER[name])
+
+
+def _on_jax_ready() -> None:
+    if _JAX_READY:
+        return
+    _JAX_READY.append(True)
     from jax import monitoring
     monitoring.register_event_duration_secs_listener(_on_compile)
     atexit.register(_finish)
 
 
-def _spying(real):
-    """``real`` (``jax.jit``) taking the spy of its function instead of the function."""
+def _spying(real, t):
+    """The transform ``real`` taking spies of its functions (at the record's function
+    positions, keywords and lists) instead of the functions."""
     missing = object()
 
     @functools.wraps(real)
-    def wrapper(fun=missing, *args, **kwargs):
-        if fun is missing:
-            return lambda f: wrapper(f, *args, **kwargs)
-        return real(_spy_for(fun), *args, **kwargs)
+    def wrapper(*args, **kwargs):
+        if not args and not any(k in kwargs for k in t.fun_keywords) and t.fun_positions == (0,):
+            return lambda f: wrapper(f, **kwargs)          # used as a decorator factory
+        args = list(args)
+        for i in t.fun_positions:
+            if i < len(args) and callable(args[i]):
+                args[i] = _spy_for(args[i])
+        for i in t.list_positions:
+            if i < len(args) and isinstance(args[i], (list, tuple)):
+                args[i] = type(args[i])(_spy_for(f) if callable(f) else f for f in args[i])
+        for k in t.fun_keywords:
+            v = kwargs.get(k, missing)
+            if v is not missing and callable(v):
+                kwargs[k] = _spy_for(v)
+        return real(*args, **kwargs)
 
     wrapper._jaxlint_patched = True
     return wrapper
+
+
+def _patch_linen_apply(linen) -> None:
+    """``Module.apply`` of a flagged Flax linen module records the call of its method."""
+    cls = linen.Module
+    real = cls.apply
+    if getattr(real, "_jaxlint_patched", False):
+        return
+
+    @functools.wraps(real)
+    def apply(self, variables, *args, method=None, **kwargs):
+        try:
+            code = getattr(type(self), "__call__" if method is None else getattr(method, "__name__", method))
+            code = getattr(inspect.unwrap(code), "__code__", None)
+            path = _plan_path(code.co_filename) if code is not None else None
+            if path is not None:
+                inst, meth = self, method
+
+                def init(*a, **k):
+                    import jax
+                    return inst.init({"params": jax.random.key(0), "dropout": jax.random.key(1)}, *a,
+                                     method=meth, **k)
+                _record_signature((path, _qualname(code)), init, args, kwargs, arrays=True)
+        except Exception:
+            pass
+        return real(self, variables, *args, method=method, **kwargs)
+
+    apply._jaxlint_patched = True
+    cls.apply = apply
+
+
+def _spy_eager(module, quals) -> None:
+    """Module-level functions of a flagged module record their eager calls too."""
+    import types
+    for q in quals:
+        fn = getattr(module, q, None)
+        if not isinstance(fn, types.FunctionType) or _plan_path(fn.__code__.co_filename) is None:
+            continue
+        key = (_plan_path(fn.__code__.co_filename), _qualname(fn.__code__))
+
+        def make(fn, key):
+            @functools.wraps(fn)
+            def eager(*args, **kwargs):
+                _record_signature(key, fn, args, kwargs, arrays=True)
+                return fn(*args, **kwargs)
+            eager._jaxlint_patched = True
+            return eager
+        setattr(module, q, make(fn, key))
 
 
 # ------------------------------------------------------------ signatures
@@ -195,19 +290,26 @@ def _spy_for(fun):
     return spy
 
 
-def _record_signature(key, fun, args, kwargs) -> None:
+def _record_signature(key, fun, args, kwargs, arrays: bool = False) -> None:
+    """The abstract signature of a call: tracers (and, with ``arrays``, concrete arrays of an
+    eager call) become ``ShapeDtypeStruct``; static values and the pytree structure stay."""
     try:
+        if "jax" not in sys.modules:
+            return
         import jax
+        import numpy as np
         from .session import SDS, Inputs
         Tracer = jax.core.Tracer
         leaves = jax.tree_util.tree_leaves((args, kwargs))
-        if not any(isinstance(x, Tracer) for x in leaves):
+        if not any(isinstance(x, Tracer) or arrays and isinstance(x, (jax.Array, np.ndarray)) for x in leaves):
             return
 
         def abstract(x):
             if isinstance(x, Tracer):
                 aval = x.aval
                 return SDS(aval.shape, aval.dtype, weak_type=getattr(aval, "weak_type", False))
+            if arrays and isinstance(x, (jax.Array, np.ndarray)):
+                return SDS(x.shape, x.dtype)
             return x
         a, k = jax.tree_util.tree_map(abstract, (tuple(args), dict(kwargs)))
         inp = Inputs(a, k, "harness")

@@ -120,11 +120,12 @@ class Namespace:
 
 
 def describe_value(v) -> str:
-    if isinstance(v, (SDS, jax.Array, Tracer)) or hasattr(v, "aval"):
+    if isinstance(v, (SDS, jax.Array, Tracer, np.ndarray)) or hasattr(v, "aval"):
         try:
-            return str(jax.core.get_aval(v).str_short()) if not isinstance(v, SDS) else \
-                f"{jnp.dtype(v.dtype).name if not jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key) else 'key'}" \
-                f"[{','.join(str(d) for d in v.shape)}]"
+            if isinstance(v, Tracer):
+                return str(v.aval.str_short())
+            key = jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key)
+            return f"{'key' if key else jnp.dtype(v.dtype).name}[{','.join(str(d) for d in v.shape)}]"
         except Exception:
             return type(v).__name__
     if isinstance(v, (list, tuple)):
