@@ -436,12 +436,9 @@ class ScopeIndex:
         return K.canonical(base)
 
     def _shadowed(self, name: str, scope: Function) -> bool:
-        s = scope
-        while s is not None and not s.is_module:
-            if name in s.locals and name in s.param_nodes:
-                return True
-            s = s.parent
-        return False
+        """A parameter named like an import (``def f(jnp): ...``) hides the import."""
+        s = self.resolve_scope(name, scope)
+        return s is not None and not s.is_module and name in s.param_nodes
 
     def _module_defines(self, name: str) -> bool:
         return name in self.module.defs or name in self.classes

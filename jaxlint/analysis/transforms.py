@@ -23,14 +23,10 @@ from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, Trans
 class TransformsMixin:
     # ===================================================== callables
     def lookup_function(self, name: str, scope: Function) -> Optional[Function]:
-        """A def named ``name`` visible from ``scope`` (lexical lookup)."""
-        s = scope
-        while s is not None:
-            fn = s.defs.get(name)
-            if fn is not None:
-                return fn
-            s = s.parent
-        return None
+        """The def ``name`` resolves to from ``scope`` (``None`` when the name the
+        code sees is bound by something else, or by nothing)."""
+        s = self.resolve_scope(name, scope)
+        return None if s is None else s.defs.get(name)
 
     def resolve_callable(self, expr: ast.AST, scope: Function, _depth: int = 0) -> Optional[CallTarget]:
         """Resolve an expression used as a callable to a function of this module."""
