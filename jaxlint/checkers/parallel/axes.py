@@ -133,15 +133,35 @@ class AxisIndex:
                 if binds and got is None:
                     return UNKNOWN
                 names.update(got or ())
-                # where the transform is applied: its own axis names surround the call
+                if self._site_escapes(site):
+                    return UNKNOWN
+                # where the transform is applied: axis names bound there surround the call
                 if site.scope is not None and not site.scope.is_module and site.scope.under_trace:
                     inner = self.bound(site.scope, stack)
                     if inner is UNKNOWN:
                         return UNKNOWN
                     names |= inner
-                if self._site_escapes(site):
+                elif not binds and not self._called_eagerly(site):
+                    # a jitted function applied outside any trace: it binds no axis, and its
+                    # callers (perhaps a pmap in another module) are not all visible here
                     return UNKNOWN
         return frozenset(names)
+
+    def _called_eagerly(self, site: TransformSite) -> bool:
+        """The callable ``site`` makes is called here from code that runs outside any trace
+        (where no axis name is bound): ``jax.jit(f)(x)`` in a plain function, or a jitted
+        ``f`` called from one."""
+        from ..jit.calls import call_index   # the jit family's index of jitted callables' calls
+        m = self.model
+        if site.call is not None:
+            for node in site.scope.of_type(ast.Call):
+                if node.func is site.call:
+                    return not site.scope.under_trace
+        idx = call_index(m)
+        binding = next((b for b in idx.bindings if b.site is site), None)
+        if binding is None:
+            return False
+        return any(not cs.scope.under_trace for cs in idx.calls_to(binding))
 
     def _escapes(self, fn: Function) -> bool:
         """``fn`` is decorated by, or handed to, a callable that is not a known transform
