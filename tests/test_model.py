@@ -298,3 +298,128 @@ def test_self_attribute_defined_from_itself_does_not_recurse():
     push = fn(m, "Tracker.push")
     target = push.of_type(ast.Assign)[0].targets[0]
     assert m.is_array(target.value, push)
+
+
+# ------------------------------------------------------------------ bindings
+def test_resolve_scope_walks_outward_and_honours_global_and_nonlocal():
+    m = build("""
+        import jax
+        counter = 0
+        scale = 2.0
+
+        def outer(x):
+            y = x * scale
+            def inner():
+                nonlocal y
+                global counter
+                y = y + 1
+                counter += 1
+                return len(y)
+            return inner
+    """)
+    outer, inner = fn(m, "outer"), fn(m, "outer.inner")
+    assert m.resolve_scope("y", inner) is outer          # nonlocal: the binding lives in outer
+    assert m.resolve_scope("counter", inner) is m.module  # global
+    assert m.resolve_scope("scale", inner) is m.module
+    assert m.resolve_scope("x", inner) is outer
+    assert m.resolve_scope("len", inner) is None         # a builtin: bound nowhere in the module
+    assert m.resolve_scope("jax", inner) is m.module     # an import binds too
+
+
+def test_bindings_of_a_name_say_how_and_what():
+    m = build("""
+        import jax.numpy as jnp
+
+        def f(a, key):
+            b, (c, *d) = a, (1, 2, 3)
+            q, r = jnp.linalg.qr(a)
+            a += 1
+            for i in range(3):
+                pass
+            with open("x") as fh:
+                pass
+            if (n := len(a)) > 2:
+                pass
+            def g():
+                return a
+            return b, c, d, q, r, i, fh, n, g
+    """)
+    f = fn(m, "f")
+    kinds = [b.kind for b in m.bindings("a", f)]
+    assert kinds == ["param", "aug"]
+    (b,) = m.bindings("b", f)
+    assert b.kind == "=" and b.path == (0,) and ast.unparse(b.element) == "a"
+    (c,) = m.bindings("c", f)
+    assert c.path == (1, 0) and ast.unparse(c.element) == "1"
+    (d,) = m.bindings("d", f)
+    assert d.path == (1, 1)       # a starred target: its element index
+    (q,) = m.bindings("q", f)
+    assert q.element is None and ast.unparse(q.value) == "jnp.linalg.qr(a)"   # unpacked from a call
+    assert [x.kind for x in m.bindings("i", f)] == ["for"]
+    assert [x.kind for x in m.bindings("fh", f)] == ["with"]
+    assert [x.kind for x in m.bindings("n", f)] == ["="]
+    assert [x.kind for x in m.bindings("g", f)] == ["def"]
+    assert [x.kind for x in m.bindings("jnp", m.module)] == ["import"]
+    g = fn(m, "f.g")
+    assert m.bindings("a", g) == []                       # this scope only
+    assert [x.kind for x in m.lookup("a", g)] == ["param", "aug"]   # where `a` resolves from g
+    assert m.lookup("len", g) == []
+
+
+def test_aliases_are_names_bound_once_to_a_callable():
+    m = build("""
+        import jax
+
+        def loss(w, x):
+            return (w * x).sum()
+
+        step = jax.jit(loss)
+        other = jax.jit(loss)
+        other = jax.vmap(loss)
+    """)
+    aliases = m.binding_table(m.module).aliases()
+    assert "step" in aliases and "other" not in aliases
+    assert m._alias("step", m.module) is aliases["step"]
+
+
+# ------------------------------------------------------------------ facts
+def test_facts_are_built_once_per_model():
+    built = []
+
+    class Counting:
+        def __init__(self, model):
+            built.append(model)
+
+    m = build("import jax\n")
+    assert not m.has_facts(Counting)
+    first = m.facts(Counting)
+    assert m.facts(Counting) is first and built == [m] and m.has_facts(Counting)
+    other = build("import jax\n")
+    assert other.facts(Counting) is not first and len(built) == 2
+
+
+# ------------------------------------------------------------------ tracedness
+def test_code_under_a_trace_versus_traced_functions():
+    m = build("""
+        import jax
+
+        @jax.jit
+        def step(x):
+            def helper(v):
+                return v + 1
+            n = x.shape[0]
+            return helper(x) * n
+
+        def eager(x):
+            return x + 1
+    """)
+    step, helper, eager = fn(m, "step"), fn(m, "step.helper"), fn(m, "eager")
+    assert step.is_traced and step.under_trace
+    assert helper.under_trace
+    assert not eager.is_traced and not eager.under_trace
+    ret = step.of_type(ast.Return)[0].value
+    assert m.is_traced(ret, step) and m.truth_traced(ret, step)
+    n = ret.right
+    assert not m.is_traced(n, step)                     # a static shape
+    x_in_eager = eager.of_type(ast.Return)[0].value
+    assert not m.is_traced(x_in_eager, eager)
