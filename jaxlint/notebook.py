@@ -54,6 +54,7 @@ _MARKER = "# %% [jaxlint cell {}]"
 _MARKER_LINE = re.compile(r"^# %% \[jaxlint cell (\d+)\]$")
 # `files = !ls`, `out = %sx ls`, `a, b = %time f()`
 _ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")
+_LINE_REF = re.compile(r"(?<![\w:])lines? (\d+(?:, \d+)*)\b")
 _CELL_MAGIC = re.compile(r"^\s*%%\s*([A-Za-z_][\w.]*)")
 
 
@@ -404,6 +405,32 @@ class NotebookSource(SourceFile):
     def cell_index(self, line: int) -> int:
         """0-based index into the notebook's ``cells`` array of the cell holding ``line``."""
         return self.cell_position(line)[0] - 1
+
+    def line_label(self, line: int) -> str:
+        """How to name a line of :attr:`text` in prose: ``cell 3, line 2``."""
+        cell, in_cell = self.cell_position(line)
+        return f"cell {cell}, line {in_cell}"
+
+    def relabel(self, message: str) -> str:
+        """``message`` with its references to lines of the joined text (``(line 66)``, as the
+        rules write them) turned into cell positions (``(cell 5, line 3)``); quoted code
+        (between backticks) is left alone."""
+        parts = message.split("`")
+        for i in range(0, len(parts), 2):
+            parts[i] = _LINE_REF.sub(lambda m: self._label_lines(m.group(1)), parts[i])
+        return "`".join(parts)
+
+    def _label_lines(self, numbers: str) -> str:
+        """``66`` -> ``cell 5, line 3``; ``86, 93, 147`` -> ``cell 9, lines 2, 9; cell 12, line 4``."""
+        groups: List[Tuple[int, List[int]]] = []
+        for n in re.findall(r"\d+", numbers):
+            cell, line = self.cell_position(int(n))
+            if groups and groups[-1][0] == cell:
+                groups[-1][1].append(line)
+            else:
+                groups.append((cell, [line]))
+        return "; ".join(f"cell {cell}, line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+                         for cell, lines in groups)
 
     # ------------------------------------------------------------ parsing
     def parse(self):

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -335,6 +337,17 @@ def test_with_text_maps_findings_of_the_fixed_text(tmp_path):
     assert json.loads(fixed.encode(text))["cells"][1]["source"][:3] == ["%time 1\n", "# a comment\n", "# another\n"]
 
 
+def test_relabel_names_cells_in_messages(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("a = 1\nb = 2"), new_markdown_cell("m"),
+                                            new_code_cell("c = 3\nd = 4\ne = 5")])
+    nb = load_source(path)
+    # joined text: 1 a, 2 b, 3 separator, 4 c, 5 d, 6 e
+    assert nb.relabel("called from `f` (line 5)") == "called from `f` (cell 3, line 2)"
+    assert nb.relabel("again on lines 1, 2, 6") == "again on cell 1, lines 1, 2; cell 3, line 3"
+    assert nb.relabel("quoted `line 5` and train.py:line 5 stay") == "quoted `line 5` and train.py:line 5 stay"
+    assert nb.line_label(4) == "cell 3, line 1"
+
+
 def test_empty_and_blank_cells(tmp_path):
     path = write_nb(tmp_path / "nb.ipynb", [new_code_cell(""), new_code_cell("import jax"), new_code_cell("\n\n"),
                                             new_code_cell(PRINT_CELL)])
@@ -402,3 +415,58 @@ def test_cli_bad_notebook_is_one_line_naming_the_file(tmp_path):
     assert errors == ["bad.ipynb: error: not a notebook: invalid JSON at line 1 column 12: Expecting value"]
     assert "Traceback" not in r.stderr
     assert "train.ipynb:cell 3:line 4:5: JAX101" in r.stdout    # one bad file does not stop the others
+
+
+# ------------------------------------------------------------------ notebooks = modules
+def _fixture_files():
+    root = Path(__file__).parent / "fixtures"
+    return sorted(p for p in root.glob("JAX*/**/*.py") if ".unsafe-fixed" not in p.name and ".fixed" not in p.name)
+
+
+def _as_cells(text):
+    """Cut a module into cells before every second top-level statement (decorators included)."""
+    import ast
+    lines = text.splitlines(keepends=True)
+    starts = sorted({min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", [])])
+                     for n in ast.parse(text).body})[1::2]
+    cuts = [0] + [s - 1 for s in starts] + [len(lines)]
+    cells = ["".join(lines[a:b]) for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [c[:-1] if c.endswith("\n") else c for c in cells], cuts
+
+
+@pytest.mark.parametrize("fixture", _fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixture_as_notebook_gives_the_same_findings_and_fixes(tmp_path, fixture):
+    """Every lint fixture, cut into cells: nothing is masked, the findings are the module's
+    (mapped back through cell_position), and --fix gives the module's fixed code."""
+    from jaxlint.analysis import SourceFile
+    text = fixture.read_text(encoding="utf-8")
+    cells, cuts = _as_cells(text)
+    code_starts = [a for a, b in zip(cuts, cuts[1:]) if b > a]
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell(c) for c in cells])
+    nb = load_source(path)
+    assert "IPython" not in nb.text or "IPython" in text
+    module = lint_source(SourceFile(str(fixture), text))
+
+    def label(m):      # module lines as the notebook names them
+        groups = []
+        for n in map(int, m.group(1).split(", ")):
+            k = max(i for i, a in enumerate(code_starts) if a < n)
+            if groups and groups[-1][0] == k + 1:
+                groups[-1][1].append(n - code_starts[k])
+            else:
+                groups.append((k + 1, [n - code_starts[k]]))
+        return "; ".join(f"cell {c}, line{'s' if len(ls) > 1 else ''} {', '.join(map(str, ls))}" for c, ls in groups)
+
+    mapped = []
+    for f in lint_source(nb):
+        cell, line = nb.cell_position(f.line)
+        mapped.append((f.code, code_starts[cell - 1] + line, f.col, nb.relabel(f.message)))
+    assert mapped == [(f.code, f.line, f.col, re.sub(r"(?<![\w:])lines? (\d+(?:, \d+)*)\b", label, f.message)) for f in module]
+
+    fixed_module = fix_text(SourceFile(str(fixture), text), lint_source, unsafe=True).text
+    report = fix_text(nb, lint_source, unsafe=True)
+    nb.write_fixed(report.text)
+    back = nbformat.read(path, 4)
+    nbformat.validate(back)
+    rebuilt = "\n".join(c.source for c in back.cells) + ("\n" if text.endswith("\n") else "")
+    assert rebuilt == fixed_module
