@@ -294,7 +294,7 @@ class Project:
         nums, names = model.static_spec(tr, call)
         static = {params[i] for i in nums if 0 <= i < len(params)} | set(names)
         traced = [p for p in params if p not in static]
-        desc = f"{_verb(tr)} with `{tr.name}` in {self._where(model, call)}"
+        desc = f"{tr.verb} `{tr.name}` in {self._where(model, call)}"
         yield target, Seed(name, frozenset(traced), {p: TRACED for p in traced}, desc, tr.name)
 
     def _config_seeds(self, m: Module) -> bool:
@@ -328,10 +328,6 @@ class Project:
 # calls into these never reach project code
 _LIBRARY_PREFIXES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "functools.",
                      "builtins.", "math.", "logging.", "os.", "sys.", "typing.", "collections.")
-
-
-def _verb(tr) -> str:
-    return {"jit": "jitted", "pmap": "pmapped", "vmap": "vmapped", "grad": "differentiated"}.get(tr.kind, "traced")
 
 
 def _bind(model: SemanticModel, fn: Function, call: ast.Call, params: List[str]):
