@@ -112,7 +112,6 @@ class AxisIndex:
         return out
 
     def _compute(self, fn: Function, stack: Set[int]) -> Optional[FrozenSet[str]]:
-        m = self.model
         if fn.is_module or not fn.contexts or self._escapes(fn):
             return UNKNOWN
         names: Set[str] = set()

@@ -9,7 +9,7 @@ Python object there, shown with JAX on CPU).
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set
 
 from ...analysis import CallTarget, Function, SemanticModel
 from ...analysis import knowledge as K

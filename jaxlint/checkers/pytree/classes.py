@@ -4,7 +4,7 @@ registration call, a class defined elsewhere) counts as a pytree: the rule stays
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set
+from typing import Dict, Optional, Set
 
 from ...analysis import ClassInfo, Function, SemanticModel
 
