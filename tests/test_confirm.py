@@ -328,6 +328,12 @@ def test_harness_records_the_transforms_its_records_name(tmp_path):
 
         def eager(a, b):
             return a @ b
+
+
+        def smooth(x, steps=100):
+            for _ in range(steps):
+                x = 0.5 * x + 0.5 * jnp.roll(x, 1)
+            return x
     """))
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent(f"""\
@@ -345,16 +351,64 @@ def test_harness_records_the_transforms_its_records_name(tmp_path):
         jax.vmap(hmod.per_example)(jnp.ones((5, 3)))
         jax.grad(hmod.loss)(jnp.ones((3, 2)), jnp.ones((4, 3)))
         hmod.eager(jnp.ones((2, 3)), jnp.ones((3, 4)))
+        jax.jit(hmod.smooth, static_argnames="steps")(jnp.ones(3), steps=3)
     """))
     fs = [Finding("JAX201", "t", str(mod), 5, 0, 5, 1, "m"), Finding("JAX101", "t", str(mod), 11, 0, 11, 1, "m"),
-          Finding("JAX101", "t", str(mod), 17, 0, 17, 1, "m")]
+          Finding("JAX101", "t", str(mod), 17, 0, 17, 1, "m"), Finding("JAX504", "t", str(mod), 26, 0, 27, 1, "m")]
     res = [FileResult(str(mod), fs, source=SourceFile.from_path(str(mod)))]
     confirm_results(res, ConfirmConfig(root=str(tmp_path)), ConfirmOptions(command=[sys.executable, str(script)],
                                                                            timeout=60))
-    scan, vmap, grad = (f.confirmation for f in fs)
+    scan, vmap, grad, loop = (f.confirmation for f in fs)
+    # the command ran the loop 3 times; the finding names its default trip count, 100
+    assert loop["status"] == "confirmed" and loop["evidence"].startswith(
+        "tracing `smooth` unrolled the loop at line 26: 100 iterations → "), loop
+    assert "ran it 3 times, so it was traced again with `steps=100` (its default)" in loop["evidence"]
     assert scan["status"] == "confirmed" and scan["evidence"].startswith("the run raised TracerBoolConversionError")
     assert vmap["status"] == "confirmed" and vmap["inputs"] == "harness (float32[3])"       # one example, unbatched
     assert grad["status"] == "confirmed" and grad["inputs"] == "harness (float32[3,2], float32[4,3])"
+
+
+def test_pytest_as_the_harness(tmp_path):
+    """`jaxlint confirm --pytest ARGS`: the project's tests are the command that records inputs."""
+    from jaxlint.confirm.harness import pytest_command
+    (tmp_path / "model.py").write_text(textwrap.dedent("""\
+        import jax
+
+
+        @jax.jit
+        def scale(x, factor):
+            print("scaling", x)
+            return x * factor
+    """))
+    (tmp_path / "test_model.py").write_text(textwrap.dedent("""\
+        import jax.numpy as jnp
+        import model
+
+
+        def test_scale():
+            assert model.scale(jnp.ones((2, 5)), 3.0).shape == (2, 5)
+    """))
+    mod = tmp_path / "model.py"
+    f = Finding("JAX101", "t", str(mod), 6, 4, 6, 9, "m")
+    cmd = pytest_command(["--rootdir", str(tmp_path), str(tmp_path / "test_model.py")])
+    assert cmd[1:3] == ["-m", "pytest"]
+    summary = confirm_results([FileResult(str(mod), [f], source=SourceFile.from_path(str(mod)))],
+                              ConfirmConfig(root=str(tmp_path)), ConfirmOptions(command=cmd, timeout=60))
+    assert summary.command_rc == 0
+    assert f.confirmation["status"] == "confirmed" and f.confirmation["inputs"] == "harness (float32[2,5], float32[])"
+
+
+def test_missing_jax_is_one_line(monkeypatch, capsys):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
+    results = marked_results(["cf_module_level.py"])
+    summary = confirm_results(results, ConfirmConfig(root=str(FX)), ConfirmOptions(timeout=5))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs JAX, which is not installed" in err and "-m pip install jax" in err
+    assert all(f.confirmation == {"status": "unreached", "reason": "JAX is not installed"}
+               for r in results for f in r.findings)
+    assert summary.modules == 1 and summary.counts == {"unreached": len(results[0].findings)}
 
 
 def test_device_choice_is_checked(capsys):

@@ -25,6 +25,12 @@ SITE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_site")
 RANK = {"confirmed": 2, "not-confirmed": 1, "unreached": 0}
 
 
+def pytest_command(args: Sequence[str] = ()) -> List[str]:
+    """``jaxlint confirm --pytest [ARGS]``: the project's own test suite as the harness command,
+    on this interpreter (pytest-xdist workers are instrumented like any Python process)."""
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+
+
 def harness_env(plan_path: str, device: Optional[str]) -> Dict[str, str]:
     env = worker_env(device)
     old = os.environ.get("PYTHONPATH")

@@ -328,7 +328,16 @@ def _names_in_span(model: SemanticModel, line: int, end_line: int) -> List[str]:
 def _loop_info(model: SemanticModel, line: int, fn: Optional[Function]) -> Optional[dict]:
     """The trip count of the loop at ``line`` (JAX504), counted by the rule's own trip counter."""
     from ..checkers.jit.jax504_unrolled_python_loop.trips import loop_info
-    return loop_info(model, line, fn)
+    info = loop_info(model, line, fn)
+    if info is not None and "trip" not in info and fn is not None:
+        # a function the module itself does not transform (jitted by the caller): `range(param)`
+        for node in fn.of_type(ast.For):
+            it = node.iter
+            if node.lineno == line and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                    it.func.id == "range" and len(it.args) == 1 and isinstance(it.args[0], ast.Name) and \
+                    it.args[0].id in fn.param_nodes:
+                info["trip"] = {"kind": "param", "name": it.args[0].id}
+    return info
 
 
 def _jit_target_name(model: SemanticModel, line: int) -> Optional[str]:
@@ -460,6 +469,10 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
         elif strategy == "unrolled-loop":
             loop = _loop_info(model, f.line, fn)
             if loop is not None:
+                trip = loop.get("trip") or {}
+                d = fn.defaults.get(trip.get("name")) if fn is not None and trip.get("kind") == "param" else None
+                if isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool):
+                    trip["default"] = d.value      # the trip count the finding names, when the inputs differ
                 t["extra"]["loop"] = loop
         for c in chain:
             q = _addressable(c)

@@ -270,12 +270,34 @@ def s_unrolled_loop(t: dict, g: Group) -> dict:
     if base.error is not None:
         return unreached(f"tracing `{g.name}` failed {base.error.where()}: {base.error.short()}")
     iters = max(hits - 1, 0)
-    eqns = count_eqns(base.jaxpr.jaxpr)
-    secs, cerr = g.compile()
-    compile_txt = f", {secs:.2f} s to compile" if secs is not None else ""
     threshold = g.c.job["config"].get("unrolled_loop_threshold", 16)
-    smaller = ""
     trip = loop.get("trip") or {}
+    default = trip.get("default")
+    if iters < threshold and trip.get("kind") == "param" and isinstance(default, int) and default > iters:
+        # the inputs (a recorded call, say) ran fewer iterations than the count the finding names
+        flagged = _retrace_with_trip(g, trip, default, probe=True)
+        if flagged is not None and flagged.error is None and flagged.probe.lines.get(loop["line"], 0):
+            noted = (f"; the inputs {g.inputs.describe()} ran it {iters} time{'s' if iters != 1 else ''}, "
+                     f"so it was traced again with `{trip['name']}={default}` (its default)")
+            return _unrolled_verdict(g, t, loop, flagged, threshold, trip, note=noted)
+    return _unrolled_verdict(g, t, loop, base, threshold, trip)
+
+
+def _unrolled_verdict(g: Group, t: dict, loop: dict, base: TraceResult, threshold: int, trip: dict,
+                      note: str = "") -> dict:
+    iters = max(base.probe.lines.get(loop["line"], 0) - 1, 0)
+    eqns = count_eqns(base.jaxpr.jaxpr)
+    if base is g.base():
+        secs, cerr = g.compile()
+    else:
+        t0 = time.perf_counter()
+        try:
+            base.traced.lower().compile()
+            secs = time.perf_counter() - t0
+        except Exception:
+            secs = None
+    compile_txt = f", {secs:.2f} s to compile" if secs is not None else ""
+    smaller = ""
     if iters >= 2 and trip.get("kind") in ("global", "param"):
         n2 = max(1, iters // 10 if iters >= 20 else iters // 2)
         other = _retrace_with_trip(g, trip, n2)
@@ -288,14 +310,14 @@ def s_unrolled_loop(t: dict, g: Group) -> dict:
             except Exception:
                 c2 = ""
             smaller = f" ({n2} iteration{'s' if n2 != 1 else ''}: {e2} equations{c2})"
-    summary = f"{iters} iteration{'s' if iters != 1 else ''} → {eqns} equations{compile_txt}{smaller}"
+    summary = f"{iters} iteration{'s' if iters != 1 else ''} → {eqns} equations{compile_txt}{smaller}{note}"
     if iters >= threshold:
         return confirmed(f"tracing `{g.name}` unrolled the loop at line {loop['line']}: {summary}")
     return not_confirmed(f"the loop at line {loop['line']} ran {iters} time{'s' if iters != 1 else ''} under "
                          f"tracing ({eqns} equations{compile_txt}), below the threshold of {threshold}")
 
 
-def _retrace_with_trip(g: Group, trip: dict, n: int) -> Optional[TraceResult]:
+def _retrace_with_trip(g: Group, trip: dict, n: int, probe: bool = False) -> Optional[TraceResult]:
     name = trip["name"]
     if trip["kind"] == "global":
         mod = g.c.module
@@ -304,7 +326,7 @@ def _retrace_with_trip(g: Group, trip: dict, n: int) -> Optional[TraceResult]:
         old = getattr(mod, name)
         setattr(mod, name, n)
         try:
-            return g.retrace()
+            return g.retrace(probe=probe)
         finally:
             setattr(mod, name, old)
             jax.clear_caches()
@@ -318,7 +340,7 @@ def _retrace_with_trip(g: Group, trip: dict, n: int) -> Optional[TraceResult]:
     saved = g.inputs
     g.inputs = Inputs(args, kwargs, saved.source)
     try:
-        return g.retrace()
+        return g.retrace(probe=probe)
     finally:
         g.inputs = saved
         jax.clear_caches()
