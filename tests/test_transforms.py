@@ -182,3 +182,9 @@ def test_without_the_row_the_sources_are_silent():
     assert not [c for c in _codes(PURITY) if c[0] == "JAX101"]
     assert not [c for c in _codes(JIT) if c[0] == "JAX502"]
     assert ("JAX401", 12) in _codes(PRNG_SEE_THROUGH)
+
+
+def test_terminals_follow_the_rows(with_my_jit):
+    assert "my_jit" in K.transform_terminals() and "my_jit" in K.TRANSFORM_TERMINALS
+    assert "jit" in K.TRANSFORM_TERMINALS and "scan" in K.TRANSFORM_TERMINALS
+    assert "jax.jit" not in K.TRANSFORM_TERMINALS

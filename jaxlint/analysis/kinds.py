@@ -368,7 +368,7 @@ class KindsMixin:
                 return NUMPY | self._args_traced(call, fn)
             if q in ("jax.tree.map", "jax.tree.leaves", "jax.tree.flatten"):
                 return self._args_traced(call, fn)
-            if q.startswith("jax.") and (q.split(".")[-1] in K.TRANSFORM_TERMINALS):
+            if q.startswith("jax.") and (q.split(".")[-1] in K.transform_terminals()):
                 return 0
             if q in ("min", "max", "abs", "sum", "round", "pow", "divmod"):
                 return self._args_traced(call, fn) | (self._args_kind(call, fn) & ARRAYISH)

@@ -269,7 +269,24 @@ def transform_terminals() -> FrozenSet[str]:
     return terms
 
 
-TRANSFORM_TERMINALS = TransformNames(lambda t: True)   # (a view; the model uses transform_terminals())
+class _Terminals(AbstractSet):
+    """:func:`transform_terminals` as a live set (``"jit" in TRANSFORM_TERMINALS``)."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in transform_terminals()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(transform_terminals())
+
+    def __len__(self) -> int:
+        return len(transform_terminals())
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[str]) -> FrozenSet[str]:
+        return frozenset(it)
+
+
+TRANSFORM_TERMINALS = _Terminals()
 
 # how many positional arguments a structured-control-flow primitive passes to its body;
 # ``None``: computed from the call (cond/switch operands)
