@@ -330,7 +330,7 @@ def test_harness_records_the_transforms_its_records_name(tmp_path):
             return a @ b
 
 
-        def smooth(x, steps=100):
+        def smooth(x, steps=30):
             for _ in range(steps):
                 x = 0.5 * x + 0.5 * jnp.roll(x, 1)
             return x
@@ -359,10 +359,10 @@ def test_harness_records_the_transforms_its_records_name(tmp_path):
     confirm_results(res, ConfirmConfig(root=str(tmp_path)), ConfirmOptions(command=[sys.executable, str(script)],
                                                                            timeout=60))
     scan, vmap, grad, loop = (f.confirmation for f in fs)
-    # the command ran the loop 3 times; the finding names its default trip count, 100
+    # the command ran the loop 3 times; the finding names its default trip count, 30
     assert loop["status"] == "confirmed" and loop["evidence"].startswith(
-        "tracing `smooth` unrolled the loop at line 26: 100 iterations → "), loop
-    assert "ran it 3 times, so it was traced again with `steps=100` (its default)" in loop["evidence"]
+        "tracing `smooth` unrolled the loop at line 26: 30 iterations → "), loop
+    assert "ran it 3 times, so it was traced again with `steps=30` (its default)" in loop["evidence"]
     assert scan["status"] == "confirmed" and scan["evidence"].startswith("the run raised TracerBoolConversionError")
     assert vmap["status"] == "confirmed" and vmap["inputs"] == "harness (float32[3])"       # one example, unbatched
     assert grad["status"] == "confirmed" and grad["inputs"] == "harness (float32[3,2], float32[4,3])"
