@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Optional, Set, Tuple
 
 from ...analysis import Function
 from ...analysis import knowledge as K
@@ -29,7 +29,8 @@ class JitRecreatedPerCall(Rule):
     ## What it does
     Flags `jax.jit(...)` or `jax.pmap(...)` applied inside a loop body, or
     inside a function that runs every step or epoch (one called in a loop,
-    directly or through other functions of the module, or named like
+    directly or through other functions of the module, passed as the
+    per-step callback of a loop, or named like
     `train_step`/`update`/`train_epoch`), to a callable that is new each
     time: a lambda, a locally defined function, a fresh `functools.partial`,
     a bound method (`self.loss`, `model.apply`) or the result of another
@@ -185,6 +186,9 @@ class JitRecreatedPerCall(Rule):
             if len(chain) > 1:
                 via = " from ".join(c.scope.display() for c in chain[:-1])
                 why = f"called from {via}, which is {why}"
+        elif (passed := _passed_to_loop(ctx, idx, scope)) is not None:
+            g, param, inner = passed
+            why = f"passed to {g.display()} as `{param}`, which calls it in a loop, line {inner.lineno}"
         elif _STEP_NAME.search(scope.name) and not any(u.in_loop for u in uses):
             why = "run every step"
         elif _EPOCH_NAME.search(scope.name):
@@ -305,6 +309,37 @@ def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
         chain = _looped_call(ctx, idx, caller, depth + 1, seen)
         if chain is not None:
             return [c] + chain
+    return None
+
+
+def _passed_to_loop(ctx: Context, idx: CallIndex, fn: Function) -> Optional[Tuple[Function, str, ast.Call]]:
+    """``fn`` is used as a per-step function: passed to a function of this module that calls
+    the parameter it arrives in inside a loop over epochs, steps or batches
+    (``train_loop(my_step, ...)`` with ``for batch in ds: state = step_fn(state, batch)``).
+    (that function, the parameter, the call in the loop)"""
+    m = ctx.model
+    if fn.is_lambda or fn.is_module:
+        return None
+    for s in m.functions:
+        if in_traced_code(s):
+            continue
+        for call in s.of_type(ast.Call):
+            args = list(call.args) + [k.value for k in call.keywords]
+            if not any(isinstance(a, ast.Name) and a.id == fn.name for a in args) \
+                    or m.lookup_function(fn.name, s) is not fn:
+                continue
+            target = m.resolve_callable(call.func, s)
+            if target is None or target.function is fn or in_traced_code(target.function):
+                continue
+            g = target.function
+            for param, a in m.bind_arguments(target, call)[0]:
+                if not (isinstance(a, ast.Name) and a.id == fn.name) or param not in g.param_nodes:
+                    continue
+                for inner in g.of_type(ast.Call):
+                    if isinstance(inner.func, ast.Name) and inner.func.id == param:
+                        loop = idx.enclosing_loop(inner, g)
+                        if loop is not None and _per_step_loop(loop):
+                            return g, param, inner
     return None
 
 
