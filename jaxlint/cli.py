@@ -9,7 +9,6 @@ being checked.
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import difflib
 import os
@@ -24,7 +23,7 @@ from .baseline import BaselineError, apply_baseline, write_baseline
 from .checkers import Finding, all_rules, get_rule
 from .config import Config, ConfigError, find_config, load_config, validate_codes
 from .discovery import is_excluded, iter_python_files
-from .engine import FileResult, InternalError, lint_and_fix, lint_source, with_text
+from .engine import FileResult, InternalError, lint_and_fix, lint_source
 from .fixes.applier import write_atomic
 from .fixes.edits import SAFE, Fix, apply_edits
 from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa

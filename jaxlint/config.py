@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Dict, Iterable, List, Optional, Sequence
 
 try:
@@ -181,3 +183,15 @@ def load_config(path: Optional[str]) -> Config:
             raise ConfigError(f"{path}: unrolled-loop-threshold must be a positive integer")
         cfg.settings.unrolled_loop_threshold = v
     return cfg
+
+
+@lru_cache(maxsize=256)
+def config_for_dir(directory: str) -> Config:
+    """The configuration that applies to files in ``directory`` (what the plugins and the
+    language server use per file).  A broken ``pyproject.toml`` is reported once on stderr
+    and the defaults apply, since a plugin cannot stop its host tool."""
+    try:
+        return load_config(find_config([directory]))
+    except ConfigError as exc:
+        sys.stderr.write(f"jaxlint: {exc}\n")
+        return Config(root=directory)

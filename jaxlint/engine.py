@@ -5,7 +5,7 @@ import ast
 import gc
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from .analysis import SemanticModel, SourceError, SourceFile
 from .checkers import Context, Finding, Rule, Settings, all_rules

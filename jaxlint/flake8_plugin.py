@@ -9,22 +9,12 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from functools import lru_cache
 from typing import Iterator, List, Tuple
 
 from . import __version__
 from .analysis import SourceFile
-from .config import Config, ConfigError, find_config, load_config
+from .config import config_for_dir
 from .engine import InternalError, lint_source
-
-
-@lru_cache(maxsize=64)
-def _config_for_dir(directory: str) -> Config:
-    try:
-        return load_config(find_config([directory]))
-    except ConfigError as exc:
-        sys.stderr.write(f"jaxlint: {exc}\n")
-        return Config(root=directory)
 
 
 class JaxlintChecker:
@@ -39,7 +29,7 @@ class JaxlintChecker:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("stdin", "-") \
             else os.getcwd()
-        cfg = _config_for_dir(directory)
+        cfg = config_for_dir(directory)
         rules = cfg.rules_for(self.filename if self.filename not in ("stdin", "-") else None)
         source = SourceFile(self.filename, "".join(self.lines))
         try:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from pylint.checkers import BaseRawFileChecker
 
 from .analysis import SourceError, SourceFile
-from .checkers import REGISTRY, all_rules
-from .config import Config, ConfigError, find_config, load_config
+from .checkers import all_rules
+from .config import config_for_dir
 from .engine import InternalError, lint_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,19 +45,7 @@ class _Findings:
     """The engine runs once per module however many jaxlint checkers pylint runs."""
 
     def __init__(self) -> None:
-        self._configs = {}
         self._last = (None, None, [])
-
-    def _config(self, path: str) -> Config:
-        directory = os.path.dirname(os.path.abspath(path))
-        cfg = self._configs.get(directory)
-        if cfg is None:
-            try:
-                cfg = load_config(find_config([directory]))
-            except ConfigError:
-                cfg = Config(root=directory)
-            self._configs[directory] = cfg
-        return cfg
 
     def of(self, node: "nodes.Module") -> list:
         path = node.file or node.name
@@ -67,7 +55,7 @@ class _Findings:
             return self._last[2]
         try:
             source = SourceFile.from_bytes(path, raw)
-            cfg = self._config(path)
+            cfg = config_for_dir(os.path.dirname(os.path.abspath(path)))
             findings = lint_source(source, cfg.rules_for(path), cfg.settings)
         except (SourceError, InternalError):
             findings = []  # pylint reports syntax errors itself

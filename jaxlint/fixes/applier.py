@@ -8,10 +8,10 @@ import stat
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Counter, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Counter, List, Sequence, Set, Tuple
 
 from ..analysis.source import SourceError, SourceFile
-from .edits import SAFE, UNSAFE, Edit, Fix, apply_edits
+from .edits import SAFE, UNSAFE, apply_edits
 
 MAX_PASSES = 10
 

@@ -1,7 +1,7 @@
 """Fixes as data: text edits over character ranges plus an applicability."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List, Tuple
 
 SAFE = "safe"

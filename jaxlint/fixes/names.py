@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-from typing import AbstractSet, Iterable, Optional, Set
+from typing import AbstractSet, Iterable, Set
 
 __all__ = ["fresh_name", "names_in_scope"]
 

@@ -11,7 +11,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 from ..analysis.source import SourceFile
 from .edits import Edit
