@@ -55,6 +55,9 @@ _MARKER_LINE = re.compile(r"^# %% \[jaxlint cell (\d+)\]$")
 # `files = !ls`, `out = %sx ls`, `a, b = %time f()`
 _ASSIGN_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[!%]")
 _LINE_REF = re.compile(r"(?<![\w:])lines? (\d+(?:, \d+)*)\b")
+# what changes the scanner's state: in code, and inside a string opened with ' or "
+_CODE_EVENT = re.compile(r"[#'\"()\[\]{}\\]")
+_IN_STRING = {"'": re.compile(r"['\\]"), '"': re.compile(r'["\\]')}
 _CELL_MAGIC = re.compile(r"^\s*%%\s*([A-Za-z_][\w.]*)")
 
 
@@ -198,30 +201,29 @@ class _Scanner:
         body = line.rstrip("\r\n")
         n = len(body)
         i = 0
-        code_end = n
         self.continued = False
         while i < n:
             if self.string is not None:
                 q = self.string
-                while i < n:
-                    c = body[i]
-                    if c == "\\":
-                        i += 2
-                        continue
-                    if body.startswith(q, i):
-                        i += len(q)
-                        self.string = None
-                        break
-                    i += 1
+                m = _IN_STRING[q[0]].search(body, i)
+                if m is None:
+                    break
+                j = m.start()
+                if body[j] == "\\":
+                    i = j + 2
+                elif body.startswith(q, j):
+                    i = j + len(q)
+                    self.string = None
                 else:
-                    if len(q) == 1 and not body.endswith("\\"):
-                        self.string = None   # unterminated one-line string: a syntax error anyway
-                    return code_end
+                    i = j + 1
                 continue
+            m = _CODE_EVENT.search(body, i)
+            if m is None:
+                break
+            i = m.start()
             c = body[i]
             if c == "#":
-                code_end = i
-                break
+                return i
             if c in "\"'":
                 self.string = body[i:i + 3] if body.startswith(c * 3, i) else c
                 i += len(self.string)
@@ -233,7 +235,9 @@ class _Scanner:
             elif c == "\\" and i == n - 1:
                 self.continued = True
             i += 1
-        return code_end
+        if self.string is not None and len(self.string) == 1 and not body.endswith("\\"):
+            self.string = None   # an unterminated one-line string: a syntax error anyway
+        return n
 
 
 def _mask_cell(source: str) -> Tuple[str, List[int]]:
