@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
-from .model import ARRAYISH, CONTAINER, TRACED, Function, Seed, SemanticModel
+from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
+from .names import ImportTable
 from .source import SourceError, SourceFile
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
@@ -67,6 +68,22 @@ def module_name_for(path: str) -> Tuple[str, bool, str]:
     return ".".join(parts), is_package, folder
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """A call or transform, in this module, of a function this module does not
+    define.  Facts of this module alone (which function of which module it
+    reaches is decided by the :class:`Project`), so they can be cached with the
+    file's hash and the seeds it was analysed with."""
+
+    qualname: str                            # what the callee resolves to through the imports
+    args: Tuple[Tuple[object, int], ...]     # (position or keyword, value kind) per argument
+    where: str                               # "train.py:42"
+    caller: str                              # "`train_step`"
+    transform: Optional[str] = None          # jax.jit(mod.f): the transform applied to it
+    static_nums: Tuple[int, ...] = ()
+    static_names: Tuple[str, ...] = ()
+
+
 @dataclass
 class Module:
     path: str
@@ -76,13 +93,35 @@ class Module:
     source: Optional[SourceFile] = None
     tree: Optional[ast.Module] = None
     error: Optional[str] = None
-    top_functions: Dict[str, List[str]] = field(default_factory=dict)   # name -> params
+    # the module's index (what other modules may resolve in it)
+    top_functions: Dict[str, List[str]] = field(default_factory=dict)      # name -> params
     classes: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)  # class -> method -> params
+    aliases: Dict[str, str] = field(default_factory=dict)                 # top-level import aliases
+    indexed: bool = False
 
 
 def _params(node: ast.AST) -> List[str]:
     a = node.args
     return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def _index_module(m: Module) -> None:
+    """Top-level functions, classes with their methods, and import aliases."""
+    imports = ImportTable(_package(m))
+    for stmt in m.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            m.top_functions[stmt.name] = _params(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            m.classes[stmt.name] = {s.name: _params(s)[1:] for s in stmt.body
+                                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imports.add(stmt)
+    m.aliases = dict(imports.aliases)
+    m.indexed = True
+
+
+def _package(m: Module) -> str:
+    return m.name if m.is_package else m.name.rpartition(".")[0]
 
 
 class Project:
@@ -117,12 +156,8 @@ class Project:
         except SourceError as exc:
             m.error = str(exc)
             return False
-        for stmt in m.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                m.top_functions[stmt.name] = _params(stmt)
-            elif isinstance(stmt, ast.ClassDef):
-                m.classes[stmt.name] = {s.name: _params(s)[1:] for s in stmt.body
-                                        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if not m.indexed:
+            _index_module(m)
         return True
 
     def module_for(self, path: str) -> Optional[Module]:
@@ -145,18 +180,16 @@ class Project:
         parts = qualname.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             mod = self._find_module(".".join(parts[:cut]), near)
-            if mod is None or not self._load(mod):
+            if mod is None or not (mod.indexed or self._load(mod)):
                 continue
             rest = parts[cut:]
             if len(rest) == 1 and rest[0] in mod.top_functions:
                 return mod, rest[0], mod.top_functions[rest[0]]
             if len(rest) == 2 and rest[1] in mod.classes.get(rest[0], {}):
                 return mod, ".".join(rest), mod.classes[rest[0]][rest[1]]
-            if _depth < 4:
-                model = self._model_of(mod)
-                alias = model.imports.resolve(rest[0]) if model is not None else None
-                if alias and alias != qualname:
-                    return self.resolve_function(".".join([alias] + rest[1:]), mod, _depth + 1)
+            alias = mod.aliases.get(rest[0])
+            if alias and _depth < 4 and alias != qualname:
+                return self.resolve_function(".".join([alias] + rest[1:]), mod, _depth + 1)
             return None
         return None
 
@@ -195,8 +228,9 @@ class Project:
         m = self.module_for(source.path)
         if m is None:
             return SemanticModel(tree if tree is not None else source.parse(), source)
-        model = self._model_of(m)
-        if model is not None and model.source is not None and model.source.text == source.text:
+        model = self.models.get(m.path)
+        if (model is not None and model.source is not None and model.source.text == source.text
+                and self._built_with.get(m.path) == self.seeds_for(m.path)):
             model.source = source
             return model
         return SemanticModel(tree if tree is not None else source.parse(), source, module_name=m.name,
@@ -231,12 +265,13 @@ class Project:
             changed = set()
             for path in sorted(dirty):
                 m = self.by_path[path]
-                model = self._build(m)
+                model = self._model_of(m)
                 if model is None:
                     continue
-                for target, seed in self._outgoing(m, model):
-                    if self._add_seed(target, seed):
-                        changed.add(target.path)
+                for out in outgoing(model, self._where(model)):
+                    planted = self._plant(m, out)
+                    if planted is not None and self._add_seed(*planted):
+                        changed.add(planted[0].path)
             dirty = changed
 
     def _add_seed(self, target: Module, seed: Seed) -> bool:
@@ -254,48 +289,28 @@ class Project:
         per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform)
         return True
 
-    def _where(self, model: SemanticModel, node: ast.AST) -> str:
-        rel = os.path.relpath(model.source.path, self.root) if model.source is not None else "?"
-        return f"{rel}:{getattr(node, 'lineno', '?')}"
+    def _where(self, model: SemanticModel) -> str:
+        return os.path.relpath(model.source.path, self.root) if model.source is not None else "?"
 
-    def _outgoing(self, m: Module, model: SemanticModel):
-        """Seeds this module plants in other modules."""
-        for site in model.transform_sites:
-            if site.target is None and site.call is not None:
-                yield from self._transformed(m, model, site)
-        for fn in model.functions:
-            if not fn.contexts:
-                continue
-            for call in fn.of_type(ast.Call):
-                q = model.call_qualname(call, fn)
-                if q is None or q.startswith(_LIBRARY_PREFIXES) or K.transform_for(q) is not None:
-                    continue
-                if model.resolve_callable(call.func, fn) is not None:
-                    continue   # a function of this module: the model handles it
-                found = self.resolve_function(q, m)
-                if found is None or found[0] is m:
-                    continue
-                target, name, params = found
-                traced, kinds = _bind(model, fn, call, params)
-                desc = f"called from {fn.display()} in {self._where(model, call)}"
-                yield target, Seed(name, frozenset(traced), kinds, desc, "project")
-
-    def _transformed(self, m: Module, model: SemanticModel, site):
-        """``jax.jit(losses.loss_fn)``: a transform applied to another module's function."""
-        tr, call = site.transform, site.call
-        arg = model.transform_function_arg(call, tr)
-        q = model.qualname(arg, site.scope) if arg is not None else None
-        if q is None or q.startswith(_LIBRARY_PREFIXES):
-            return
-        found = self.resolve_function(q, m)
+    def _plant(self, m: Module, out: Outgoing) -> Optional[Tuple[Module, Seed]]:
+        """The seed an outgoing call or transform plants in the module it reaches."""
+        found = self.resolve_function(out.qualname, m)
         if found is None or found[0] is m:
-            return
+            return None
         target, name, params = found
-        nums, names = model.static_spec(tr, call)
-        static = {params[i] for i in nums if 0 <= i < len(params)} | set(names)
-        traced = [p for p in params if p not in static]
-        desc = f"{tr.verb} `{tr.name}` in {self._where(model, call)}"
-        yield target, Seed(name, frozenset(traced), {p: TRACED for p in traced}, desc, tr.name)
+        if out.transform is not None:
+            static = {params[i] for i in out.static_nums if 0 <= i < len(params)} | set(out.static_names)
+            traced = [p for p in params if p not in static]
+            return target, Seed(name, frozenset(traced), {p: TRACED for p in traced},
+                                f"{out.caller} in {out.where}", out.transform)
+        traced, kinds = set(), {}
+        for slot, kind in out.args:
+            p = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+            if isinstance(p, str) and p in params and kind & TRACED:
+                traced.add(p)
+                kinds[p] = kinds.get(p, 0) | (kind & _KIND_BITS)
+        return target, Seed(name, frozenset(traced), kinds,
+                            f"called from {out.caller} in {out.where}", "project")
 
     def _config_seeds(self, m: Module) -> bool:
         """``[tool.jaxlint] traced-functions``: ``pkg.mod:*``, ``pkg.mod:func``,
@@ -325,26 +340,41 @@ class Project:
         return added
 
 
+def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
+    """The calls and transforms of ``model``'s traced code that reach functions
+    the module does not define (``where``: the file, as messages show it)."""
+    out: List[Outgoing] = []
+    for site in model.transform_sites:
+        if site.target is not None or site.call is None:
+            continue
+        tr, call = site.transform, site.call
+        arg = model.transform_function_arg(call, tr)
+        q = model.qualname(arg, site.scope) if arg is not None else None
+        if q is None or q.startswith(_LIBRARY_PREFIXES):
+            continue
+        nums, names = model.static_spec(tr, call)
+        out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names)))
+    for fn in model.functions:
+        if not fn.contexts:
+            continue
+        for call in fn.of_type(ast.Call):
+            q = model.call_qualname(call, fn)
+            if q is None or q.startswith(_LIBRARY_PREFIXES) or K.transform_for(q) is not None:
+                continue
+            if model.resolve_callable(call.func, fn) is not None:
+                continue   # a function of this module: the model handles it
+            args: List[Tuple[object, int]] = []
+            for i, a in enumerate(call.args):
+                if isinstance(a, ast.Starred):
+                    break
+                args.append((i, model.kind(a, fn)))
+            for kw in call.keywords:
+                if kw.arg is not None:
+                    args.append((kw.arg, model.kind(kw.value, fn)))
+            out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display()))
+    return out
+
+
 # calls into these never reach project code
 _LIBRARY_PREFIXES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "functools.",
                      "builtins.", "math.", "logging.", "os.", "sys.", "typing.", "collections.")
-
-
-def _bind(model: SemanticModel, fn: Function, call: ast.Call, params: List[str]):
-    """Which of the callee's parameters receive traced values, and their kinds."""
-    traced, kinds = set(), {}
-    pairs: List[Tuple[str, ast.expr]] = []
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            break
-        if i < len(params):
-            pairs.append((params[i], a))
-    for kw in call.keywords:
-        if kw.arg is not None and kw.arg in params:
-            pairs.append((kw.arg, kw.value))
-    for p, a in pairs:
-        k = model.kind(a, fn)
-        if k & TRACED:
-            traced.add(p)
-            kinds[p] = k & _KIND_BITS
-    return traced, kinds
