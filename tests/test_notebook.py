@@ -9,6 +9,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
 from jaxlint.analysis import SourceError
@@ -470,3 +472,48 @@ def test_fixture_as_notebook_gives_the_same_findings_and_fixes(tmp_path, fixture
     nbformat.validate(back)
     rebuilt = "\n".join(c.source for c in back.cells) + ("\n" if text.endswith("\n") else "")
     assert rebuilt == fixed_module
+
+
+# ------------------------------------------------------------------ masking, property-based
+PYTHON_BLOCKS = [
+    ["x = 1"], ["y = (1", "     % 2)"], ["s = '''", "!not magic", "%not magic either", "'''"],
+    ["t = 'a # not a comment ?'"], ["u = 1  # really?"],
+    ["def f(a,", "      b):", "    return a % b"], ["z = [", "    1,", "    2,", "]"],
+    ["w = 1 + \\", "    2"], ['q = "say \\"hi\\""'], ["if x:", "    pass"],
+    ['r = f"{x!r} %d"'], ["class C:", "    '''doc?'''", "    v = 1"],
+]
+MAGIC_LINES = ["%time f(x)", "%matplotlib inline", "!pip install -q jax", "!!ls", "files = !ls",
+               "out = %sx echo hi", "?jax.jit", "jax.jit?", "jnp.ones??", "%load_ext autoreload",
+               "%config InlineBackend.figure_format = 'retina'"]
+
+
+@st.composite
+def cells(draw):
+    lines, magic = [], []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["python", "magic", "nested"]))
+        if kind == "python":
+            lines.extend(draw(st.sampled_from(PYTHON_BLOCKS)))
+        elif kind == "magic":
+            magic.append(len(lines))
+            lines.append(draw(st.sampled_from(MAGIC_LINES)))
+        else:
+            lines.append("for i in range(3):")
+            magic.append(len(lines))
+            lines.append("    " + draw(st.sampled_from(MAGIC_LINES)))
+    return lines, magic
+
+
+@settings(max_examples=200, deadline=None)
+@given(cells())
+def test_masking_hides_exactly_the_ipython_lines(cell):
+    import ast
+
+    from jaxlint.notebook import _mask_cell
+    lines, magic = cell
+    masked, hidden = _mask_cell("\n".join(lines))
+    assert hidden == magic
+    out = masked.split("\n")
+    assert len(out) == len(lines)
+    assert all(out[i] == lines[i] for i in range(len(lines)) if i not in magic)
+    ast.parse(masked)
