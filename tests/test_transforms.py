@@ -63,9 +63,10 @@ def test_every_row_states_every_fact(name):
 
 def test_flag_columns_are_checked():
     with pytest.raises(ValueError):
-        K._flags("JC....PS")          # a column missing
+        K._flags("JC....PSH.")        # a column missing
     with pytest.raises(ValueError):
-        K._flags("JX....PSH")         # a letter in the wrong column
+        K._flags("JX....PSH..")       # a letter in the wrong column
+    assert K._flags("JC....PSH..")["static_checked"] is True
 
 
 def test_derived_tables_follow_the_records():
@@ -84,13 +85,17 @@ def test_derived_tables_follow_the_records():
     assert "jax.lax.cond" not in K.LOOP_BODIES
     assert "functools.partial" in K.PRNG_WRAPPERS
     assert K.JIT_NAMES | {"jax.pmap"} == {"jax.jit", "flax.nnx.jit", "equinox.filter_jit", "jax.pmap"}
+    assert set(K.REPLICATING) == {"jax.pmap", "flax.nnx.pmap", "equinox.filter_pmap"}
+    assert set(K.MESH_BINDERS) == {"jax.shard_map"}
+    assert K.AXIS_BINDERS["jax.vmap"] == ("axis_name", 3) and "jax.jit" not in K.AXIS_BINDERS
+    assert K.GRAD_MAKERS["jax.value_and_grad"] == (1, 1) and "jax.jacrev" not in K.GRAD_MAKERS
     assert K.TRANSFORMS["jax.lax.scan"].describe() == "traced as the body of `lax.scan`"
     assert K.TRANSFORMS["flax.nnx.jit"].describe() == "jitted with `nnx.jit`"
 
 
 # ---------------------------------------------------------------- one row
-MY_JIT = K._T("mylib.my_jit", "jit", "JC....PS.", "jitted with", "mylib.my_jit", K._FUN, K._JIT_STATIC,
-              K._NO_BODY)
+MY_JIT = K._T("mylib.my_jit", "jit", "JC....PS...", "jitted with", "mylib.my_jit",
+              K._FUN, K._JIT_STATIC, K._NO_BODY, None, None)
 
 
 @pytest.fixture

@@ -76,6 +76,13 @@ class Transform:
     prng_sees_through: bool  # PRNG analysis: ``T(f)(key)`` evaluates ``f`` with ``key``
     static_checked: bool    # JAX505 checks the static arguments declared on it
     instrumented: bool      # the confirmation harness wraps it to record signatures
+    mesh_axes: bool         # binds the axis names of a Mesh, not spelled at the call (shard_map)
+    replicates: bool        # data-parallel replicas whose gradients are NOT reduced for you (pmap)
+    # the named axis it binds: (keyword, positional index or None); None: binds no axis name
+    axis_name: Optional[Tuple[str, Optional[int]]]
+    # a gradient maker: index of the gradients in the made function's result (None: the
+    # whole result), plain and with ``has_aux=True``; None: not a gradient maker
+    grad_output: Optional[Tuple[Optional[int], Optional[int]]]
     verb: str               # message text: "<verb> `<label>`"
     label: str              # the short spelling used in messages
 
@@ -105,7 +112,7 @@ def _lax(body_arity: Optional[int], operands_from: Optional[int], carry_init: Op
 # the yes/no facts, one column each in a row's ``flags`` (its letter: yes, ``.``: no)
 FLAG_COLUMNS = (("J", "jit_like"), ("C", "caches_trace"), ("N", "inside_cached_trace"), ("E", "eager"),
                 ("I", "inspects"), ("D", "differentiates"), ("P", "prng_sees_through"),
-                ("S", "static_checked"), ("H", "instrumented"))
+                ("S", "static_checked"), ("H", "instrumented"), ("M", "mesh_axes"), ("R", "replicates"))
 
 
 def _flags(flags: str) -> Dict[str, bool]:
@@ -121,10 +128,12 @@ def _flags(flags: str) -> Dict[str, bool]:
 
 
 def _T(name: str, kind: str, flags: str, verb: str, label: str, where: dict, static: dict,
-       body: dict) -> Transform:
+       body: dict, axis_name: Optional[Tuple[str, Optional[int]]],
+       grad_output: Optional[Tuple[Optional[int], Optional[int]]]) -> Transform:
     """One row.  ``where``, ``static`` and ``body`` are groups of fields: a row
     names one of the groups above or spells out its own."""
-    return Transform(name=name, kind=kind, verb=verb, label=label, **_flags(flags), **where, **static, **body)
+    return Transform(name=name, kind=kind, verb=verb, label=label, axis_name=axis_name, grad_output=grad_output,
+                     **_flags(flags), **where, **static, **body)
 
 
 _JIT, _PMAP, _VMAP, _DIFF, _TRACE = "jitted with", "pmapped with", "vmapped with", "differentiated with", "traced with"
@@ -132,64 +141,97 @@ _BODY = "traced as the body of"
 
 TRANSFORMS: Dict[str, Transform] = {t.name: t for t in [
     # flags: J jit_like, C caches_trace, N inside_cached_trace, E eager, I inspects,
-    #        D differentiates, P prng_sees_through, S static_checked, H instrumented
-    #  name, kind                               flags        verb    label   where  static  body
-    _T("jax.jit", "jit",                        "JC....PSH", _JIT, "jax.jit", _FUN, _JIT_STATIC, _NO_BODY),
-    _T("jax.pmap", "pmap",                      ".C....PS.", _PMAP, "jax.pmap", _FUN, _PMAP_STATIC, _NO_BODY),
-    _T("jax.vmap", "vmap",                      "......P..", _VMAP, "jax.vmap", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.grad", "grad",                      ".....DP..", _DIFF, "jax.grad", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.value_and_grad", "grad",            ".....DP..", _DIFF, "jax.value_and_grad", _FUN, _NO_STATIC,
-       _NO_BODY),
-    _T("jax.jacfwd", "grad",                    ".....DP..", _DIFF, "jax.jacfwd", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.jacrev", "grad",                    ".....DP..", _DIFF, "jax.jacrev", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.jacobian", "grad",                  ".....DP..", _DIFF, "jax.jacobian", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.hessian", "grad",                   ".....DP..", _DIFF, "jax.hessian", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.checkpoint", "trace",               "..N...P..", _TRACE, "jax.checkpoint", _FUN, _ARGNUMS, _NO_BODY),
-    _T("jax.remat", "trace",                    "..N...P..", _TRACE, "jax.remat", _FUN, _ARGNUMS, _NO_BODY),
-    _T("jax.custom_jvp", "trace",               "..N...P..", _TRACE, "jax.custom_jvp", _FUN, _NONDIFF, _NO_BODY),
-    _T("jax.custom_vjp", "trace",               "..N...P..", _TRACE, "jax.custom_vjp", _FUN, _NONDIFF, _NO_BODY),
-    _T("jax.shard_map", "trace",                "..N...P..", _TRACE, "jax.shard_map", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.eval_shape", "trace",               "....I.P..", _TRACE, "jax.eval_shape", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.make_jaxpr", "trace",               "....I.P..", _TRACE, "jax.make_jaxpr", _FUN, _JIT_STATIC, _NO_BODY),
-    _T("jax.jvp", "trace",                      "...E..P..", _TRACE, "jax.jvp", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.vjp", "trace",                      "...E..P..", _TRACE, "jax.vjp", _FUN, _NO_STATIC, _NO_BODY),
-    _T("jax.linearize", "trace",                "...E..P..", _TRACE, "jax.linearize", _FUN, _NO_STATIC, _NO_BODY),
+    #        D differentiates, P prng_sees_through, S static_checked, H instrumented,
+    #        M mesh_axes, R replicates
+    #  _T(name, kind, flags, verb, label,
+    #     where, static, body, axis_name, grad_output)
+    _T("jax.jit", "jit", "JC....PSH..", _JIT, "jax.jit",
+       _FUN, _JIT_STATIC, _NO_BODY, None, None),
+    _T("jax.pmap", "pmap", ".C....PS..R", _PMAP, "jax.pmap",
+       _FUN, _PMAP_STATIC, _NO_BODY, ("axis_name", 1), None),
+    _T("jax.vmap", "vmap", "......P....", _VMAP, "jax.vmap",
+       _FUN, _NO_STATIC, _NO_BODY, ("axis_name", 3), None),
+    _T("jax.grad", "grad", ".....DP....", _DIFF, "jax.grad",
+       _FUN, _NO_STATIC, _NO_BODY, None, (None, 0)),
+    _T("jax.value_and_grad", "grad", ".....DP....", _DIFF, "jax.value_and_grad",
+       _FUN, _NO_STATIC, _NO_BODY, None, (1, 1)),
+    _T("jax.jacfwd", "grad", ".....DP....", _DIFF, "jax.jacfwd",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.jacrev", "grad", ".....DP....", _DIFF, "jax.jacrev",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.jacobian", "grad", ".....DP....", _DIFF, "jax.jacobian",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.hessian", "grad", ".....DP....", _DIFF, "jax.hessian",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.checkpoint", "trace", "..N...P....", _TRACE, "jax.checkpoint",
+       _FUN, _ARGNUMS, _NO_BODY, None, None),
+    _T("jax.remat", "trace", "..N...P....", _TRACE, "jax.remat",
+       _FUN, _ARGNUMS, _NO_BODY, None, None),
+    _T("jax.custom_jvp", "trace", "..N...P....", _TRACE, "jax.custom_jvp",
+       _FUN, _NONDIFF, _NO_BODY, None, None),
+    _T("jax.custom_vjp", "trace", "..N...P....", _TRACE, "jax.custom_vjp",
+       _FUN, _NONDIFF, _NO_BODY, None, None),
+    _T("jax.shard_map", "trace", "..N...P..M.", _TRACE, "jax.shard_map",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.eval_shape", "trace", "....I.P....", _TRACE, "jax.eval_shape",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.make_jaxpr", "trace", "....I.P....", _TRACE, "jax.make_jaxpr",
+       _FUN, _JIT_STATIC, _NO_BODY, None, None),
+    _T("jax.jvp", "trace", "...E..P....", _TRACE, "jax.jvp",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.vjp", "trace", "...E..P....", _TRACE, "jax.vjp",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("jax.linearize", "trace", "...E..P....", _TRACE, "jax.linearize",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
     # (jax.named_scope is not a transform)
-    _T("equinox.filter_jit", "filter",          "JC....P..", _TRACE, "eqx.filter_jit", _FUN, _NO_STATIC, _NO_BODY),
-    _T("equinox.filter_grad", "filter",         ".....DP..", _TRACE, "eqx.filter_grad", _FUN, _NO_STATIC, _NO_BODY),
-    _T("equinox.filter_value_and_grad", "filter", ".....DP..", _TRACE, "eqx.filter_value_and_grad", _FUN,
-       _NO_STATIC, _NO_BODY),
-    _T("equinox.filter_vmap", "filter",         "......P..", _TRACE, "eqx.filter_vmap", _FUN, _NO_STATIC, _NO_BODY),
-    _T("equinox.filter_pmap", "filter",         ".C....P..", _TRACE, "eqx.filter_pmap", _FUN, _NO_STATIC, _NO_BODY),
-    _T("equinox.filter_checkpoint", "filter",   "......P..", _TRACE, "eqx.filter_checkpoint", _FUN, _NO_STATIC,
-       _NO_BODY),
-    _T("flax.nnx.jit", "jit",                   "JC....PS.", _JIT, "nnx.jit", _FUN, _JIT_STATIC, _NO_BODY),
-    _T("flax.nnx.grad", "grad",                 ".....DP..", _DIFF, "nnx.grad", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.nnx.value_and_grad", "grad",       ".....DP..", _DIFF, "nnx.value_and_grad", _FUN, _NO_STATIC,
-       _NO_BODY),
-    _T("flax.nnx.vmap", "vmap",                 "......P..", _VMAP, "nnx.vmap", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.nnx.scan", "trace",                "..N...P..", _TRACE, "nnx.scan", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.nnx.remat", "trace",               "..N...P..", _TRACE, "nnx.remat", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.nnx.pmap", "pmap",                 ".C....P..", _PMAP, "nnx.pmap", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.linen.jit", "trace",               "..N...P..", _TRACE, "nn.jit", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.linen.remat", "trace",             "..N...P..", _TRACE, "nn.remat", _FUN, _NO_STATIC, _NO_BODY),
-    _T("flax.linen.checkpoint", "trace",        "..N...P..", _TRACE, "nn.checkpoint", _FUN, _NO_STATIC, _NO_BODY),
+    _T("equinox.filter_jit", "filter", "JC....P....", _TRACE, "eqx.filter_jit",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("equinox.filter_grad", "filter", ".....DP....", _TRACE, "eqx.filter_grad",
+       _FUN, _NO_STATIC, _NO_BODY, None, (None, 0)),
+    _T("equinox.filter_value_and_grad", "filter", ".....DP....", _TRACE, "eqx.filter_value_and_grad",
+       _FUN, _NO_STATIC, _NO_BODY, None, (1, 1)),
+    _T("equinox.filter_vmap", "filter", "......P....", _TRACE, "eqx.filter_vmap",
+       _FUN, _NO_STATIC, _NO_BODY, ("axis_name", None), None),
+    _T("equinox.filter_pmap", "filter", ".C....P...R", _TRACE, "eqx.filter_pmap",
+       _FUN, _NO_STATIC, _NO_BODY, ("axis_name", None), None),
+    _T("equinox.filter_checkpoint", "filter", "......P....", _TRACE, "eqx.filter_checkpoint",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("flax.nnx.jit", "jit", "JC....PS...", _JIT, "nnx.jit",
+       _FUN, _JIT_STATIC, _NO_BODY, None, None),
+    _T("flax.nnx.grad", "grad", ".....DP....", _DIFF, "nnx.grad",
+       _FUN, _NO_STATIC, _NO_BODY, None, (None, 0)),
+    _T("flax.nnx.value_and_grad", "grad", ".....DP....", _DIFF, "nnx.value_and_grad",
+       _FUN, _NO_STATIC, _NO_BODY, None, (1, 1)),
+    _T("flax.nnx.vmap", "vmap", "......P....", _VMAP, "nnx.vmap",
+       _FUN, _NO_STATIC, _NO_BODY, ("axis_name", None), None),
+    _T("flax.nnx.scan", "trace", "..N...P....", _TRACE, "nnx.scan",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("flax.nnx.remat", "trace", "..N...P....", _TRACE, "nnx.remat",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("flax.nnx.pmap", "pmap", ".C....P...R", _PMAP, "nnx.pmap",
+       _FUN, _NO_STATIC, _NO_BODY, ("axis_name", 1), None),
+    _T("flax.linen.jit", "trace", "..N...P....", _TRACE, "nn.jit",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("flax.linen.remat", "trace", "..N...P....", _TRACE, "nn.remat",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
+    _T("flax.linen.checkpoint", "trace", "..N...P....", _TRACE, "nn.checkpoint",
+       _FUN, _NO_STATIC, _NO_BODY, None, None),
     # structured control flow: bodies are always traced, even outside jit.
     #   _where(fun positions, fun keywords, list positions); _lax(arity, operands from, carry init, loop)
-    _T("jax.lax.scan", "body",                  ".C....P..", _BODY, "lax.scan",
-       _where((0,), ("f",), ()), _NO_STATIC, _lax(2, None, (0, 1), "first")),
-    _T("jax.lax.fori_loop", "body",             ".C....P..", _BODY, "lax.fori_loop",
-       _where((2,), ("body_fun",), ()), _NO_STATIC, _lax(2, None, (1, 3), "all")),
-    _T("jax.lax.while_loop", "body",            ".C....P..", _BODY, "lax.while_loop",
-       _where((0, 1), ("cond_fun", "body_fun"), ()), _NO_STATIC, _lax(1, None, (0, 2), "all")),
-    _T("jax.lax.cond", "body",                  ".C....P..", _BODY, "lax.cond",
-       _where((1, 2), ("true_fun", "false_fun"), ()), _NO_STATIC, _lax(None, 3, None, None)),
-    _T("jax.lax.switch", "body",                ".C....P..", _BODY, "lax.switch",
-       _where((), ("branches",), (1,)), _NO_STATIC, _lax(None, 2, None, None)),
-    _T("jax.lax.map", "body",                   ".C....P..", _BODY, "lax.map",
-       _where((0,), ("f",), ()), _NO_STATIC, _lax(1, None, None, "none")),
-    _T("jax.lax.associative_scan", "body",      ".C....P..", _BODY, "lax.associative_scan",
-       _where((0,), ("fn",), ()), _NO_STATIC, _lax(2, None, None, None)),
+    _T("jax.lax.scan", "body", ".C....P....", _BODY, "lax.scan",
+       _where((0,), ("f",), ()), _NO_STATIC, _lax(2, None, (0, 1), "first"), None, None),
+    _T("jax.lax.fori_loop", "body", ".C....P....", _BODY, "lax.fori_loop",
+       _where((2,), ("body_fun",), ()), _NO_STATIC, _lax(2, None, (1, 3), "all"), None, None),
+    _T("jax.lax.while_loop", "body", ".C....P....", _BODY, "lax.while_loop",
+       _where((0, 1), ("cond_fun", "body_fun"), ()), _NO_STATIC, _lax(1, None, (0, 2), "all"), None, None),
+    _T("jax.lax.cond", "body", ".C....P....", _BODY, "lax.cond",
+       _where((1, 2), ("true_fun", "false_fun"), ()), _NO_STATIC, _lax(None, 3, None, None), None, None),
+    _T("jax.lax.switch", "body", ".C....P....", _BODY, "lax.switch",
+       _where((), ("branches",), (1,)), _NO_STATIC, _lax(None, 2, None, None), None, None),
+    _T("jax.lax.map", "body", ".C....P....", _BODY, "lax.map",
+       _where((0,), ("f",), ()), _NO_STATIC, _lax(1, None, None, "none"), None, None),
+    _T("jax.lax.associative_scan", "body", ".C....P....", _BODY, "lax.associative_scan",
+       _where((0,), ("fn",), ()), _NO_STATIC, _lax(2, None, None, None), None, None),
 ]}
 
 
@@ -315,6 +357,16 @@ CARRY_INIT = TransformTable(lambda t: t.carry_init)
 LOOP_BODIES = TransformTable(lambda t: None if t.loop is None else (
     t.fun_positions[-1], t.fun_keywords[-1], t.carry_init[0] if t.carry_init else None,
     None if t.loop == "none" else t.loop))
+
+# transforms that bind a named axis: name -> (keyword, positional index or None)
+AXIS_BINDERS = TransformTable(lambda t: t.axis_name)
+# transforms that bind axis names this module does not spell at the call (a Mesh's axes)
+MESH_BINDERS = TransformNames(lambda t: t.mesh_axes)
+# data-parallel transforms whose gradients of replicated parameters are NOT reduced for you
+REPLICATING = TransformNames(lambda t: t.replicates)
+# gradient makers: name -> index of the gradients in the made function's result (None: the
+# whole result), and that index when ``has_aux=True``
+GRAD_MAKERS = TransformTable(lambda t: t.grad_output)
 
 PARTIAL = frozenset({"functools.partial"})
 

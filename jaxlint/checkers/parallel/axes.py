@@ -13,19 +13,12 @@ from ...analysis import Function, SemanticModel, TransformSite
 from ...analysis import knowledge as K
 
 # transforms that bind a named axis: qualified name -> (keyword, positional index or None)
-AXIS_BINDERS: Dict[str, Tuple[str, Optional[int]]] = {
-    "jax.pmap": ("axis_name", 1),
-    "jax.vmap": ("axis_name", 3),
-    "flax.nnx.pmap": ("axis_name", 1),
-    "flax.nnx.vmap": ("axis_name", None),
-    "equinox.filter_pmap": ("axis_name", None),
-    "equinox.filter_vmap": ("axis_name", None),
-}
+AXIS_BINDERS = K.AXIS_BINDERS
 # transforms that bind axis names this module does not spell at the call (a Mesh's axes)
-MESH_BINDERS: FrozenSet[str] = frozenset({"jax.shard_map"})
+MESH_BINDERS = K.MESH_BINDERS
 # data-parallel transforms whose gradients of replicated parameters are NOT reduced for you
 # (shard_map's gradients of replicated inputs are psum-ed by JAX itself: it is not here)
-REPLICATING: FrozenSet[str] = frozenset({"jax.pmap", "flax.nnx.pmap", "equinox.filter_pmap"})
+REPLICATING = K.REPLICATING
 
 # collectives: qualified name -> positional index of the axis name (keyword ``axis_name``)
 COLLECTIVES: Dict[str, int] = {

@@ -16,14 +16,7 @@ from .axes import REDUCING, call_arg, mentions_collective
 
 # gradient makers: qualified name -> index of the gradients in the result of the made
 # function (None: the whole result), and that index when ``has_aux=True``
-GRAD_MAKERS: Dict[str, Tuple[Optional[int], Optional[int]]] = {
-    "jax.grad": (None, 0),
-    "jax.value_and_grad": (1, 1),
-    "flax.nnx.grad": (None, 0),
-    "flax.nnx.value_and_grad": (1, 1),
-    "equinox.filter_grad": (None, 0),
-    "equinox.filter_value_and_grad": (1, 1),
-}
+GRAD_MAKERS = K.GRAD_MAKERS
 # optimizer updates that apply gradients (or updates made from them) to the parameters:
 # qualified function -> (keyword, position) of the gradient argument
 APPLY_FUNCTIONS: Dict[str, Tuple[str, int]] = {
