@@ -125,3 +125,32 @@ def test_traced_functions_from_configuration(tmp_path):
     codes = {f.code for f in lint_source(SourceFile.from_path(files[1]), RULES,
                                          model=plain.model_for(files[1]))}
     assert not codes
+
+
+def test_cached_project_reads_no_source(tmp_path):
+    """A second analysis of unchanged files comes from the cache: same seeds, no parse."""
+    import shutil
+
+    from jaxlint.cache import Cache
+
+    project = tmp_path / "trainer"
+    shutil.copytree(PROJECTS / "trainer", project)
+    files = [str(p) for p in _files(project)]
+    first = Project(str(project), files, cache=Cache(str(project)))
+    first.analyse()
+    assert (project / ".jaxlint_cache" / ".gitignore").exists()
+    second_cache = Cache(str(project))
+    second = Project(str(project), files, cache=second_cache)
+    second.analyse()
+    assert second_cache.hits and not second_cache.misses
+    assert all(m.tree is None for m in second.modules)
+    assert {p: second.seeds_digest(p) for p in files} == {p: first.seeds_digest(p) for p in files}
+    assert any(second.seeds_for(p) for p in files)
+    # an edited helper module changes its own key and nothing else's
+    utils = project / "src" / "trainer" / "utils.py"
+    key = second.cache_key(str(utils))
+    utils.write_text(utils.read_text() + "\n# edited\n")
+    third = Project(str(project), files, cache=Cache(str(project)))
+    assert third.cache_key(str(utils)) != key
+    train = str(project / "src" / "trainer" / "train.py")
+    assert third.cache_key(train) == second.cache_key(train)

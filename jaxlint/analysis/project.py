@@ -27,6 +27,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
+from ..cache import digest, file_digest
 from .names import ImportTable
 from .source import SourceError, SourceFile
 
@@ -98,6 +99,8 @@ class Module:
     classes: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)  # class -> method -> params
     aliases: Dict[str, str] = field(default_factory=dict)                 # top-level import aliases
     indexed: bool = False
+    sha: Optional[str] = None           # SHA-1 of the file's bytes (the cache key)
+    mentions_jax: bool = False          # the text names a JAX-ecosystem library (worth analysing)
 
 
 def _params(node: ast.AST) -> List[str]:
@@ -127,8 +130,12 @@ def _package(m: Module) -> str:
 class Project:
     """The modules of one project and the seeds that cross between them."""
 
-    def __init__(self, root: str, paths: Iterable[str], traced_functions: Sequence[str] = ()):
+    def __init__(self, root: str, paths: Iterable[str], traced_functions: Sequence[str] = (),
+                 cache=None):
+        """``cache``: a :class:`jaxlint.cache.Cache` (module indexes and outgoing
+        calls are then read from it when the file's bytes are unchanged)."""
         self.root = os.path.abspath(root)
+        self.cache = cache
         self.modules: List[Module] = []
         self.by_path: Dict[str, Module] = {}
         self.by_name: Dict[str, List[Module]] = {}
@@ -159,6 +166,41 @@ class Project:
         if not m.indexed:
             _index_module(m)
         return True
+
+    def _fingerprint(self, m: Module) -> None:
+        """Hash the file and read its index from the cache, or parse and index it."""
+        try:
+            with open(m.path, "rb") as f:
+                raw = f.read()
+        except OSError as exc:
+            m.error = f"cannot read: {exc.strerror or exc}"
+            return
+        m.sha = file_digest(raw)
+        m.mentions_jax = any(w in raw for w in _JAX_WORDS)
+        key = digest("index", m.sha, m.name, m.is_package)
+        entry = self.cache.get("index", key) if self.cache is not None else None
+        if entry is not None:
+            m.top_functions, m.classes, m.aliases = entry["functions"], entry["classes"], entry["aliases"]
+            m.indexed = True
+            return
+        if self._load(m) and self.cache is not None:
+            self.cache.put("index", key, {"functions": m.top_functions, "classes": m.classes,
+                                          "aliases": m.aliases})
+
+    def seeds_digest(self, path: str) -> str:
+        """A key for what the project knows about ``path`` (part of every cache key)."""
+        seeds = self.seeds.get(os.path.abspath(path), {})
+        return digest(sorted((s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()),
+                              s.description, s.transform) for s in seeds.values()))
+
+    def cache_key(self, path: str, *extra) -> Optional[str]:
+        """A cache key for results about ``path`` (its bytes, its seeds, ``extra``),
+        None when the file is not part of the project or was not read."""
+        self.analyse()
+        m = self.module_for(path)
+        if m is None or m.sha is None:
+            return None
+        return digest(m.sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path), *extra)
 
     def module_for(self, path: str) -> Optional[Module]:
         return self.by_path.get(os.path.abspath(path))
@@ -251,13 +293,11 @@ class Project:
         if self._analysed:
             return
         self._analysed = True
-        dirty = set()
+        for m in self.modules:
+            self._fingerprint(m)
+        dirty = {m.path for m in self.modules if m.mentions_jax and m.error is None}
         for m in self.modules:
             if self._config_seeds(m):
-                dirty.add(m.path)
-        for m in self.modules:
-            model = self._model_of(m)
-            if model is not None and model.mentions_jax:
                 dirty.add(m.path)
         for _round in range(MAX_ROUNDS):
             if not dirty:
@@ -265,14 +305,29 @@ class Project:
             changed = set()
             for path in sorted(dirty):
                 m = self.by_path[path]
-                model = self._model_of(m)
-                if model is None:
-                    continue
-                for out in outgoing(model, self._where(model)):
+                for out in self._outgoing_of(m):
                     planted = self._plant(m, out)
                     if planted is not None and self._add_seed(*planted):
                         changed.add(planted[0].path)
             dirty = changed
+
+    def _outgoing_of(self, m: Module) -> List[Outgoing]:
+        """``m``'s outgoing calls under its current seeds: from the cache, or from its model."""
+        key = digest("outgoing", m.sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path))
+        if self.cache is not None and m.sha is not None:
+            entry = self.cache.get("outgoing", key)
+            if entry is not None:
+                return [Outgoing(e[0], tuple((a, k) for a, k in e[1]), e[2], e[3], e[4],
+                                 tuple(e[5]), tuple(e[6])) for e in entry]
+        model = self._model_of(m)
+        if model is None:
+            return []
+        found = outgoing(model, self._where(model))
+        if self.cache is not None and m.sha is not None:
+            self.cache.put("outgoing", key, [[o.qualname, [list(a) for a in o.args], o.where, o.caller,
+                                              o.transform, list(o.static_nums), list(o.static_names)]
+                                             for o in found])
+        return found
 
     def _add_seed(self, target: Module, seed: Seed) -> bool:
         per = self.seeds.setdefault(target.path, {})
@@ -322,7 +377,7 @@ class Project:
                 mod_name, _, what = entry.rpartition(".")
                 if mod_name and mod_name != m.name and mod_name.rpartition(".")[0] == m.name:
                     mod_name, what = m.name, entry[len(m.name) + 1:]
-            if mod_name != m.name or not self._load(m):
+            if mod_name != m.name or not (m.indexed or self._load(m)):
                 continue
             names: List[Tuple[str, List[str]]] = []
             if what == "*":
@@ -375,6 +430,8 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
     return out
 
 
+# words whose presence in a file makes it worth analysing (a cheap byte test)
+_JAX_WORDS = (b"jax", b"flax", b"optax", b"equinox", b"haiku", b"brax", b"gymnax")
 # calls into these never reach project code
 _LIBRARY_PREFIXES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "functools.",
                      "builtins.", "math.", "logging.", "os.", "sys.", "typing.", "collections.")
