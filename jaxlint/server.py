@@ -400,7 +400,13 @@ def hover_markdown(f: Finding) -> str:
     return "\n\n".join(parts)
 
 
-def hover(checked: Checked, pos, encoding: str):
+def _plain(markdown: str) -> str:
+    """The hover text for clients that show only plain text."""
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"\1: \2", markdown)
+    return text.replace("**", "").replace("\n\n---\n\n", "\n\n")
+
+
+def hover(checked: Checked, pos, encoding: str, markdown: bool = True):
     t = _lsp()
     if checked.source is None or checked.error is not None or checked.skipped:
         return None
@@ -410,9 +416,10 @@ def hover(checked: Checked, pos, encoding: str):
     if not hits:
         return None
     first = hits[0]
-    return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown,
-                                            value="\n\n---\n\n".join(hover_markdown(f) for f in hits)),
-                   range=finding_range(source, first, encoding))
+    value = "\n\n---\n\n".join(hover_markdown(f) for f in hits)
+    content = (t.MarkupContent(kind=t.MarkupKind.Markdown, value=value) if markdown
+               else t.MarkupContent(kind=t.MarkupKind.PlainText, value=_plain(value)))
+    return t.Hover(contents=content, range=finding_range(source, first, encoding))
 
 
 # ----------------------------------------------------------------- the server
@@ -560,7 +567,13 @@ def create_server():
         checked = current(params.text_document.uri)
         if checked is None:
             return None
-        return hover(checked, params.position, encoding())
+        return hover(checked, params.position, encoding(), markdown_hover())
+
+    def markdown_hover() -> bool:
+        caps = ls.client_capabilities
+        td = getattr(caps, "text_document", None)
+        formats = getattr(getattr(td, "hover", None), "content_format", None) if td else None
+        return not formats or t.MarkupKind.Markdown in formats
 
     return ls
 

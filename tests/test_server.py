@@ -178,14 +178,14 @@ def cli_client(project):
     c.close()
 
 
-def initialize(client, project, document_changes=True):
+def initialize(client, project, document_changes=True, hover_formats=("markdown", "plaintext")):
     result = client.request("initialize", {
         "processId": os.getpid(),
         "rootUri": project.as_uri(),
         "capabilities": {
             "general": {"positionEncodings": ["utf-16"]},
             "workspace": {"workspaceEdit": {"documentChanges": document_changes}},
-            "textDocument": {"hover": {"contentFormat": ["markdown", "plaintext"]},
+            "textDocument": {"hover": {"contentFormat": list(hover_formats)},
                              "codeAction": {"codeActionLiteralSupport": {
                                  "codeActionKind": {"valueSet": ["quickfix"]}}},
                              "publishDiagnostics": {"versionSupport": True}},
@@ -287,7 +287,7 @@ def test_lsp_session_diagnostics_fixes_noqa_hover(client, project):
 
 def test_noqa_appends_to_an_existing_list_and_avoids_strings(cli_client, project):
     client = cli_client
-    initialize(client, project, document_changes=False)
+    initialize(client, project, document_changes=False, hover_formats=["plaintext"])
     text = ('import jax\n\n\n@jax.jit\ndef f(x):\n    print(x)  # noqa: E501\n'
             '    print(f"""{x}\n    """)\n    return x\n')
     uri = (project / "noqa_case.py").as_uri()
@@ -299,6 +299,10 @@ def test_noqa_appends_to_an_existing_list_and_avoids_strings(cli_client, project
     noqa = next(a for a in first if "noqa" in a["title"])
     after = apply(text, only_edits(noqa, uri, None))
     assert "    print(x)  # noqa: E501,JAX101\n" in after
+    # this client asked for plain-text hovers
+    h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": diags[0]["range"]["start"]})
+    assert h["contents"]["kind"] == "plaintext" and "**" not in h["contents"]["value"]
+    assert "JAX101 documentation: https://" in h["contents"]["value"]
     # the second print's line ends inside a triple-quoted string: a comment there would change it
     second = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": diags[1]["range"], "context": {"diagnostics": diags[1:]}})
