@@ -76,7 +76,8 @@ def test_derived_tables_follow_the_records():
     assert set(K.INSPECTING_TRANSFORMS) == {"jax.eval_shape", "jax.make_jaxpr"}
     assert set(K.CACHING_FILTERS) == {"equinox.filter_jit", "equinox.filter_pmap"}
     assert set(K.STATIC_CHECKED) == {"jax.jit", "flax.nnx.jit", "jax.pmap"}
-    assert set(K.INSTRUMENTED) == {"jax.jit"}
+    assert {"jax.jit", "jax.vmap", "jax.lax.scan", "flax.nnx.jit"} <= set(K.INSTRUMENTED)
+    assert not {"jax.custom_vjp", "jax.eval_shape", "flax.linen.jit", "jax.shard_map"} & set(K.INSTRUMENTED)
     assert K.BODY_ARITY["jax.lax.scan"] == 2 and K.BODY_ARITY["jax.lax.cond"] is None
     assert "jax.jit" not in K.BODY_ARITY
     assert K.CARRY_INIT["jax.lax.fori_loop"] == (1, 3)
