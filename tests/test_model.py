@@ -423,3 +423,26 @@ def test_code_under_a_trace_versus_traced_functions():
     assert not m.is_traced(n, step)                     # a static shape
     x_in_eager = eager.of_type(ast.Return)[0].value
     assert not m.is_traced(x_in_eager, eager)
+
+
+def test_single_value_is_the_one_plain_assignment():
+    m = build("""
+        import jax
+        n_steps = 10
+        lr: float = 0.1
+        total = 0
+        total += 1
+
+        def f(x, k):
+            a, b = x
+            for i in range(n_steps):
+                pass
+            if (w := x) is not None:
+                pass
+            return a, b, i, w, lr, k
+    """)
+    f = fn(m, "f")
+    assert ast.unparse(m.single_value("n_steps", f)) == "10"    # resolves to the module
+    assert ast.unparse(m.single_value("lr", f)) == "0.1"
+    for name in ("total", "a", "i", "w", "k", "jax", "f", "len", "undefined"):
+        assert m.single_value(name, f) is None, name

@@ -18,6 +18,9 @@ collector uses instead of walking the scope chain by hand:
 ``model.lookup(name, scope)``
     ``bindings(name, resolve_scope(name, scope))``: the bindings code in
     ``scope`` may see (``[]`` when unresolved).
+``model.single_value(name, scope)``
+    the value of the one plain ``name = value`` that binds ``name`` where it
+    resolves (``None`` when bound otherwise or more than once).
 """
 from __future__ import annotations
 
@@ -229,6 +232,20 @@ class BindingsMixin:
         it resolves to (``[]`` for a builtin or an undefined name)."""
         s = self.resolve_scope(name, scope)
         return [] if s is None else self.binding_table(s).of(name)
+
+    def single_value(self, name: str, scope: Function) -> Optional[ast.expr]:
+        """The value ``name`` surely holds where it resolves from ``scope``: that scope
+        binds it exactly once, by a plain ``name = value`` or ``name: T = value`` with
+        ``name`` as the whole target.  ``None`` for a parameter, def, class, import, an
+        unresolved name, or one also bound by ``+=``, a loop/``with``/walrus target or
+        unpacking."""
+        bs = self.lookup(name, scope)
+        if len(bs) != 1:
+            return None
+        b = bs[0]
+        if b.kind != ASSIGN or b.path or b.node.__class__ not in (ast.Assign, ast.AnnAssign):
+            return None
+        return b.value   # type: ignore[return-value]
 
     # ------------------------------------------------- the model's own uses
     def _bindings(self, fn: Function) -> List[Tuple[ast.expr, ast.AST, str]]:
