@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
-from ..fixes.edits import Fix
+from ..fixes.edits import Edit, Fix
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 
@@ -75,6 +75,18 @@ class Finding:
         if self.confirmation is not None:
             d["confirmation"] = dict(self.confirmation)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Finding":
+        """The inverse of :meth:`to_dict` (the results cache stores findings as JSON)."""
+        fix = None
+        if d.get("fix"):
+            f = d["fix"]
+            edits = tuple(Edit(e["start_offset"], e["end_offset"], e["content"]) for e in f["edits"])
+            fix = Fix(f["title"], edits, f["applicability"])
+        return cls(d["code"], d["symbol"], d["path"], d["line"], d["col"] - 1, d["end_line"], d["end_col"] - 1,
+                   d["message"], d["confidence"], fix, _rule_fix_title(d["code"]) if fix is not None else None,
+                   dict(d["confirmation"]) if d.get("confirmation") is not None else None)
 
 
 @dataclass
@@ -151,6 +163,11 @@ class Rule:
 
 
 REGISTRY: Dict[str, Rule] = {}
+
+
+def _rule_fix_title(code: str) -> Optional[str]:
+    rule = REGISTRY.get(code)
+    return rule.fix_title if rule is not None else None
 
 
 def register(cls):

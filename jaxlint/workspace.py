@@ -1,0 +1,119 @@
+"""Linting files with their whole project's context: the project index, the
+results cache, and the per-file lint function every front end uses.
+
+A :class:`Workspace` groups the files it is asked about by project root (the
+nearest ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or ``.git``), indexes
+each project once (:class:`~jaxlint.analysis.project.Project`: every Python
+module under the root, so that ``jaxlint check one_file.py`` and the editor
+plugins see the same cross-module findings as ``jaxlint check .``), and hands
+out lint functions that build each file's model with what the rest of the
+project knows about it.  With a cache, findings are stored per file text,
+seeds and configuration: an unchanged file whose dependencies did not change
+is not parsed again.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+from .analysis import SourceFile
+from .analysis.project import Project, find_root
+from .cache import Cache, digest, file_digest
+from .checkers import Finding, Rule, Settings
+from .discovery import iter_python_files
+from .engine import lint_source
+
+# a project with more Python files than this is linted file by file (no cross-module index)
+MAX_PROJECT_FILES = 20000
+
+
+class Workspace:
+    def __init__(self, *, traced_functions: Sequence[str] = (), exclude: Sequence[str] = (),
+                 use_cache: bool = True, root: Optional[str] = None):
+        """``root``: force one project root (default: found per file).
+        ``exclude``: gitignore-style patterns of files that are not part of the project."""
+        self.traced_functions = list(traced_functions)
+        self.exclude = list(exclude)
+        self.use_cache = use_cache
+        self.fixed_root = os.path.abspath(root) if root else None
+        self.projects: Dict[str, Optional[Project]] = {}
+        self.caches: Dict[str, Cache] = {}
+        self._roots: Dict[str, Optional[str]] = {}
+
+    # ------------------------------------------------------------ projects
+    def root_for(self, path: str) -> Optional[str]:
+        if self.fixed_root is not None:
+            return self.fixed_root
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in self._roots:
+            self._roots[folder] = find_root(folder)
+        return self._roots[folder]
+
+    def project_for(self, path: str) -> Optional[Project]:
+        """The analysed project ``path`` belongs to (None: no project root, or too big)."""
+        root = self.root_for(path)
+        if root is None:
+            return None
+        if root not in self.projects:
+            files = [p for p, exists in iter_python_files([root], self.exclude, root=root)
+                     if exists and p.endswith(".py")]
+            if len(files) > MAX_PROJECT_FILES:
+                self.projects[root] = None
+            else:
+                self.projects[root] = Project(root, files, self.traced_functions, cache=self.cache_for(root))
+        return self.projects[root]
+
+    def cache_for(self, root: Optional[str]) -> Optional[Cache]:
+        if not self.use_cache or root is None:
+            return None
+        if root not in self.caches:
+            self.caches[root] = Cache(root)
+        return self.caches[root]
+
+    # ------------------------------------------------------------ linting
+    def lint_function(self, path: Optional[str], rules: Sequence[Rule], settings: Optional[Settings] = None,
+                      apply_noqa: bool = True) -> Callable[[SourceFile], List[Finding]]:
+        """The per-file lint function for ``path``: the first pass, every fix pass
+        and the re-lint after fixing all see the project's facts about the file."""
+        project = self.project_for(path) if path and path != "-" else None
+        cache = self.cache_for(project.root) if project is not None else None
+        config = digest(sorted(r.code for r in rules), vars(settings) if settings is not None else None, apply_noqa)
+
+        def lint(source: SourceFile) -> List[Finding]:
+            key = None
+            if project is not None:
+                project.analyse()
+            if cache is not None and project.module_for(source.path) is not None:
+                key = digest("findings", file_digest(source.text.encode("utf-8")),
+                             os.path.relpath(os.path.abspath(source.path), project.root),
+                             project.seeds_digest(source.path), config)
+                hit = cache.get("findings", key)
+                if hit is not None:
+                    found = [Finding.from_dict(d) for d in hit]
+                    for f in found:
+                        f.path = source.path
+                    return found
+            model = project.model_for_source(source) if project is not None else None
+            found = lint_source(source, rules, settings, apply_noqa=apply_noqa, model=model)
+            if key is not None:
+                cache.put("findings", key, [f.to_dict() for f in found])
+            return found
+
+        return lint
+
+    def done(self, path: str) -> None:
+        """The file was linted: its model and tree may be freed."""
+        project = self.projects.get(self.root_for(path) or "")
+        if project is not None:
+            project.release(path)
+
+
+def lint_files(paths: Iterable[str], rules: Sequence[Rule], settings: Optional[Settings] = None,
+               workspace: Optional[Workspace] = None):
+    """``(path, findings)`` for each Python file, linted with its project's context
+    (a convenience for scripts and benchmarks; the CLI adds fixes and reporting)."""
+    ws = workspace or Workspace()
+    for path in paths:
+        lint = ws.lint_function(path, rules, settings)
+        yield path, lint(SourceFile.from_path(path))
+        ws.done(path)

@@ -1,0 +1,64 @@
+"""The workspace: per-file lint functions with the project's context and the results cache."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from jaxlint.analysis import SourceFile
+from jaxlint.checkers import Finding, all_rules
+from jaxlint.engine import lint_source
+from jaxlint.workspace import Workspace, lint_files
+
+PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+RULES = [r for r in all_rules() if r.default_enabled]
+
+
+def _copy(tmp_path, name="trainer"):
+    dest = tmp_path / name
+    shutil.copytree(PROJECTS / name, dest)
+    return dest
+
+
+def _run(project, **kw):
+    ws = Workspace(**kw)
+    files = sorted(str(p) for p in project.rglob("*.py"))
+    return ws, {p: [f.to_dict() for f in found] for p, found in lint_files(files, RULES, workspace=ws)}
+
+
+def test_one_file_sees_the_whole_project(tmp_path):
+    """Checking only utils.py still reports what train.py's jitted step makes of it."""
+    project = _copy(tmp_path)
+    utils = project / "src" / "trainer" / "utils.py"
+    ws = Workspace(use_cache=False)
+    found = ws.lint_function(str(utils), RULES)(SourceFile.from_path(str(utils)))
+    assert {"JAX101", "JAX201", "JAX203"} <= {f.code for f in found}
+    assert not (project / ".jaxlint_cache").exists()
+
+
+def test_warm_run_comes_from_the_cache(tmp_path):
+    project = _copy(tmp_path)
+    ws1, cold = _run(project)
+    ws2, warm = _run(project)
+    assert warm == cold and any(cold.values())
+    cache = next(iter(ws2.caches.values()))
+    assert cache.hits and not cache.misses
+    assert all(m.tree is None for p in ws2.projects.values() for m in p.modules)
+
+
+def test_edit_in_the_caller_invalidates_the_unchanged_helper(tmp_path):
+    """utils.py is unchanged, but train.py no longer calls log_stats under jit:
+    utils.py's cached findings must not be reused."""
+    project = _copy(tmp_path)
+    _, before = _run(project)
+    utils = str(project / "src" / "trainer" / "utils.py")
+    assert any(f["code"] == "JAX101" for f in before[utils])
+    train = project / "src" / "trainer" / "train.py"
+    train.write_text(train.read_text().replace("    utils.log_stats(loss, 0)\n", ""))
+    _, after = _run(project)
+    assert not any(f["code"] == "JAX101" for f in after[utils])
+
+
+def test_cached_findings_keep_their_fixes():
+    src = SourceFile.from_path(str(PROJECTS / "scripts" / "common.py"))
+    for f in lint_source(src, RULES):
+        assert Finding.from_dict(f.to_dict(src)) == f
