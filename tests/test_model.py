@@ -446,3 +446,30 @@ def test_single_value_is_the_one_plain_assignment():
     assert ast.unparse(m.single_value("lr", f)) == "0.1"
     for name in ("total", "a", "i", "w", "k", "jax", "f", "len", "undefined"):
         assert m.single_value(name, f) is None, name
+
+
+def test_surely_array_needs_evidence_beyond_the_traced_bit():
+    m = build("""
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def step(x, layers, w: jax.Array, seq):
+            h = x @ w
+            parts = jnp.split(h, 2)
+            z = jnp.tanh(h)
+            z += 1
+            for layer in layers:
+                h = layer(h)
+            return h, parts, z, layers, w, seq
+    """)
+    step = fn(m, "step")
+    names = {n.id: n for n in step.of_type(ast.Return)[0].value.elts}
+    assert m.is_traced(names["layers"], step)            # traced, but maybe a pytree
+    assert not m.surely_array(names["layers"], step)
+    assert not m.surely_array(names["seq"], step)       # no evidence either way
+    assert m.surely_array(names["w"], step)             # annotated
+    assert m.surely_array(names["z"], step)             # a jnp call, then updated
+    assert not m.surely_array(names["parts"], step)     # split returns several arrays
+    x = step.of_type(ast.Assign)[0].value.left
+    assert m.surely_array(x, step)                      # an arithmetic operand

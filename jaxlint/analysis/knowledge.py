@@ -439,6 +439,20 @@ NON_ARRAY = frozenset({
 # optax / flax calls whose results are PyTrees of arrays rather than arrays
 PYTREE_FUNCTIONS_PREFIX = ("optax.",)
 
+# array-module functions whose result may be several arrays (a tuple/list), not one array;
+# the lax control-flow primitives return whatever their body returns
+MULTI_ARRAY_RESULTS = frozenset({
+    "jax.numpy.split", "jax.numpy.array_split", "jax.numpy.hsplit", "jax.numpy.vsplit", "jax.numpy.dsplit",
+    "jax.numpy.meshgrid", "jax.numpy.unstack", "jax.numpy.nonzero", "jax.numpy.where", "jax.numpy.unravel_index",
+    "jax.numpy.indices", "jax.numpy.linalg.eigh", "jax.numpy.linalg.svd", "jax.numpy.linalg.qr",
+    "jax.numpy.linalg.slogdet", "jax.numpy.linalg.eig", "jax.lax.scan", "jax.lax.while_loop", "jax.lax.fori_loop",
+    "jax.lax.cond", "jax.lax.switch", "jax.random.split",
+})
+# attributes and methods only an array has: a name used with them is an array
+ARRAY_ONLY_ATTRS = frozenset({"shape", "ndim", "T", "dtype", "reshape", "astype"})
+# modules whose functions return one array (unless listed in MULTI_ARRAY_RESULTS)
+SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
+
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
 

@@ -38,6 +38,10 @@ Values, on :class:`~jaxlint.analysis.model.SemanticModel`:
 ``model.is_array(e, fn)``
     ``e`` is certainly a JAX array (traced or not), never a NumPy array or a
     container.
+``model.surely_array(e, fn)``
+    stricter, for rules that must not mistake a pytree for an array (a traced
+    parameter is ``TRACED | JAX`` even when it holds a list of layers): a
+    traced name with evidence that it is one array.
 
 ``_args_traced(call, fn)`` (in ``kinds.py``) is a kind helper: the ``TRACED``
 bit when any argument of ``call`` is traced.
@@ -47,6 +51,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import knowledge as K
 from .kinds import CONTAINER, JAX, NUMPY, TRACED
 from .scopes import Function
 
@@ -99,3 +104,55 @@ class TracednessMixin:
         """A JAX array for sure: traced array or bound from a jax call, never a NumPy array or container."""
         k = self.kind(e, fn)
         return bool(k & JAX) and not (k & (NUMPY | CONTAINER))
+
+    def surely_array(self, e: ast.AST, fn: Function) -> bool:
+        """``e`` is surely one traced array, not a pytree of arrays (a list of layers, a
+        dict of parameters): its kind is ``TRACED | JAX`` without ``CONTAINER``, and it is
+        a name that is either a parameter of ``fn`` annotated as an array or used like one
+        in ``fn`` (an arithmetic operand, ``.shape``, ``.T``, ``.reshape``, ...), or a local
+        of ``fn`` bound by at least one plain ``name = value`` and all of whose plain
+        assignments are arithmetic or a ``jax.numpy``/``lax``/``random``/``nn`` call
+        returning one array (``+=``-style updates keep it an array)."""
+        k = self.kind(e, fn)
+        if not (k & TRACED and k & JAX) or k & CONTAINER or e.__class__ is not ast.Name:
+            return False
+        name = e.id
+        if name in fn.param_nodes:
+            ann = fn.param_nodes[name].annotation
+            if ann is not None:
+                q = self.qualname(ann.value if isinstance(ann, ast.Subscript) else ann, fn.parent)
+                if q in K.ARRAY_ANNOTATIONS:
+                    return True
+            return self._used_as_array(fn, name)
+        # the values of its plain assignments and updates (unpacking, loop and other
+        # targets add nothing either way)
+        bindings = [b for b in self.bindings(name, fn)
+                    if b.kind == "aug" or (b.node.__class__ is ast.Assign and not b.path)]
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind == "aug":
+                continue
+            v = b.value
+            if v.__class__ is ast.BinOp:
+                continue
+            if v.__class__ is ast.Call and v.func.__class__ in (ast.Name, ast.Attribute):
+                q = self.qualname(v.func, fn)
+                if q is not None and q.startswith(K.SINGLE_ARRAY_MODULES) and q not in K.MULTI_ARRAY_RESULTS:
+                    continue
+            return False
+        return True
+
+    @staticmethod
+    def _used_as_array(fn: Function, name: str) -> bool:
+        """``name`` is used like an array somewhere in ``fn``: an arithmetic operand, ``.shape``."""
+        for n in fn.walk():
+            t = n.__class__
+            if t is ast.BinOp:
+                for side in (n.left, n.right):
+                    if side.__class__ is ast.Name and side.id == name:
+                        return True
+            elif t is ast.Attribute and n.attr in K.ARRAY_ONLY_ATTRS and n.value.__class__ is ast.Name \
+                    and n.value.id == name:
+                return True
+        return False
