@@ -198,6 +198,9 @@ class Confirmer:
         except Exception as exc:  # a bug here must not lose the other findings
             info = ErrorInfo(exc, self.paths)
             verdict = unreached(f"confirmation crashed: {info.short()}")
+        if verdict["status"] == "unreached" and group.inputs.source in ("synthesized", "call site") and \
+                not verdict["reason"].startswith("confirmation timed out"):
+            verdict["retry"] = True       # these inputs did not get there: the next candidate may
         verdict["entry"] = f"{self.job.get('module') or os.path.basename(self.job['path'])}:{group.qual}"
         verdict["inputs"] = f"{group.inputs.source} {group.inputs.describe()}"
         if group.inputs.source not in ("annotations", "declared", "harness") and verdict["status"] != "unreached":

@@ -410,6 +410,14 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         e["ctor"] = cfg.spec_for(module, path, fn.cls.name)
         init = model.class_method(fn.cls, "__init__")
         e["ctor_params"] = _param_info(model, init, cfg) if init is not None else _field_params(model, fn.cls, cfg)
+        if init is not None:       # unannotated constructor parameters: from their uses in __init__
+            uses = synth.param_uses(model, init)
+            for p in e["ctor_params"]:
+                if p["ann"] is None and not p["has_default"] and p["name"] in uses and uses[p["name"]].known:
+                    try:
+                        p["ann"] = synth.spec_of(uses[p["name"]], 1, cfg.dim_size, False, p["name"])
+                    except synth.Unbuildable:
+                        pass
     return e
 
 

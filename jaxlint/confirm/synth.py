@@ -50,7 +50,7 @@ class Use:
     """What one parameter (or one part of it) is used as."""
 
     __slots__ = ("array", "min_rank", "rank", "dtype", "key", "static", "value", "items", "attrs", "elem",
-                 "index", "length", "callable", "replace", "init_of")
+                 "index", "length", "callable", "replace", "init_of", "arith", "mapping")
 
     def __init__(self):
         self.array = False
@@ -67,6 +67,8 @@ class Use:
         self.length: Optional[int] = None
         self.callable = False
         self.replace = False
+        self.arith = False            # in arithmetic: an array even when unpacked like a tuple
+        self.mapping = False          # indexed by keys the code does not spell (d[k] for k in d)
         # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...])
         self.init_of: Optional[Tuple[str, str, list]] = None
 
@@ -101,6 +103,16 @@ class _Reader:
         node = fn.node
         parents: Dict[int, ast.AST] = {}
         body = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+        self._keys = set()          # names bound to a mapping's keys: for k in d / for k, v in d.items()
+        for root in body:
+            for n in ast.walk(root):
+                if isinstance(n, (ast.For, ast.comprehension)):
+                    it, tgt = n.iter, n.target
+                    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+                            it.func.attr in ("items", "keys") and isinstance(tgt, (ast.Tuple, ast.Name)):
+                        first = tgt.elts[0] if isinstance(tgt, ast.Tuple) else tgt
+                        if isinstance(first, ast.Name):
+                            self._keys.add(first.id)
         for root in body:
             for n in ast.walk(root):
                 for c in ast.iter_child_nodes(n):
@@ -190,6 +202,9 @@ class _Reader:
             par = parents.get(id(cur))
             if par is None:
                 return
+            if isinstance(par, ast.Subscript) and par.slice is cur:
+                u.array, u.dtype = True, u.dtype or "int32"       # an index into another array
+                return
             if isinstance(par, ast.Subscript) and par.value is cur:
                 s = par.slice
                 if isinstance(s, ast.Constant) and isinstance(s.value, str):
@@ -204,6 +219,9 @@ class _Reader:
                     u.min_rank = max(u.min_rank, 1)
                     cur = par
                     continue
+                if isinstance(s, ast.Name) and s.id in self.m.container_evidence(fn) | self._keys:
+                    u.mapping = True
+                    return
                 elts = s.elts if isinstance(s, ast.Tuple) else [s]
                 dims = sum(1 for x in elts if not (isinstance(x, ast.Constant) and x.value in (None, Ellipsis)))
                 u.array = True
@@ -242,6 +260,9 @@ class _Reader:
             if isinstance(par, ast.BinOp) and isinstance(par.op, ast.MatMult):
                 u.array = True
                 u.min_rank = max(u.min_rank, 1)
+                return
+            if isinstance(par, (ast.BinOp, ast.UnaryOp)):
+                u.arith = True
                 return
             if isinstance(par, ast.Compare):
                 for c in [par.left] + list(par.comparators):
@@ -346,6 +367,8 @@ class _Reader:
             u.array = True
             u.min_rank = max(u.min_rank, 1)
             return
+        if q in _TRANSFORM_NAMES:          # a transform's operand: a pytree, whatever its body makes of it
+            return
         if q.startswith(("jax.numpy.", "jax.nn.", "jax.lax.", "numpy.", "optax.")):
             u.array = True
             if pos == 0:
@@ -390,6 +413,20 @@ def _axis_rank(call: ast.Call) -> int:
     return 0
 
 
+def _transform_names():
+    from ..analysis import knowledge as K
+    return set(K.TRANSFORMS)
+
+
+class _Names:
+    def __contains__(self, q):
+        return q in _transform_names()
+
+
+_TRANSFORM_NAMES = _Names()
+KEY_NAMES = ("key", "rng", "prng", "rng_key", "prng_key", "rngkey", "seed_key")
+
+
 def _merge(into: Use, other: Use, depth: int = 0) -> None:
     if depth > 6:
         return
@@ -398,6 +435,8 @@ def _merge(into: Use, other: Use, depth: int = 0) -> None:
     into.callable |= other.callable
     into.replace |= other.replace
     into.init_of = into.init_of or other.init_of
+    into.arith |= other.arith
+    into.mapping |= other.mapping
     into.min_rank = max(into.min_rank, other.min_rank)
     into.rank = into.rank if into.rank is not None else other.rank
     into.dtype = into.dtype or other.dtype
@@ -426,8 +465,9 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
     """One argument spec for a use, with ``rank`` for arrays of unknown rank."""
     if u.callable and not (u.items or u.attrs):
         raise Unbuildable(f"`{name}` is called like a function")
-    if u.key:
-        return {"t": "key", "shape": []}
+    short = name.rsplit(".", 1)[-1].strip("[]'\"").lower()
+    if u.key or not u.known and not u.arith and (short in KEY_NAMES or short.endswith(("_key", "_rng"))):
+        return {"t": "key", "shape": []}       # an unused or passed-on `key`: JAX code names its keys
     if u.init_of is not None:
         init, u.init_of = u.init_of, None
         try:
@@ -441,10 +481,15 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
         if traced:
             return {"t": "array", "dtype": "int32", "shape": [], "weak": True}
         return {"t": "static", "v": dim}
+    if u.mapping and not u.items:
+        return {"t": "dict", "items": {}, "like": True}       # keys as another dict argument's (below)
     if u.items:
         return {"t": "dict", "items": {k: spec_of(v, rank, dim, traced, f"{name}[{k!r}]") for k, v in u.items.items()}}
     if u.attrs or u.replace:
         return {"t": "ns", "items": {k: spec_of(v, rank, dim, traced, f"{name}.{k}") for k, v in u.attrs.items()}}
+    if u.length and u.arith and not u.elem:                   # x, y, z = state; state + dt * f(state)
+        r = max(1, u.rank if u.rank is not None else max(u.min_rank, rank))
+        return {"t": "array", "dtype": u.dtype or "float32", "shape": [u.length] + [dim] * (r - 1)}
     if u.elem is not None or (u.index and not u.array):
         idx = [i for i in u.index if isinstance(i, int)]
         # three items: a loop over `p[:-1]` then runs twice, as a loop over layers does
@@ -509,7 +554,8 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
         except Unbuildable as exc:
             return out, str(exc)
         try:
-            _resolve_inits(args, kwargs, [p["name"] for p in params if p["kind"] == "pos"])
+            _resolve_inits(args, kwargs, [p["name"] for p in params if p["kind"] == "pos"],
+                           {"t": "array", "dtype": "float32", "shape": [d] * max(rank, 1)})
         except Unbuildable as exc:
             return out, str(exc)
         key = json.dumps([args, kwargs], sort_keys=True)
@@ -523,10 +569,16 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
     return out, None
 
 
-def _resolve_inits(args: list, kwargs: dict, names: List[str]) -> None:
-    """Replace the references of ``init`` specs to other parameters by those parameters' specs."""
+def _resolve_inits(args: list, kwargs: dict, names: List[str], default: dict) -> None:
+    """Replace the references of ``init`` specs to other parameters by those parameters' specs
+    (``default``, an array, for an argument that is not one of them); give dicts whose keys the
+    code does not spell the keys of another dict argument."""
     by_name = dict(zip(names, args))
     by_name.update(kwargs)
+    known = [s for s in by_name.values() if isinstance(s, dict) and s.get("t") == "dict" and s["items"]]
+    for s in by_name.values():
+        if isinstance(s, dict) and s.pop("like", False) and known:
+            s["items"] = json.loads(json.dumps(known[0]["items"]))
 
     def at(spec, path):
         for kind, v in path:
@@ -545,7 +597,8 @@ def _resolve_inits(args: list, kwargs: dict, names: List[str]) -> None:
         if not isinstance(spec, dict) or depth > 8:
             return
         if spec.get("t") == "init" and "refs" in spec:
-            got = [at(by_name[ref[0]], ref[1]) if ref and ref[0] in by_name else None for ref in spec["refs"]]
+            got = [at(by_name[ref[0]], ref[1]) if ref and ref[0] in by_name else dict(default)
+                   for ref in spec["refs"]]
             if all(g is not None and "refs" not in g for g in got):      # an init may use another one's result
                 del spec["refs"], spec["fallback"]
                 spec["args"] = got
