@@ -47,11 +47,9 @@ class TransformsMixin:
         if t is ast.Attribute:
             base = expr.value
             if isinstance(base, ast.Name):
-                s = scope
-                while s is not None and not s.is_module and s.cls is None:
-                    s = s.parent
-                if s is not None and s.cls is not None and base.id == s.self_name:
-                    fn = self.class_method(s.cls, expr.attr)
+                owner = scope.enclosing_method()     # self.method(...)
+                if owner is not None and base.id == owner.self_name:
+                    fn = self.class_method(owner.cls, expr.attr)
                     if fn is not None:
                         return CallTarget(fn, 0 if fn.is_staticmethod else 1)
                 info = self.classes.get(base.id)
