@@ -64,6 +64,9 @@ class GradFlow:
         self.found: List[Unsynced] = []
         # helper calls already followed: id(call) -> the helper's flow
         self._helpers: Dict[int, "GradFlow"] = {}
+        # names of this function bound, so far in source order, to a gradient function
+        # (``grad_fn = jax.value_and_grad(loss_fn)``; None: bound to something else)
+        self._grad_fns: Dict[str, Optional[Tuple[Optional[int]]]] = {}
 
     # ------------------------------------------------------------- entry
     def run(self) -> List[Unsynced]:
@@ -91,6 +94,10 @@ class GradFlow:
         if value is None:
             return
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                # grad_fn = jax.value_and_grad(...) in one branch, something else in another
+                self._grad_fns[t.id] = self._maker(value, 0)
         grad = self._maker(value.func, 0) if isinstance(value, ast.Call) else None
         if grad is not None:
             (index,) = grad
@@ -146,6 +153,8 @@ class GradFlow:
                 return self._maker(func.args[0], depth + 1)   # jax.jit(jax.grad(f))
             return None
         if isinstance(func, ast.Name) and depth < 4:
+            if func.id in self._grad_fns:
+                return self._grad_fns[func.id]
             bound = _single_binding(m, fn, func.id)
             if bound is not None:
                 return self._maker(bound, depth + 1)
