@@ -8,7 +8,7 @@ JSON (a cache folder can arrive with a cloned repository; JSON cannot run code
 when it is read).  The folder holds its own ``.gitignore`` so it is never
 committed.  ``--no-cache`` bypasses it.
 
-Kinds of entry (one folder each):
+Kinds of entry (one JSON file each):
 
 ``index``     a module's top-level functions, classes and import aliases
 ``outgoing``  the calls its traced code makes into other modules
@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from . import __version__
 
@@ -41,53 +41,71 @@ def file_digest(raw: bytes) -> str:
 
 
 class Cache:
-    """A folder of JSON entries; a failing disk never fails a lint run."""
+    """One JSON file per kind of entry, read once per run and written back by
+    :meth:`flush` (atomically).  Each entry carries a tag (the file it is
+    about): storing a new entry for a tag drops the old one, so the cache
+    holds one entry per file and kind and never grows with edits.  A failing
+    disk never fails a lint run: the cache is then simply empty."""
 
     def __init__(self, root: str):
         self.dir = os.path.join(root, CACHE_DIR, __version__)
         self.hits = 0
         self.misses = 0
-        self._ready = False
+        self._tables: Dict[str, Dict[str, Any]] = {}
+        self._tags: Dict[str, Dict[str, str]] = {}
+        self._dirty = False
 
-    def _prepare(self) -> bool:
-        if self._ready:
-            return True
+    def _table(self, kind: str) -> Dict[str, Any]:
+        table = self._tables.get(kind)
+        if table is None:
+            try:
+                with open(os.path.join(self.dir, kind + ".json"), encoding="utf-8") as f:
+                    table = json.load(f)
+                if not isinstance(table, dict):
+                    table = {}
+            except (OSError, ValueError):
+                table = {}
+            self._tables[kind] = table
+            self._tags[kind] = {entry.get("t"): key for key, entry in table.items() if isinstance(entry, dict)}
+        return table
+
+    def get(self, kind: str, key: str) -> Optional[Any]:
+        entry = self._table(kind).get(key)
+        if not isinstance(entry, dict) or "v" not in entry:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry["v"]
+
+    def put(self, kind: str, key: str, value: Any, tag: str) -> None:
+        """Store ``value`` under ``key``; the previous entry with the same ``tag`` goes."""
+        table = self._table(kind)
+        old = self._tags[kind].get(tag)
+        if old is not None and old != key:
+            table.pop(old, None)
+        table[key] = {"t": tag, "v": value}
+        self._tags[kind][tag] = key
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Write the tables back (nothing when this run only read)."""
+        if not self._dirty:
+            return
         try:
             os.makedirs(self.dir, exist_ok=True)
             ignore = os.path.join(os.path.dirname(self.dir), ".gitignore")
             if not os.path.exists(ignore):
                 with open(ignore, "w", encoding="utf-8") as f:
                     f.write("# created by jaxlint: this folder is a cache\n*\n")
-            self._ready = True
+            for kind, table in self._tables.items():
+                fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
+                try:
+                    with os.fdopen(fd, "w", encoding="utf-8") as f:
+                        json.dump(table, f, separators=(",", ":"))
+                    os.replace(tmp, os.path.join(self.dir, kind + ".json"))
+                except (OSError, TypeError, ValueError):
+                    if os.path.exists(tmp):
+                        os.unlink(tmp)
         except OSError:
-            return False
-        return True
-
-    def _path(self, kind: str, key: str) -> str:
-        return os.path.join(self.dir, kind, key[:2], key + ".json")
-
-    def get(self, kind: str, key: str) -> Optional[Any]:
-        try:
-            with open(self._path(kind, key), encoding="utf-8") as f:
-                value = json.load(f)
-        except (OSError, ValueError):
-            self.misses += 1
-            return None
-        self.hits += 1
-        return value
-
-    def put(self, kind: str, key: str, value: Any) -> None:
-        if not self._prepare():
             return
-        path = self._path(kind, key)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(value, f)
-            os.replace(tmp, path)
-        except (OSError, TypeError, ValueError):
-            try:
-                os.unlink(tmp)
-            except (OSError, UnboundLocalError):
-                pass
+        self._dirty = False

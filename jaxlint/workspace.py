@@ -96,10 +96,15 @@ class Workspace:
             model = project.model_for_source(source) if project is not None else None
             found = lint_source(source, rules, settings, apply_noqa=apply_noqa, model=model)
             if key is not None:
-                cache.put("findings", key, [f.to_dict() for f in found])
+                cache.put("findings", key, [f.to_dict() for f in found], os.path.abspath(source.path))
             return found
 
         return lint
+
+    def flush(self) -> None:
+        """Write the caches back (call once, at the end of a run)."""
+        for cache in self.caches.values():
+            cache.flush()
 
     def done(self, path: str) -> None:
         """The file was linted: its model and tree may be freed."""
@@ -117,3 +122,4 @@ def lint_files(paths: Iterable[str], rules: Sequence[Rule], settings: Optional[S
         lint = ws.lint_function(path, rules, settings)
         yield path, lint(SourceFile.from_path(path))
         ws.done(path)
+    ws.flush()

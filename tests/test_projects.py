@@ -136,8 +136,10 @@ def test_cached_project_reads_no_source(tmp_path):
     project = tmp_path / "trainer"
     shutil.copytree(PROJECTS / "trainer", project)
     files = [str(p) for p in _files(project)]
-    first = Project(str(project), files, cache=Cache(str(project)))
+    first_cache = Cache(str(project))
+    first = Project(str(project), files, cache=first_cache)
     first.analyse()
+    first_cache.flush()
     assert (project / ".jaxlint_cache" / ".gitignore").exists()
     second_cache = Cache(str(project))
     second = Project(str(project), files, cache=second_cache)

@@ -152,6 +152,7 @@ class Project:
         self.models: Dict[str, SemanticModel] = {}
         self._built_with: Dict[str, Tuple[Seed, ...]] = {}
         self._analysed = False
+        self._rounds: Dict[str, int] = {}
 
     # ----------------------------------------------------------- loading
     def _load(self, m: Module) -> bool:
@@ -185,7 +186,7 @@ class Project:
             return
         if self._load(m) and self.cache is not None:
             self.cache.put("index", key, {"functions": m.top_functions, "classes": m.classes,
-                                          "aliases": m.aliases})
+                                          "aliases": m.aliases}, m.path)
 
     def seeds_digest(self, path: str) -> str:
         """A key for what the project knows about ``path`` (part of every cache key)."""
@@ -311,8 +312,17 @@ class Project:
                         changed.add(planted[0].path)
             dirty = changed
 
+    def _rounds_of(self, m: Module) -> int:
+        """How many times ``m``'s outgoing calls were asked for in this run: a
+        module goes through the same seeds in the same order each run, so each
+        step keeps its own cache entry."""
+        n = self._rounds.get(m.path, 0)
+        self._rounds[m.path] = n + 1
+        return n
+
     def _outgoing_of(self, m: Module) -> List[Outgoing]:
         """``m``'s outgoing calls under its current seeds: from the cache, or from its model."""
+        step = self._rounds_of(m)
         key = digest("outgoing", m.sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path))
         if self.cache is not None and m.sha is not None:
             entry = self.cache.get("outgoing", key)
@@ -326,7 +336,7 @@ class Project:
         if self.cache is not None and m.sha is not None:
             self.cache.put("outgoing", key, [[o.qualname, [list(a) for a in o.args], o.where, o.caller,
                                               o.transform, list(o.static_nums), list(o.static_names)]
-                                             for o in found])
+                                             for o in found], f"{m.path}#{step}")
         return found
 
     def _add_seed(self, target: Module, seed: Seed) -> bool:

@@ -32,13 +32,20 @@ class SourceFile:
         self.text = text
         self.encoding = encoding
         self.raw = raw
-        # start offset (in characters) of every line; line N (1-based) starts at _starts[N-1]
-        starts = [0]
-        for m in _NEWLINE.finditer(text):
-            starts.append(m.end())
-        self._starts = starts
+        self._line_starts: Optional[List[int]] = None
         self._byte_lines: Dict[int, bytes] = {}
         self._noqa: Optional[Dict[int, Optional[Set[str]]]] = None
+
+    @property
+    def _starts(self) -> List[int]:
+        """The start offset (in characters) of every line: line N (1-based) starts
+        at ``_starts[N-1]``.  Built on first use (a cached lint never needs it)."""
+        if self._line_starts is None:
+            starts = [0]
+            for m in _NEWLINE.finditer(self.text):
+                starts.append(m.end())
+            self._line_starts = starts
+        return self._line_starts
 
     # ---------------------------------------------------------------- loading
     @classmethod
