@@ -344,64 +344,77 @@ class KindsMixin:
             self._attrs_in_progress.discard(key)
 
     def _call_kind(self, call: ast.Call, fn: Function) -> int:
+        """A call's kind: by the callee's qualified name, else as a method of its
+        receiver, else from the module function it resolves to."""
         func = call.func
-        term = func.attr if func.__class__ is ast.Attribute else (func.id if func.__class__ is ast.Name else "")
+        ft = func.__class__
+        term = func.attr if ft is ast.Attribute else (func.id if ft is ast.Name else "")
         if term.startswith(K.PREDICATE_PREFIXES):
             return 0
-        traced_ctx = fn.under_trace
-        q = self.qualname(func, fn) if func.__class__ in (ast.Name, ast.Attribute) else None
+        q = self.qualname(func, fn) if ft is ast.Name or ft is ast.Attribute else None
         if q is not None:
-            if q in K.STATIC_RESULT_CALLS or q.startswith("math."):
-                return 0
-            if q in K.CONTAINER_CALLS:
-                k = CONTAINER
-                if q == "range":
-                    return k
-                for a in call.args:
-                    k |= self.kind(a, fn) & TRACED
+            k = self._library_call_kind(q, call, fn)
+            if k is not None:
                 return k
-            if q in K.ARRAY_FUNCTIONS or (q.startswith(K.ARRAY_MODULES) and q not in K.NON_ARRAY):
-                if q.startswith(K.PYTREE_FUNCTIONS_PREFIX):
-                    return self._args_traced(call, fn)
-                return JAX | (TRACED if traced_ctx else 0)
-            if q.startswith("numpy."):
-                return NUMPY | self._args_traced(call, fn)
-            if q in ("jax.tree.map", "jax.tree.leaves", "jax.tree.flatten"):
-                return self._args_traced(call, fn)
-            if q.startswith("jax.") and (q.split(".")[-1] in K.transform_terminals()):
-                return 0
-            if q in ("min", "max", "abs", "sum", "round", "pow", "divmod"):
-                return self._args_traced(call, fn) | (self._args_kind(call, fn) & ARRAYISH)
-            if q in _BUILTINS:
-                return 0
-        if func.__class__ is ast.Attribute:
-            m = func.attr
-            if m in K.CONCRETIZING_METHODS:
-                return 0
-            recv_node = func.value
-            if recv_node.__class__ is ast.Name:
-                owner = fn.enclosing_method()
-                if owner is not None and owner.cls is not None and recv_node.id == owner.self_name \
-                        and owner.cls.module_kind == "linen" and m in ("param", "variable"):
-                    return TRACED | JAX if traced_ctx else JAX
-            recv = self.kind(recv_node, fn)
-            if recv & ARRAYISH:
-                return (recv & ARRAYISH) | self._args_traced(call, fn)
-            if recv & CONTAINER:
-                return (recv & TRACED) | (CONTAINER if m in ("items", "values", "keys", "copy") else 0)
-            return (recv & TRACED) | self._args_traced(call, fn)
-        if q is None and func.__class__ in (ast.Name, ast.Attribute):
+        if ft is ast.Attribute:
+            return self._method_call_kind(func, call, fn)
+        if q is None and ft is ast.Name:
             target = self.resolve_callable(func, fn)
             if target is not None:
                 return self.return_kind(target.function) | self._args_traced(call, fn)
-        if func.__class__ is ast.Call:
-            inner_q = self.qualname(func.func, fn)
-            tr = K.transform_for(inner_q)
+        if ft is ast.Call:
+            # ``jax.jit(f)(x)``: a transformed function returns arrays
             k = self._args_traced(call, fn)
-            if tr is not None:
+            if K.transform_for(self.qualname(func.func, fn)) is not None:
                 k |= JAX
             return k
         return self._args_traced(call, fn)
+
+    def _library_call_kind(self, q: str, call: ast.Call, fn: Function) -> Optional[int]:
+        """The kind of a call of the imported or builtin callable ``q`` (None: no rule)."""
+        if q in K.STATIC_RESULT_CALLS or q.startswith("math."):
+            return 0
+        if q in K.CONTAINER_CALLS:
+            k = CONTAINER
+            if q == "range":
+                return k
+            for a in call.args:
+                k |= self.kind(a, fn) & TRACED
+            return k
+        if q in K.ARRAY_FUNCTIONS or (q.startswith(K.ARRAY_MODULES) and q not in K.NON_ARRAY):
+            if q.startswith(K.PYTREE_FUNCTIONS_PREFIX):
+                return self._args_traced(call, fn)
+            return JAX | (TRACED if fn.under_trace else 0)
+        if q.startswith("numpy."):
+            return NUMPY | self._args_traced(call, fn)
+        if q in ("jax.tree.map", "jax.tree.leaves", "jax.tree.flatten"):
+            return self._args_traced(call, fn)
+        if q.startswith("jax.") and (q.split(".")[-1] in K.transform_terminals()):
+            return 0
+        if q in ("min", "max", "abs", "sum", "round", "pow", "divmod"):
+            return self._args_traced(call, fn) | (self._args_kind(call, fn) & ARRAYISH)
+        if q in _BUILTINS:
+            return 0
+        return None
+
+    def _method_call_kind(self, func: ast.Attribute, call: ast.Call, fn: Function) -> int:
+        """``recv.m(...)``: conversions are static, array methods keep the receiver's
+        kind, container methods give its elements, linen ``self.param`` is traced."""
+        m = func.attr
+        if m in K.CONCRETIZING_METHODS:
+            return 0
+        recv_node = func.value
+        if recv_node.__class__ is ast.Name:
+            owner = fn.enclosing_method()
+            if owner is not None and owner.cls is not None and recv_node.id == owner.self_name \
+                    and owner.cls.module_kind == "linen" and m in ("param", "variable"):
+                return TRACED | JAX if fn.under_trace else JAX
+        recv = self.kind(recv_node, fn)
+        if recv & ARRAYISH:
+            return (recv & ARRAYISH) | self._args_traced(call, fn)
+        if recv & CONTAINER:
+            return (recv & TRACED) | (CONTAINER if m in ("items", "values", "keys", "copy") else 0)
+        return (recv & TRACED) | self._args_traced(call, fn)
 
     def return_kind(self, fn: Function) -> int:
         """Union of the kinds ``fn`` returns (without TRACED: the caller decides
