@@ -137,3 +137,26 @@ def _kw(call: Optional[ast.Call], name: str) -> Optional[ast.expr]:
         if kw.arg == name:
             return kw.value
     return None
+
+
+# arrays a structured-control-flow primitive scans over (beside its carry and operands,
+# which the Transform records give): qualified name -> positional index
+SCANNED_ARGS = {"jax.lax.scan": 2, "jax.lax.map": 1, "jax.lax.associative_scan": 1}
+
+
+def lax_operands(m: SemanticModel, call: ast.Call, scope: Function) -> List[ast.expr]:
+    """The values a ``lax`` control-flow call hands to its bodies (carry init, operands,
+    scanned arrays): they must be pytrees of arrays."""
+    if not isinstance(call.func, (ast.Name, ast.Attribute)):
+        return []
+    tr = K.transform_for(m.qualname(call.func, scope))
+    if tr is None or tr.kind != "body" or any(isinstance(a, ast.Starred) for a in call.args):
+        return []
+    idx: Set[int] = set()
+    if tr.carry_init is not None:
+        idx.add(tr.carry_init[1])
+    if tr.name in SCANNED_ARGS:
+        idx.add(SCANNED_ARGS[tr.name])
+    if tr.operands_from is not None:
+        idx.update(range(tr.operands_from, len(call.args)))
+    return [call.args[i] for i in sorted(idx) if i < len(call.args)]

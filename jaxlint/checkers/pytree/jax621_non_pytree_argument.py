@@ -6,7 +6,7 @@ from typing import Iterator, List, Optional
 from ...analysis import Function
 from ..base import Context, Finding, Rule, register
 from ..messages import short
-from .boundary import boundary_transform, crossings
+from .boundary import boundary_transform, crossings, lax_operands
 from .classes import plain_classes
 
 
@@ -18,7 +18,9 @@ class NonPytreeArgument(Rule):
     registration, not a `NamedTuple`, `flax.struct.dataclass`, `eqx.Module` or
     `chex.dataclass`) passed as a traced argument to a function transformed by
     `jax.jit`, `jax.pmap`, `jax.vmap` or `jax.grad`, or returned from a
-    jitted, pmapped or vmapped function.
+    jitted, pmapped or vmapped function; also one carried through `lax`
+    control flow (the initial value of `while_loop`/`fori_loop`/`scan`, the
+    operands of `cond`/`switch`, or returned from their bodies).
 
     ## Why is this bad?
     In PyTorch you keep tensors in any object you like (a config, a `State`
@@ -28,8 +30,9 @@ class NonPytreeArgument(Rule):
     JAX cannot turn into an array, so the call raises
     `TypeError: Error interpreting argument to <function ...> as an abstract array`
     (`jax.grad`: `... is not a valid JAX type`), and returning one raises
-    `TypeError: ... returned a value of type <class 'Config'>`. A plain
-    `@dataclasses.dataclass` is no different.
+    `TypeError: ... returned a value of type <class 'Config'>`. A loop state
+    object carried through `lax.while_loop` or `lax.scan` fails the same way.
+    A plain `@dataclasses.dataclass` is no different.
 
     ## Example
     ```python
@@ -88,7 +91,23 @@ class NonPytreeArgument(Rule):
                        f"(`flax.struct.dataclass`, `eqx.Module`, `jax.tree_util.register_dataclass`) or make "
                        f"`{p}` static")
                 yield ctx.finding(self, a, msg)
+        yield from self._lax(ctx, plain)
         yield from self._returns(ctx, plain)
+
+    def _lax(self, ctx: Context, plain) -> Iterator[Finding]:
+        m = ctx.model
+        for scope in m.functions:
+            for call in scope.of_type(ast.Call):
+                for a in lax_operands(m, call, scope):
+                    info = plain.instance_of(a, scope)
+                    if info is None:
+                        continue
+                    msg = (f"`{short(a)}` is a plain `{info.name}` object passed to `{short(call.func)}`, whose "
+                           f"carry and operands must be pytrees of arrays (JAX raises `TypeError`); register "
+                           f"`{info.name}` as a pytree (`flax.struct.dataclass`, `eqx.Module`, "
+                           f"`jax.tree_util.register_dataclass`) or pass its arrays")
+                    yield ctx.finding(self, a, msg)
+                    break
 
     def _returns(self, ctx: Context, plain) -> Iterator[Finding]:
         m = ctx.model
@@ -109,12 +128,13 @@ class NonPytreeArgument(Rule):
 
     @staticmethod
     def _direct_transform(ctx: Context, fn: Function):
-        """The jit/pmap/vmap that maps ``fn`` itself (outputs cross its boundary)."""
+        """The jit/pmap/vmap (or ``lax`` control flow) that maps ``fn`` itself: its outputs
+        cross the transform's boundary."""
         if fn.is_module or not fn.contexts:
             return None
         for site in ctx.model.transform_sites:
-            if site.target is not None and site.target.function is fn and boundary_transform(site.transform) \
-                    and not site.target.transforms:
+            if site.target is not None and site.target.function is fn and not site.target.transforms \
+                    and (boundary_transform(site.transform) or site.transform.kind == "body"):
                 return site.transform
         return None
 
