@@ -290,12 +290,32 @@ class TransformsMixin:
         """Mark ``target`` as traced by transform ``tr`` applied at ``node``."""
         fn = target.function
         params = fn.params[target.bound_positional:]
+        static = self._declared_static(target, tr, call, params)
+        candidates = self._candidates(target, params, static)
+        traced = self._traced_params(tr, call, fn, params, static, candidates, scope) - static
+        ctx = TraceContext(tr.name, CERTAIN, node, self._describe_transform(tr, node, call))
+        # nested transforms (jax.jit(jax.grad(f))): the outer one traces everything
+        for outer, outer_call in target.transforms:
+            if outer.kind in ("jit", "trace", "pmap", "body", "filter"):
+                traced |= set(candidates) - static
+        self._add_context(fn, ctx, traced, static)
+
+    def _declared_static(self, target: CallTarget, tr: K.Transform, call: Optional[ast.Call],
+                         params: List[str]) -> Set[str]:
+        """Parameters bound by ``partial`` or declared static on the transform call."""
+        fn = target.function
         static: Set[str] = set(fn.params[:target.bound_positional]) | set(target.bound_keywords)
         nums, names = self.static_spec(tr, call)
         for i in nums:
             if -len(params) <= i < len(params):
                 static.add(params[i])
         static.update(n for n in names if n in fn.param_nodes)
+        return static
+
+    @staticmethod
+    def _candidates(target: CallTarget, params: List[str], static: Set[str]) -> List[str]:
+        """The parameters a transform may trace: not static, not an unbound method's ``self``."""
+        fn = target.function
         candidates = [p for p in params + fn.kwonly if p not in static]
         if fn.vararg:
             candidates.append(fn.vararg)
@@ -306,41 +326,39 @@ class TransformsMixin:
             # an unbound method's ``self`` is never an array (JAX505 reports
             # a jitted method whose self is not static)
             candidates = [p for p in candidates if p != selfname]
-        traced: Set[str]
-        if tr.kind == "grad" and call is not None and self._kw(call, "argnums") is not None:
-            idx = self._literal_ints(self._kw(call, "argnums"))
-            traced = {params[i] for i in (idx or []) if -len(params) <= i < len(params)} if idx is not None \
-                else set(candidates)
-        elif tr.kind == "grad":
-            traced = set(params[:1]) - static
-        elif tr.kind == "vmap" and call is not None and self._kw(call, "in_axes") is not None:
-            axes = self._kw(call, "in_axes")
+        return candidates
+
+    def _traced_params(self, tr: K.Transform, call: Optional[ast.Call], fn: Function, params: List[str],
+                       static: Set[str], candidates: List[str], scope: Function) -> Set[str]:
+        """Which parameters the transform itself traces (``argnums``, ``in_axes``, a
+        filter's configuration parameters, a ``lax`` body's arity); may add to
+        ``static`` the defaulted parameters a ``lax`` primitive never passes."""
+        kind = tr.kind
+        if kind == "grad":
+            argnums = self._kw(call, "argnums") if call is not None else None
+            if argnums is None:
+                return set(params[:1]) - static
+            idx = self._literal_ints(argnums)
+            if idx is None:
+                return set(candidates)
+            return {params[i] for i in idx if -len(params) <= i < len(params)}
+        if kind == "vmap":
+            axes = self._kw(call, "in_axes") if call is not None else None
             if isinstance(axes, (ast.Tuple, ast.List)):
-                traced = {p for p, ax in zip(params, axes.elts)
-                          if not (isinstance(ax, ast.Constant) and ax.value is None)}
-            else:
-                traced = set(candidates)
-        elif tr.kind == "filter":
-            traced = {p for p in candidates if not self._is_config_param(fn, p)}
-        elif tr.kind == "body":
+                return {p for p, ax in zip(params, axes.elts)
+                        if not (isinstance(ax, ast.Constant) and ax.value is None)}
+            return set(candidates)
+        if kind == "filter":
+            return {p for p in candidates if not self._is_config_param(fn, p)}
+        if kind == "body":
             self._record_carry_init(fn, params, tr, call, scope)
             arity = self._body_arity(tr, call)
             if arity is None:
-                traced = set(candidates)
-            else:
-                traced = set(params[:arity]) - static
-                # parameters the primitive never passes keep their (static) defaults
-                static |= {p for p in params[arity:] if p in fn.defaults}
-        else:
-            traced = set(candidates)
-        traced -= static
-        desc = self._describe_transform(tr, node, call)
-        ctx = TraceContext(tr.name, CERTAIN, node, desc)
-        # nested transforms (jax.jit(jax.grad(f))): the outer one traces everything
-        for outer, outer_call in target.transforms:
-            if outer.kind in ("jit", "trace", "pmap", "body", "filter"):
-                traced |= set(candidates) - static
-        self._add_context(fn, ctx, traced, static)
+                return set(candidates)
+            # parameters the primitive never passes keep their (static) defaults
+            static |= {p for p in params[arity:] if p in fn.defaults}
+            return set(params[:arity]) - static
+        return set(candidates)
 
     # transform -> (body parameter index, call argument index of the initial carry)
     _CARRY_INIT = K.CARRY_INIT
