@@ -129,14 +129,23 @@ class UnsynchronizedGradientsInPmap(Rule):
         for fn, names in per.values():
             yield fn, tuple(names)
 
+    @staticmethod
+    def _how(ctx: Context, fn: Function) -> str:
+        """"pmapped with `jax.pmap`": the replicating transform, even when another one
+        (a `jax.jit` decorator) is the function's first trace context."""
+        for site in ctx.model.transform_sites:
+            if site.target is not None and site.target.function is fn and site.transform.name in REPLICATING:
+                return f"{site.transform.verb} `{site.transform.label}`"
+        return fn.primary_context.description if fn.primary_context else "pmapped"
+
     def _unsynced(self, ctx: Context, fn: Function, names: Tuple[str, ...], u: Unsynced) -> Finding:
         origin = u.origin
         where = origin.tx_call if origin.tx_call is not None else u.sink
         what = short(where.func)
         grads = f"`{origin.name}`" if origin.name else "the gradients"
         axis = names[0]
-        where_fn = fn.trace_description() if u.fn is fn else \
-            f"`{u.fn.qualname}`, called from {fn.trace_description()},"
+        pmapped = f"`{fn.qualname}` ({self._how(ctx, fn)})"
+        where_fn = pmapped if u.fn is fn else f"`{u.fn.qualname}`, called from {pmapped},"
         msg = (f"{grads} reach `{what}` in {where_fn} without `lax.pmean` over axis "
                f"`{axis}`: each device applies its own shard's gradients and the replicas drift apart "
                f"(PyTorch's DDP averages them for you; pmap does not)")
