@@ -1,9 +1,9 @@
 """A small MLP regression model, written the way a PyTorch user might.
 
-Its functions have no type annotations, so `jaxlint check --confirm` cannot
-build inputs for them on its own; `jaxlint confirm -- python train_small.py`
-records the real call signatures while the script trains and confirms the
-findings with those (see README.md).
+Its functions have no type annotations: `jaxlint check --confirm` builds
+inputs from how the parameters are used, and `jaxlint confirm -- python
+train_small.py` records the real call signatures while the script trains and
+confirms the findings with those (see README.md).
 """
 import jax
 import jax.numpy as jnp
