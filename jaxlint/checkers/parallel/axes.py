@@ -1,8 +1,9 @@
 """Axis names: which transforms bind them, which calls communicate over them, and which
 names are bound around a function of the module.
 
-The facts are data (the tables below); they belong in the ``Transform`` records of
-``analysis/knowledge.py`` once MODEL adds fields for them (see /work/helpers/NOTES.md).
+The per-transform facts (``axis_name``, mesh axes, whether gradients are left per replica)
+are fields of the ``Transform`` records in ``analysis/knowledge.py``, read here through live
+views; the collectives (``lax`` functions, not transforms) are the tables below.
 """
 from __future__ import annotations
 

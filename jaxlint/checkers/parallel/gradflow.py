@@ -155,7 +155,7 @@ class GradFlow:
         if isinstance(func, ast.Name) and depth < 4:
             if func.id in self._grad_fns:
                 return self._grad_fns[func.id]
-            bound = _single_binding(m, fn, func.id)
+            bound = m.single_value(func.id, fn)
             if bound is not None:
                 return self._maker(bound, depth + 1)
         return None
@@ -314,20 +314,6 @@ def _lambda_params(fun: ast.expr, m: SemanticModel, scope: Function) -> Optional
     target = m.resolve_callable(fun, scope)
     if target is not None:
         return target.function.params[target.bound_positional:] or None
-    return None
-
-
-def _single_binding(m: SemanticModel, fn: Function, name: str) -> Optional[ast.expr]:
-    """The value of the one assignment ``name = <value>`` visible from ``fn`` (lexically)."""
-    s: Optional[Function] = fn
-    while s is not None:
-        if name in s.locals:
-            if name in s.param_nodes:
-                return None
-            values = [a.value for a in s.of_type(ast.Assign)
-                      for t in a.targets if isinstance(t, ast.Name) and t.id == name]
-            return values[0] if len(values) == 1 else None
-        s = s.parent
     return None
 
 
