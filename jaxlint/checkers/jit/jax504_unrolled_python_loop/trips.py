@@ -14,21 +14,11 @@ import re
 from typing import Optional, Tuple
 
 from ....analysis import CONTAINER, JAX, TRACED, Function, SemanticModel
-from ....analysis import knowledge as K
 from ...messages import short
 
 # attribute chains that hold configuration: ``config.num_steps``, ``self.cfg.n_iter``
 _CONFIG_OWNERS = frozenset({"config", "cfg", "conf", "hparams", "hps", "hp", "args", "opts", "options",
                             "params_cfg", "settings", "flags", "FLAGS"})
-
-# jax.numpy functions that return a list of arrays, not an array
-_LIST_RESULTS = frozenset({"jax.numpy.split", "jax.numpy.array_split", "jax.numpy.hsplit", "jax.numpy.vsplit",
-                           "jax.numpy.dsplit", "jax.numpy.meshgrid", "jax.numpy.unstack", "jax.numpy.nonzero",
-                           "jax.numpy.where", "jax.numpy.unravel_index", "jax.numpy.indices",
-                           "jax.numpy.linalg.eigh", "jax.numpy.linalg.svd", "jax.numpy.linalg.qr",
-                           "jax.numpy.linalg.slogdet", "jax.numpy.linalg.eig", "jax.lax.scan",
-                           "jax.lax.while_loop", "jax.lax.fori_loop", "jax.lax.cond", "jax.lax.switch",
-                           "jax.random.split"})
 
 # parameters named like a sequence of data rather than a list of layers/parameters
 _ARRAY_NAME = re.compile(r"^(?:xs|x_seq|seq|sequence|inputs|signal|frames|tokens|timesteps|ts|times|"
@@ -167,7 +157,7 @@ def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
             if e.id in s.static_params and s.confidence == "certain" and not s.is_lambda:
                 return "a static argument", literal_int(s.defaults.get(e.id))
             return None
-        local = single_value(m, s, e.id)
+        local = m.single_value(e.id, s)
         if local is None or depth > 3:
             return None
         return _static_bound(m, s, local, depth + 1)
@@ -228,36 +218,14 @@ def _class_default(info, name: str) -> Optional[int]:
 # ------------------------------------------------------------ traced arrays
 def traced_array(m: SemanticModel, fn: Function, e: ast.expr) -> bool:
     """``e`` is surely a traced *array*, not a pytree (a list of layers, a dict of
-    parameters): a local bound from array arithmetic or a ``jax.numpy`` call, or a
-    parameter annotated as an array or used like one (``x.shape``, ``x @ w``)."""
+    parameters): the model's :meth:`surely_array`, or a traced parameter named like a
+    sequence of data (``xs``, ``tokens``, ``frames``: what a loop over rows iterates)."""
+    if m.surely_array(e, fn):
+        return True
+    if not (isinstance(e, ast.Name) and e.id in fn.param_nodes and _ARRAY_NAME.match(e.id)):
+        return False
     k = m.kind(e, fn)
-    if not (k & TRACED and k & JAX) or k & CONTAINER:
-        return False
-    if not isinstance(e, ast.Name):
-        return False
-    name = e.id
-    if name in fn.param_nodes:
-        ann = fn.param_nodes[name].annotation
-        if ann is not None:
-            q = m.qualname(ann.value if isinstance(ann, ast.Subscript) else ann, fn.parent)
-            if q in K.ARRAY_ANNOTATIONS:
-                return True
-        return _used_as_array(fn, name) or bool(_ARRAY_NAME.match(name))
-    values = [a.value for a in fn.of_type(ast.Assign)
-              if any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
-    values += [a for a in fn.of_type(ast.AugAssign) if isinstance(a.target, ast.Name) and a.target.id == name]
-    if not values:
-        return False
-    for v in values:
-        if isinstance(v, (ast.AugAssign, ast.BinOp)):
-            continue
-        if isinstance(v, ast.Call) and isinstance(v.func, (ast.Name, ast.Attribute)):
-            q = m.qualname(v.func, fn)
-            if q is not None and q.startswith(("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")) \
-                    and q not in _LIST_RESULTS:
-                continue
-        return False
-    return True
+    return bool(k & TRACED and k & JAX) and not k & CONTAINER
 
 
 def _used_as_mapping(loop: ast.For) -> bool:
@@ -270,19 +238,6 @@ def _used_as_mapping(loop: ast.For) -> bool:
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var \
                     and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
                 return True
-    return False
-
-
-def _used_as_array(fn: Function, name: str) -> bool:
-    """``name`` is used like an array somewhere in ``fn``: an arithmetic operand or ``.shape``."""
-    for n in fn.walk():
-        if isinstance(n, ast.BinOp):
-            for side in (n.left, n.right):
-                if isinstance(side, ast.Name) and side.id == name:
-                    return True
-        elif isinstance(n, ast.Attribute) and n.attr in ("shape", "ndim", "T", "dtype", "reshape", "astype") \
-                and isinstance(n.value, ast.Name) and n.value.id == name:
-            return True
     return False
 
 
@@ -308,7 +263,7 @@ def int_value(m: SemanticModel, fn: Function, e: ast.expr, depth: int = 0) -> Op
         s = m.resolve_scope(e.id, fn)
         if s is None:
             return None
-        value = single_value(m, s, e.id)
+        value = m.single_value(e.id, s)
         return int_value(m, s, value, depth + 1) if value is not None else None
     op = _INT_OPS.get(type(e.op)) if isinstance(e, ast.BinOp) else None
     if op is not None:
@@ -321,16 +276,3 @@ def int_value(m: SemanticModel, fn: Function, e: ast.expr, depth: int = 0) -> Op
 # the integer arithmetic a trip count may be written with (``N * 4``, ``STEPS // 2``)
 _INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
             ast.FloorDiv: lambda a, b: a // b if b else None}
-
-
-def single_value(m: SemanticModel, scope: Function, name: str) -> Optional[ast.expr]:
-    """The value of ``name`` when ``scope`` binds it exactly once, by a plain ``name = value``
-    (at module level also ``name: T = value``); None for a parameter or any other binding."""
-    bs = m.bindings(name, scope)
-    if len(bs) != 1:
-        return None
-    b = bs[0]
-    plain = (ast.Assign, ast.AnnAssign) if scope.is_module else (ast.Assign,)
-    if b.kind != "=" or b.path or not isinstance(b.node, plain):
-        return None
-    return b.value
