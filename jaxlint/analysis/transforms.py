@@ -29,7 +29,10 @@ class TransformsMixin:
         return None if s is None else s.defs.get(name)
 
     def resolve_callable(self, expr: ast.AST, scope: Function, _depth: int = 0) -> Optional[CallTarget]:
-        """Resolve an expression used as a callable to a function of this module."""
+        """Resolve an expression used as a callable to a function of this module: a
+        lambda, a def or an alias of one, ``self.method``/``Class.method``,
+        ``partial(f, ...)``, ``jax.jit(f)`` (nested transforms recorded outermost
+        first), or the product of a local factory (``make_step(config)``)."""
         if _depth > 8 or expr is None:
             return None
         t = expr.__class__
@@ -45,51 +48,57 @@ class TransformsMixin:
                 return self.resolve_callable(alias, scope, _depth + 1)
             return None
         if t is ast.Attribute:
-            base = expr.value
-            if isinstance(base, ast.Name):
-                owner = scope.enclosing_method()     # self.method(...)
-                if owner is not None and base.id == owner.self_name:
-                    fn = self.class_method(owner.cls, expr.attr)
-                    if fn is not None:
-                        return CallTarget(fn, 0 if fn.is_staticmethod else 1)
-                info = self.classes.get(base.id)
-                if info is not None:
-                    fn = self.class_method(info, expr.attr)
-                    if fn is not None:
-                        return CallTarget(fn, 0)
-            return None
+            return self._resolve_method(expr, scope)
         if t is ast.Call:
-            q = self.qualname(expr.func, scope)
-            if q in K.PARTIAL and expr.args:
-                inner = self.resolve_callable(expr.args[0], scope, _depth + 1)
-                if inner is None:
-                    return None
-                if any(isinstance(a, ast.Starred) for a in expr.args[1:]):
-                    return None
-                kws = frozenset(k.arg for k in expr.keywords if k.arg)
-                if any(k.arg is None for k in expr.keywords):
-                    # partial(f, **config): every keyword-capable parameter may be bound
-                    fnc = inner.function
-                    kws = kws | frozenset(fnc.kwonly) | frozenset(p for p in fnc.params if p in fnc.defaults)
-                return CallTarget(inner.function, inner.bound_positional + len(expr.args) - 1,
-                                  inner.bound_keywords | kws, inner.transforms)
-            tr = K.transform_for(q)
-            if tr is not None and tr.kind != "body":
-                fun = self._transform_fun_arg(expr, tr)
-                if fun is None:
-                    return None
-                inner = self.resolve_callable(fun, scope, _depth + 1)
-                if inner is None:
-                    return None
-                return CallTarget(inner.function, inner.bound_positional, inner.bound_keywords,
-                                  ((tr, expr),) + inner.transforms)
-            if q is None:
-                # make_step(config): a local factory that returns one of its nested functions
-                factory = self.resolve_callable(expr.func, scope, _depth + 1)
-                if factory is not None:
-                    made = self._factory_product(factory.function)
-                    if made is not None:
-                        return CallTarget(made)
+            return self._resolve_call_result(expr, scope, _depth)
+        return None
+
+    def _resolve_method(self, expr: ast.Attribute, scope: Function) -> Optional[CallTarget]:
+        """``self.method`` (bound: ``self`` is passed) or ``Class.method``."""
+        base = expr.value
+        if not isinstance(base, ast.Name):
+            return None
+        owner = scope.enclosing_method()
+        if owner is not None and base.id == owner.self_name:
+            fn = self.class_method(owner.cls, expr.attr)
+            if fn is not None:
+                return CallTarget(fn, 0 if fn.is_staticmethod else 1)
+        info = self.classes.get(base.id)
+        if info is not None:
+            fn = self.class_method(info, expr.attr)
+            if fn is not None:
+                return CallTarget(fn, 0)
+        return None
+
+    def _resolve_call_result(self, expr: ast.Call, scope: Function, _depth: int) -> Optional[CallTarget]:
+        """The function a call returns: ``partial(f, ...)``, ``jax.jit(f)``, ``make_step(config)``."""
+        q = self.qualname(expr.func, scope)
+        if q in K.PARTIAL and expr.args:
+            inner = self.resolve_callable(expr.args[0], scope, _depth + 1)
+            if inner is None or any(isinstance(a, ast.Starred) for a in expr.args[1:]):
+                return None
+            kws = frozenset(k.arg for k in expr.keywords if k.arg)
+            if any(k.arg is None for k in expr.keywords):
+                # partial(f, **config): every keyword-capable parameter may be bound
+                fnc = inner.function
+                kws = kws | frozenset(fnc.kwonly) | frozenset(p for p in fnc.params if p in fnc.defaults)
+            return CallTarget(inner.function, inner.bound_positional + len(expr.args) - 1,
+                              inner.bound_keywords | kws, inner.transforms)
+        tr = K.transform_for(q)
+        if tr is not None and tr.kind != "body":
+            fun = self._transform_fun_arg(expr, tr)
+            inner = None if fun is None else self.resolve_callable(fun, scope, _depth + 1)
+            if inner is None:
+                return None
+            return CallTarget(inner.function, inner.bound_positional, inner.bound_keywords,
+                              ((tr, expr),) + inner.transforms)
+        if q is None:
+            # make_step(config): a local factory that returns one of its nested functions
+            factory = self.resolve_callable(expr.func, scope, _depth + 1)
+            if factory is not None:
+                made = self._factory_product(factory.function)
+                if made is not None:
+                    return CallTarget(made)
         return None
 
     def _factory_product(self, fn: Function) -> Optional[Function]:
