@@ -171,23 +171,15 @@ class CallIndex:
                 out[id(n.func)] = n
         return out
 
-    @staticmethod
-    def _binding_scope(name: str, scope: Function) -> Function:
-        s = scope
-        if name in s.globals_declared:
-            while s.parent is not None:
-                s = s.parent
-        return s
+    def _binding_scope(self, name: str, scope: Function) -> Function:
+        """Where ``name = ...`` in ``scope`` binds: the module for a ``global`` name."""
+        return self.model.module if name in scope.globals_declared else scope
 
     # ------------------------------------------------------------- lookups
     def lookup_name(self, name: str, scope: Function) -> Optional[JitBinding]:
         """The jit binding a bare ``name`` refers to in ``scope`` (lexical lookup)."""
-        s = scope
-        while s is not None:
-            if name in s.locals and name not in s.globals_declared:
-                return self._by_name.get((id(s), name))
-            s = s.parent
-        return None
+        s = self.model.resolve_scope(name, scope)
+        return None if s is None else self._by_name.get((id(s), name))
 
     def lookup_attr(self, expr: ast.Attribute, scope: Function) -> Optional[JitBinding]:
         """The jit binding ``self.<attr>`` refers to inside a method of the binding's class."""

@@ -44,14 +44,8 @@ def is_optimizer(m: SemanticModel, e: ast.expr, scope: Function) -> bool:
         return True
     values = []
     if isinstance(e, ast.Name):
-        s = scope
-        while s is not None:
-            if name in s.locals:
-                values = [a.value for a in s.of_type(ast.Assign)
-                          if any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
-                break
-            s = s.parent
-        owner = s or m.module
+        values = [b.value for b in m.lookup(name, scope) if isinstance(b.node, ast.Assign) and not b.path]
+        owner = m.resolve_scope(name, scope) or m.module
     elif isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
         owner = scope.enclosing_method()
         if owner is None or owner.cls is None or e.value.id != owner.self_name:
