@@ -118,48 +118,50 @@ class KindsMixin:
                 return True
             return False
         if t is ast.Tuple or t is ast.List:
-            changed = False
-            if mode == "elem" and k & CONTAINER and len(target.elts) == 2 and value is None \
-                    and not k & ARRAYISH:
-                # a (key, value) pair from d.items(): the key is static
-                a = self._assign(target.elts[0], 0, kinds, fn, None, "elem")
-                b = self._assign(target.elts[1], k & TRACED, kinds, fn, None, "elem")
-                return a or b
-            if mode == "=" and isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) \
-                    and not any(isinstance(e, ast.Starred) for e in value.elts):
-                for te, ve in zip(target.elts, value.elts):
-                    if self._assign(te, self.kind(ve, fn), kinds, fn, ve, "="):
-                        changed = True
-                return changed
-            if mode == "for":
-                elems = self._iter_tuple_kinds(value, fn, len(target.elts))
-                if elems is not None:
-                    for te, ek in zip(target.elts, elems):
-                        if self._assign(te, ek, kinds, fn, None, "elem"):
-                            changed = True
-                    return changed
-                k = self._iter_element_kind(value, fn, k)
-            if mode == "=" and isinstance(value, ast.Name) and value.id in fn.param_inits:
-                elems = self._carry_elements(fn, value.id, len(target.elts))
-                if elems is not None:
-                    for te, ek in zip(target.elts, elems):
-                        if self._assign(te, ek, kinds, fn, None, "elem"):
-                            changed = True
-                    return changed
-            # unpacking: the elements of a call's result (``q, r = jnp.linalg.qr(x)``)
-            # share its array kind; elements of any other value (a carry tuple,
-            # a pytree parameter) are only known to be traced
-            if isinstance(value, ast.Call) and not (k & CONTAINER and not k & ARRAYISH):
-                ek = k & ~CONTAINER
-            else:
-                ek = k & TRACED
-            for te in target.elts:
-                if self._assign(te, ek, kinds, fn, None, "elem"):
-                    changed = True
-            return changed
+            return self._assign_unpacked(target.elts, k, kinds, fn, value, mode)
         if t is ast.Starred:
             return self._assign(target.value, k | CONTAINER, kinds, fn, None, "elem")
         return False
+
+    def _assign_unpacked(self, elts: List[ast.expr], k: int, kinds: Dict[str, int], fn: Function,
+                         value: ast.AST, mode: str) -> bool:
+        """``a, b = value`` (or a loop target ``for a, b in ...``) of kind ``k``."""
+        if mode == "elem" and k & CONTAINER and len(elts) == 2 and value is None and not k & ARRAYISH:
+            # a (key, value) pair from d.items(): the key is static
+            return self._assign_each(elts, [0, k & TRACED], kinds, fn)
+        if mode == "=" and isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elts) \
+                and not any(isinstance(e, ast.Starred) for e in value.elts):
+            changed = False
+            for te, ve in zip(elts, value.elts):
+                if self._assign(te, self.kind(ve, fn), kinds, fn, ve, "="):
+                    changed = True
+            return changed
+        if mode == "for":
+            elems = self._iter_tuple_kinds(value, fn, len(elts))
+            if elems is not None:
+                return self._assign_each(elts, elems, kinds, fn)
+            k = self._iter_element_kind(value, fn, k)
+        if mode == "=" and isinstance(value, ast.Name) and value.id in fn.param_inits:
+            elems = self._carry_elements(fn, value.id, len(elts))
+            if elems is not None:
+                return self._assign_each(elts, elems, kinds, fn)
+        # unpacking: the elements of a call's result (``q, r = jnp.linalg.qr(x)``)
+        # share its array kind; elements of any other value (a carry tuple,
+        # a pytree parameter) are only known to be traced
+        if isinstance(value, ast.Call) and not (k & CONTAINER and not k & ARRAYISH):
+            ek = k & ~CONTAINER
+        else:
+            ek = k & TRACED
+        return self._assign_each(elts, [ek] * len(elts), kinds, fn)
+
+    def _assign_each(self, elts: List[ast.expr], element_kinds: List[int], kinds: Dict[str, int],
+                     fn: Function) -> bool:
+        """Assign each target its element kind (every one, even after a change)."""
+        changed = False
+        for te, ek in zip(elts, element_kinds):
+            if self._assign(te, ek, kinds, fn, None, "elem"):
+                changed = True
+        return changed
 
     def _iter_element_kind(self, it: ast.AST, fn: Function, k: int) -> int:
         """Kind of the loop variable of ``for x in <it>``."""
