@@ -117,62 +117,63 @@ class Confirmer:
         return out
 
     # -- entries and inputs
-    def entry(self, qual: str) -> Entry:
-        if qual not in self._entries and self.signatures.get(qual) and self.signatures[qual][0][0] is not None:
-            fn = self.signatures[qual][0][0]      # the function the program itself passed to jax.jit
-            self._entries[qual] = Entry(qual, fn, getattr(inspect.unwrap(fn), "__self__", None), fn)
-        if qual not in self._entries:
+    @staticmethod
+    def _cached(cache: dict, qual: str, build: Callable, error: type, what: str):
+        """``build()`` once per ``qual``; its ``error`` (or any exception, as ``error``) is kept and re-raised."""
+        if qual not in cache:
             try:
-                self._entries[qual] = resolve_entry(self.module, self.job["entries"][qual], self.job["config"])
-            except Unresolved as exc:
-                self._entries[qual] = exc
+                cache[qual] = build()
+            except error as exc:
+                cache[qual] = exc
             except Exception as exc:
-                self._entries[qual] = Unresolved(f"cannot reach `{qual}`: {type(exc).__name__}: {_first_line(exc)}")
-        v = self._entries[qual]
+                cache[qual] = error(f"{what} `{qual}`: {type(exc).__name__}: {_first_line(exc)}")
+        v = cache[qual]
         if isinstance(v, Exception):
             raise v
         return v
 
+    def entry(self, qual: str) -> Entry:
+        def build():
+            sig = self.signatures.get(qual)
+            if sig and sig[0][0] is not None:
+                fn = sig[0][0]      # the function the program itself passed to the transform
+                return Entry(qual, fn, getattr(inspect.unwrap(fn), "__self__", None), fn)
+            return resolve_entry(self.module, self.job["entries"][qual], self.job["config"])
+        return self._cached(self._entries, qual, build, Unresolved, "cannot reach")
+
     def inputs(self, qual: str, entry: Entry) -> List[Inputs]:
         """The candidate inputs for ``qual``, best first: recorded by the harness, declared,
         or built by the planner (annotations, call sites, uses of the parameters)."""
-        if qual not in self._inputs:
-            info = self.job["entries"][qual]
-            try:
-                sig = self.signatures.get(qual)
-                if sig:
-                    fn, inp = sig[0]
-                    if fn is not None:
-                        entry.call = fn
-                    self._inputs[qual] = [inp]
-                elif self.harness_only:
-                    raise NoInputs(f"`{qual}` was not called through `jax.jit` during the command")
-                elif info.get("declared") is not None:
-                    self._inputs[qual] = [inputs_from_spec(info["declared"])]
-                elif info.get("candidates"):
-                    session.MODULE = self.module
-                    names = [p["name"] for p in info["params"] if p["kind"] == "pos"]
-                    built, failed = [], None
-                    for c in info["candidates"]:
-                        try:
-                            built.append(inputs_from_spec(c, c.get("source", "synthesized"), names))
-                        except Exception as exc:     # e.g. a module's `init` rejects this rank
-                            failed = failed or exc
-                    if not built:
-                        raise failed
-                    self._inputs[qual] = built
-                else:
-                    why = info.get("no_inputs") or "no argument could be built"
-                    raise NoInputs(f"no inputs for `{qual}`: {why}; declare them in [tool.jaxlint.confirm]: "
-                                   f"{info.get('suggest') or ''}".rstrip(": "))
-            except NoInputs as exc:
-                self._inputs[qual] = exc
-            except Exception as exc:
-                self._inputs[qual] = NoInputs(f"no inputs for `{qual}`: {type(exc).__name__}: {_first_line(exc)}")
-        v = self._inputs[qual]
-        if isinstance(v, Exception):
-            raise v
-        return v
+        info = self.job["entries"][qual]
+
+        def build():
+            sig = self.signatures.get(qual)
+            if sig:
+                fn, inp = sig[0]
+                if fn is not None:
+                    entry.call = fn
+                return [inp]
+            if self.harness_only:
+                raise NoInputs(f"`{qual}` was not called (through an instrumented transform or eagerly) "
+                               f"during the command")
+            if info.get("declared") is not None:
+                return [inputs_from_spec(info["declared"])]
+            if not info.get("candidates"):
+                why = info.get("no_inputs") or "no argument could be built"
+                raise NoInputs(f"no inputs for `{qual}`: {why}; declare them in [tool.jaxlint.confirm]: "
+                               f"{info.get('suggest') or ''}".rstrip(": "))
+            session.MODULE = self.module
+            names = [p["name"] for p in info["params"] if p["kind"] == "pos"]
+            built, failed = [], None
+            for c in info["candidates"]:
+                try:
+                    built.append(inputs_from_spec(c, c.get("source", "synthesized"), names))
+                except Exception as exc:     # e.g. a module's `init` rejects this rank
+                    failed = failed or exc
+            if not built:
+                raise failed
+            return built
+        return self._cached(self._inputs, qual, build, NoInputs, "no inputs for")
 
     # -- the run
     def groups(self, qual: str):

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..analysis import knowledge as K
-from . import synth
+from . import callsites, synth
 from .rules import declaration
 from .specs import ConfirmConfig
 
@@ -403,9 +403,9 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         "traced": bool(fn.contexts),
     }
     if e["declared"] is None:
-        given, _line = synth.call_site_specs(model, fn)
+        given, _line = callsites.call_site_specs(model, fn)
         e["candidates"], e["no_inputs"] = synth.candidates(model, fn, e["params"], cfg.dim_size, given)
-        e["suggest"] = synth.suggestion(f"{module or path}:{qual}", (e["candidates"] or [None])[0], e["params"])
+        e["suggest"] = callsites.suggestion(f"{module or path}:{qual}", (e["candidates"] or [None])[0], e["params"])
     if fn.cls is not None:
         e["ctor"] = cfg.spec_for(module, path, fn.cls.name)
         init = model.class_method(fn.cls, "__init__")
