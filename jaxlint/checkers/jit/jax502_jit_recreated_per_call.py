@@ -134,10 +134,7 @@ class JitRecreatedPerCall(Rule):
             return False
         it = loop.iter
         if isinstance(it, ast.Name):   # ``configs = itertools.product(...)``; ``for c in configs``
-            owner = scope if it.id in scope.locals else m.module
-            vals = [a.value for a in owner.of_type(ast.Assign)
-                    if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == it.id]
-            it = vals[0] if len(vals) == 1 else it
+            it = m.single_value(it.id, scope) or it
         if isinstance(it, ast.Call) and m.qualname(it.func, scope) in ("enumerate", "zip", "sorted", "reversed"):
             args = it.args
         else:
@@ -436,12 +433,12 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
                 return f"the local function `{fn.name}`"
             return None
         # a local alias bound to a fresh callable: ``g = jax.grad(loss); jax.jit(g)``
-        if e.id in scope.locals and not scope.is_module:
-            for a in scope.of_type(ast.Assign):
-                if len(a.targets) == 1 and isinstance(a.targets[0], ast.Name) and a.targets[0].id == e.id:
-                    if loop is not None and not _inside(a, loop):
+        if not scope.is_module:
+            for b in m.bindings(e.id, scope):
+                if isinstance(b.node, ast.Assign) and len(b.node.targets) == 1 and not b.path:
+                    if loop is not None and not _inside(b.node, loop):
                         return None
-                    return _fresh_expr(m, a.value, scope, loop, depth + 1)
+                    return _fresh_expr(m, b.value, scope, loop, depth + 1)
         return None
     if t is ast.Attribute:
         if m.qualname(e, scope) is not None:
