@@ -56,6 +56,8 @@ DOCS_URL = "https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{code}.md"
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 # a project with more Python files than this is linted file by file (no cross-module index)
 MAX_PROJECT_FILES = 5000
+# seconds of quiet after a change before the document is linted again
+CHANGE_DELAY = 0.2
 # the code action kind of "apply every safe fix" (editors' fix-on-save asks for source.fixAll)
 FIX_ALL = "source.fixAll.jaxlint"
 
@@ -451,7 +453,7 @@ def create_server():
     from pygls.lsp.server import LanguageServer
 
     ls = LanguageServer(NAME, __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full)
-    state: Dict[str, object] = {"linter": Linter(), "checked": {}, "languages": {}}
+    state: Dict[str, object] = {"linter": Linter(), "checked": {}, "languages": {}, "pending": {}}
 
     def encoding() -> str:
         enc = ls.workspace.position_encoding
@@ -534,10 +536,30 @@ def create_server():
 
     @ls.feature(t.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: t.DidChangeTextDocumentParams):
-        lint(params.text_document.uri)
+        # typing sends a change per keystroke: lint once the burst pauses (code actions and
+        # hover lint on demand when they find the last lint out of date)
+        uri = params.text_document.uri
+        pending = state["pending"]
+        handle = pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            lint(uri)
+            return
+
+        def fire():
+            if pending.pop(uri, None) is not None and uri in state["languages"]:
+                lint(uri)
+
+        pending[uri] = loop.call_later(CHANGE_DELAY, fire)
 
     @ls.feature(t.TEXT_DOCUMENT_DID_SAVE, t.SaveOptions(include_text=False))
     def did_save(params: t.DidSaveTextDocumentParams):
+        handle = state["pending"].pop(params.text_document.uri, None)
+        if handle is not None:
+            handle.cancel()
         # what this file now plants in its neighbours (and they in it) needs a fresh index
         linter: Linter = state["linter"]
         root = linter.project_root(_path_of(params.text_document.uri))
@@ -549,6 +571,9 @@ def create_server():
     @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: t.DidCloseTextDocumentParams):
         uri = params.text_document.uri
+        handle = state["pending"].pop(uri, None)
+        if handle is not None:
+            handle.cancel()
         state["checked"].pop(uri, None)
         state["languages"].pop(uri, None)
         ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
