@@ -4,7 +4,8 @@
 speaks the Language Server Protocol on stdin/stdout and offers, for Python
 documents:
 
-* diagnostics on open, change and save: one per finding, severity Warning
+* diagnostics on open, on save and as you type (once a burst of changes pauses
+  for :data:`CHANGE_DELAY` seconds): one per finding, severity Warning
   (Information for findings of ``inferred`` confidence), ``code`` the rule code,
   ``source`` ``"jaxlint"`` and ``codeDescription`` a link to the rule's page;
   a file that cannot be checked (syntax error, bad ``[tool.jaxlint]``) gets one
