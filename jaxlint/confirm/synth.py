@@ -205,6 +205,14 @@ class _Reader:
             if isinstance(par, ast.Subscript) and par.slice is cur:
                 u.array, u.dtype = True, u.dtype or "int32"       # an index into another array
                 return
+            if isinstance(par, ast.Subscript) and par.value is cur and not isinstance(par.ctx, ast.Load):
+                s = par.slice                                     # x[i] = v: only arrays (and lists) take it
+                elts = s.elts if isinstance(s, ast.Tuple) else [s]
+                keyed = isinstance(s, ast.Name) and s.id in self.m.container_evidence(fn) | self._keys
+                if not (isinstance(s, ast.Constant) and isinstance(s.value, str)) and not keyed:
+                    u.array = True
+                    u.min_rank = max(u.min_rank, len(elts))
+                    return
             if isinstance(par, ast.Subscript) and par.value is cur:
                 s = par.slice
                 if isinstance(s, ast.Constant) and isinstance(s.value, str):
@@ -490,7 +498,8 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
     if u.length and u.arith and not u.elem:                   # x, y, z = state; state + dt * f(state)
         r = max(1, u.rank if u.rank is not None else max(u.min_rank, rank))
         return {"t": "array", "dtype": u.dtype or "float32", "shape": [u.length] + [dim] * (r - 1)}
-    if u.elem is not None or (u.index and not u.array):
+    structured = any(v.known or v.callable for v in u.index.values())
+    if u.elem is not None or (u.index and not u.array and (structured or u.length)):
         idx = [i for i in u.index if isinstance(i, int)]
         # three items: a loop over `p[:-1]` then runs twice, as a loop over layers does
         n = u.length or max([3] + [i + 1 for i in idx if i >= 0] + [-i for i in idx if i < 0])
@@ -504,7 +513,7 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
                 _merge(merged, part)
             items.append(spec_of(merged, rank, dim, traced, f"{name}[{i}]"))
         return {"t": "tuple" if u.length and u.elem is None else "list", "items": items}
-    r = u.rank if u.rank is not None else max(u.min_rank, rank)
+    r = u.rank if u.rank is not None else max(u.min_rank, 1 if u.index else 0, rank)
     return {"t": "array", "dtype": u.dtype or "float32", "shape": [dim] * r}
 
 
