@@ -110,6 +110,9 @@ class Group:
 
     def clean(self, t: dict, what: str) -> dict:
         err = self.base().error
+        if err is not None and _in_span(_error_line(err), t):
+            return unreached(f"tracing `{self.name}` raised {err.short()} at line {_error_line(err)} itself, "
+                             f"before {what} could be observed")
         if err is not None:
             return not_confirmed(f"line {t['line']} ran under tracing without {what} "
                                  f"(tracing later failed {err.where()}: {err.short()})")

@@ -64,6 +64,12 @@ def by_mode(x, mode):
     return x
 
 
+@jax.jit
+def zero_first(m):
+    m[0] = 0.0  # confirm: JAX301 confirmed
+    return m
+
+
 @functools.partial(jax.jit, static_argnames=("n",))
 def repeat(x, n):
     for _ in range(n):  # confirm: JAX504 not-confirmed
