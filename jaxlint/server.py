@@ -55,8 +55,6 @@ SOURCE = "jaxlint"
 DOCS_URL = "https://github.com/jaxlint/jaxlint/blob/main/docs/rules/{code}.md"
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
-# a project with more Python files than this is linted file by file (no cross-module index)
-MAX_PROJECT_FILES = 5000
 # seconds of quiet after a change before the document is linted again
 CHANGE_DELAY = 0.2
 # the code action kind of "apply every safe fix" (editors' fix-on-save asks for source.fixAll)
@@ -110,10 +108,11 @@ class Checked:
 
 @dataclass
 class _ProjectIndex:
-    project: Optional[object] = None      # an analysed jaxlint.analysis.project.Project
+    workspace: Optional[object] = None    # a jaxlint.workspace.Workspace whose project is analysed
     stale: bool = False                   # a file was saved since it was built
     building: bool = False
     failed: bool = False
+    unavailable: bool = False             # no index for this root (too many files, no modules)
 
 
 class Linter:
@@ -139,38 +138,35 @@ class Linter:
         if root is None:
             return False
         index = self.projects.setdefault(root, _ProjectIndex())
-        return (index.project is None or index.stale) and not index.building and not index.failed
+        return ((index.workspace is None or index.stale) and not index.building and not index.failed
+                and not index.unavailable)
 
     def build_project(self, root: str):
-        """Index and analyse the project at ``root`` (the modules as saved on disk).
+        """A :class:`jaxlint.workspace.Workspace` for the project at ``root`` with its index built
+        and analysed (the modules as saved on disk), or None (too big, no modules).
 
-        Pure: touches no state of the linter, so it may run in a worker thread; returns
-        the analysed :class:`~jaxlint.analysis.project.Project` or None (too big, no files)."""
-        from .analysis.project import Project
-        from .discovery import iter_python_files
+        Pure: touches no state of the linter, so it may run in a worker thread.  No results
+        cache: the editor never writes ``.jaxlint_cache`` into the project on its own."""
+        from .workspace import Workspace
 
         cfg = self.config_for(os.path.join(root, "pyproject.toml"))
-        files = [p for p, ok in iter_python_files([root], cfg.exclude, cfg.root) if ok and p.endswith(".py")]
-        if not files or len(files) > MAX_PROJECT_FILES:
+        ws = Workspace(traced_functions=tuple(getattr(cfg, "traced_functions", None) or ()),
+                       exclude=cfg.exclude, use_cache=False, root=root)
+        project = ws.project_for(os.path.join(root, "pyproject.toml"))
+        if project is None or not project.modules:
             return None
-        project = Project(root, files, tuple(getattr(cfg, "traced_functions", None) or ()))
         project.analyse()
         for path in list(project.models):
             project.release(path)    # keep the seeds, not every module's model
-        return project
+        return ws
 
-    def _seeded_model(self, path: str, source: SourceFile, tree):
-        """The file's model with what its project knows about it, or None without an index."""
-        root = self.project_root(path)
-        index = self.projects.get(root) if root else None
-        if index is None or index.project is None:
-            return None
-        from .analysis.model import SemanticModel
-        from .analysis.project import module_name_for
-
-        seeds = tuple(index.project.seeds.get(os.path.abspath(path), {}).values())
-        name, is_package, _folder = module_name_for(path)
-        return SemanticModel(tree, source, module_name=name or None, is_package=is_package, seeds=seeds)
+    def _lint_function(self, path: Optional[str], rules, settings) -> Tuple[Callable[[SourceFile], List[Finding]], bool]:
+        """``(lint, with_project)``: the workspace's project-aware lint when the index of the
+        file's project is ready, else the file alone."""
+        index = self.projects.get(self.project_root(path) or "") if path is not None else None
+        if index is not None and index.workspace is not None:
+            return index.workspace.lint_function(path, rules, settings), True
+        return (lambda src: lint_source(src, rules, settings)), False
 
     def config_for(self, path: Optional[str]) -> Config:
         start = path if path else (self.root or os.getcwd())
@@ -200,16 +196,16 @@ class Linter:
         source = SourceFile(display, text)
         result.source = source
 
+        lint, result.project = self._lint_function(path, rules, cfg.settings)
+
         def relint(src: SourceFile) -> List[Finding]:
-            tree = src.parse()
-            model = None
-            if path is not None:
-                try:
-                    model = self._seeded_model(path, src, tree)
-                except Exception as exc:  # the project index must never cost the file its diagnostics
-                    log.warning("project analysis unavailable for %s: %s", path, exc)
-            result.project = model is not None
-            return lint_source(src, rules, cfg.settings, tree=tree, model=model)
+            try:
+                return lint(src)
+            except (SourceError, InternalError):
+                raise
+            except Exception as exc:  # the project index must never cost the file its diagnostics
+                log.warning("project-aware lint failed for %s, linting the file alone: %s", path, exc)
+                return lint_source(src, rules, cfg.settings)
 
         result.relint = relint
         try:
@@ -441,7 +437,7 @@ def _is_python(uri: str, language_id: Optional[str]) -> bool:
 
 
 def _run_build(linter: Linter, root: str):
-    """``(project or None, error or None)``: never raises (it runs in a worker thread)."""
+    """``(workspace or None, error or None)``: never raises (it runs in a worker thread)."""
     try:
         return linter.build_project(root), None
     except Exception as exc:  # a bug in the project analysis must not take the server down
@@ -501,13 +497,16 @@ def create_server():
     def installed(root: str, linter: Linter, outcome) -> None:
         index = linter.projects[root]
         index.building = False
-        project, error = outcome
+        workspace, error = outcome
         if error is not None:
-            index.failed = True
+            index.failed = True      # tried again after the next save
             log.warning("project analysis of %s failed; linting file by file: %s", root, error)
             return
-        index.project, index.stale = project, False
-        if project is None or state["linter"] is not linter:
+        if workspace is None:
+            index.unavailable = True     # too big or no modules: file by file for good
+            return
+        index.workspace, index.stale = workspace, False
+        if state["linter"] is not linter:
             return
         for uri in list(state["checked"]):
             p = _path_of(uri)
