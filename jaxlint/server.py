@@ -24,10 +24,11 @@ documents:
 The document is linted with :func:`jaxlint.engine.lint_source` with the
 configuration of the nearest ``pyproject.toml`` that has ``[tool.jaxlint]``
 (``select``/``ignore``/``per-file-ignores``/``exclude``/rule settings), re-read
-when it changes on disk.  In a project (:func:`jaxlint.analysis.project.find_root`)
-the cross-module index is built in a worker thread; the open documents are then
-linted again with what other modules tell about them, and the index is rebuilt
-after each save.  Positions follow the encoding negotiated with the client
+when it changes on disk.  In a project (a folder with ``pyproject.toml``,
+``setup.cfg``, ``setup.py`` or ``.git``) the cross-module index of a
+:class:`jaxlint.workspace.Workspace` is built in a worker thread; the open
+documents are then linted again with its lint function (what other modules tell
+about them), and the index is rebuilt after each save.  Positions follow the encoding negotiated with the client
 (UTF-16 by default); jaxlint's own columns are characters.
 """
 from __future__ import annotations
