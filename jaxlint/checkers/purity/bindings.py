@@ -48,6 +48,8 @@ _CONTAINER_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, 
 FLAG_PREFIXES = ("absl.flags.DEFINE", "ml_collections.config_flags.DEFINE", "tensorflow.compat.v1.flags.DEFINE",
                  "tensorflow.flags.DEFINE", "tensorflow.app.flags.DEFINE")
 ARGPARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+# methods that set flags again after start-up
+FLAG_REWRITES = frozenset({"set_default", "unparse_flags", "_set_value", "override_value"})
 
 # binding kinds that make a name a variable (not an import, def or class)
 VARIABLE_KINDS = frozenset({"assign", "aug", "ann", "for", "with", "del", "except"})
@@ -245,6 +247,7 @@ class BindingFacts:
         self._outer: Optional[Dict[int, Function]] = None
         self._outer_vars: Optional[Set[str]] = None
         self._globals: Optional[Set[str]] = None
+        self._flags_rewritten: Optional[int] = None
         self._reach: Dict[int, Optional[Set[str]]] = {}
 
     # ------------------------------------------------------------ scopes
@@ -471,6 +474,55 @@ class BindingFacts:
                 if isinstance(v.func, ast.Attribute) and v.func.attr in ARGPARSE_METHODS:
                     return "args"
         return None
+
+    def flags_rewritten(self) -> Dict[str, int]:
+        """Flags a function of this module sets again, each with the line:
+        ``FLAGS.lr = 0.1`` and ``FLAGS.set_default("lr", ...)`` give ``lr``;
+        ``_LR.value = ...`` gives the holder's name ``_LR``; ``FLAGS.unparse_flags()``
+        gives ``*`` (every flag).  Flags parsed once at start-up are constants
+        by the time anything is traced; only a later write makes a traced read stale."""
+        if self._flags_rewritten is None:
+            out: Dict[str, int] = {}
+            m = self.model
+            for fn in m.functions:
+                if fn.is_module:
+                    continue
+                for node in fn.of_type(ast.Assign, ast.AugAssign, ast.Call):
+                    if isinstance(node, ast.Call):
+                        f = node.func
+                        if not (isinstance(f, ast.Attribute) and f.attr in FLAG_REWRITES and self._is_flags(f.value, fn)):
+                            continue
+                        arg = node.args[0] if node.args else None
+                        key = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "*"
+                        out.setdefault(key, node.lineno)
+                        continue
+                    for t in store_targets(node):
+                        if not isinstance(t, ast.Attribute):
+                            continue
+                        r = t.value
+                        if self._is_flags(r, fn):
+                            holder = isinstance(r, ast.Name) and self._holder(r.id, fn)
+                            out.setdefault(r.id if holder else t.attr, node.lineno)
+            self._flags_rewritten = out
+        return self._flags_rewritten
+
+    def _holder(self, name: str, fn: Function) -> bool:
+        """``name`` holds one flag (``flags.DEFINE_integer(...)``), not the FLAGS object."""
+        scope = self.resolve(name, fn)
+        if scope is None:
+            return False
+        for b in self.scope(scope).get(name):
+            if isinstance(b.value, ast.Call):
+                return True
+        return False
+
+    def _is_flags(self, e: ast.AST, fn: Function) -> bool:
+        if is_flags_qualname(self.model.qualname(e, fn)):
+            return True
+        if isinstance(e, ast.Name):
+            scope = self.resolve(e.id, fn)
+            return scope is not None and self.flag_kind(scope, e.id) == "flags"
+        return False
 
     # --------------------------------------------------------- rebinding
     def program_calls(self, scope: Function) -> List[ast.Call]:

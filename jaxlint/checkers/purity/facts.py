@@ -521,7 +521,9 @@ class PurityFacts:
 
     @staticmethod
     def returns_name(fn: Function, name: str) -> bool:
-        """Does ``fn`` return ``name`` (alone or inside a tuple/list/dict display)?"""
+        """Does ``fn`` return ``name`` (alone, inside a tuple/list/dict display, or
+        as the object of ``name.replace(...)``/``name._replace(...)``/
+        ``dataclasses.replace(name, ...)``: a copy that shares what was mutated)?"""
         for r in fn.of_type(ast.Return):
             v = r.value
             if v is None:
@@ -531,6 +533,13 @@ class PurityFacts:
                 e = stack.pop()
                 if isinstance(e, ast.Name) and e.id == name:
                     return True
+                if isinstance(e, ast.Call):
+                    f = e.func
+                    if isinstance(f, ast.Attribute) and f.attr in _COPYING_METHODS:
+                        stack.append(f.value)
+                    elif isinstance(f, (ast.Name, ast.Attribute)) and e.args \
+                            and (f.id if isinstance(f, ast.Name) else f.attr) == "replace":
+                        stack.append(e.args[0])
                 if isinstance(e, (ast.Tuple, ast.List)):
                     stack.extend(e.elts)
                 elif isinstance(e, ast.Dict):
@@ -601,6 +610,11 @@ def depends_on_locals(model: SemanticModel, fn: Function, values: List[ast.expr]
 
 def purity_for(model: SemanticModel) -> PurityFacts:
     return model.facts(PurityFacts)
+
+
+# methods whose result is a (shallow) copy of the receiver: returning it hands the caller
+# what was mutated in place
+_COPYING_METHODS = frozenset({"replace", "_replace", "copy"})
 
 
 def traced_writes(model: SemanticModel, staged: bool = False) -> Iterator[Tuple[PurityFacts, Function, List[Write]]]:

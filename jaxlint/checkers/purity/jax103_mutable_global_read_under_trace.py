@@ -5,7 +5,7 @@ import re
 from typing import Dict, Iterator, Optional, Set, Tuple
 
 from ...analysis import Function
-from .bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname
+from .bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname, store_targets
 from .facts import PurityFacts, purity_for
 from ..base import Context, Finding, Rule, register, traced_functions
 
@@ -25,12 +25,15 @@ class MutableGlobalReadUnderTrace(Rule):
       traced function was defined;
     - a list/dict/set (or an object's attribute) that other code mutates,
       such as a `CONFIG` dict changed by `set_temperature()`;
-    - command-line flag values (`FLAGS.batch_size`, absl flag holders, an
-      argparse namespace held in a global).
+    - command-line flag values (`FLAGS.batch_size`, absl flag holders) that
+      a function of the module sets again (`FLAGS.lr = lr` in a sweep,
+      `_DECAY.value = 0.99`, `FLAGS.unparse_flags()`), and an argparse
+      namespace held in a global.
 
     Names bound once and never changed — including `jnp` arrays built at
     import time, upper-case constants, optimizers and models — are not
-    flagged.
+    flagged, and neither are flags that are only parsed once at start-up:
+    they are constants by the time anything is traced.
 
     ## Why is this bad?
     In PyTorch, `w - learning_rate * g` reads the current `learning_rate`
@@ -93,7 +96,7 @@ class MutableGlobalReadUnderTrace(Rule):
                 continue
             start, end = ctx.source.node_span(fn.node)
             mentioned = variables.intersection(_IDENT.findall(text, start, end))
-            flags = "FLAGS" in mentioned
+            flags = "FLAGS" in mentioned and bool(b.flags_rewritten())
             reasons: Dict[str, Tuple[Function, str]] = {}
             for name in mentioned:
                 if name in fn.locals and name not in g and name not in n:
@@ -123,11 +126,14 @@ class MutableGlobalReadUnderTrace(Rule):
                 t = node.__class__
                 if t is ast.Attribute:
                     v = node.value
-                    if flags and v.__class__ is ast.Attribute and v.attr == "FLAGS" \
+                    written = b.flags_rewritten()
+                    line = written.get(node.attr, written.get("*"))
+                    if flags and line and v.__class__ is ast.Attribute and v.attr == "FLAGS" \
                             and isinstance(node.ctx, ast.Load) and is_flags_qualname(m.qualname(v, fn)):
                         flags = False
-                        msg = (f"`{ast.unparse(node)}` is a command-line flag read inside {fn.trace_description()}; "
-                               f"its value at trace time is baked in — pass it as an argument")
+                        msg = (f"`{ast.unparse(node)}` is a command-line flag read inside {fn.trace_description()} "
+                               f"and set again at line {line}; its value at trace time "
+                               f"is baked in — pass it as an argument")
                         yield ctx.finding(self, node, msg, confidence=fn.confidence)
                     continue
                 if t is not ast.Name or node.ctx.__class__ is not ast.Load:
@@ -166,7 +172,12 @@ class MutableGlobalReadUnderTrace(Rule):
             return None
         flag = b.flag_kind(scope, name)
         if flag == "flags":
-            return "holds command-line flags, set after import"
+            written = b.flags_rewritten()
+            keys = {name, "*"} | {a.attr for a in reader.walk()
+                                  if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)
+                                  and a.value.id == name}
+            lines = [written[k] for k in keys if k in written]
+            return f"holds command-line flags, set again at line {min(lines)}" if lines else None
         if flag == "args" and scope.is_module:
             return "holds parsed command-line arguments"
         top = facts.top_function(reader, scope)
@@ -189,6 +200,8 @@ class MutableGlobalReadUnderTrace(Rule):
                 continue   # a sibling traced during the same call of the enclosing function
             if mut.kind in ("global", "nonlocal"):
                 return f"is rebound by {mut.fn.display()} (line {mut.line})"
+            if mut.kind == "attr" and not _reads_written_attr(reader, name, mut):
+                continue   # ``self._step = ...`` while the reader reads only ``self._env``
             if container is None:
                 container = b.container_bound(scope, name) or b.numpy_bound(scope, name)
             if _mutates(mut, container) and not _registration(facts, mut):
@@ -209,6 +222,29 @@ def _mutates(mut: Mutation, container: bool) -> bool:
     if mut.kind == "item":
         return container
     return mut.kind == "attr"
+
+
+def _reads_written_attr(reader: Function, name: str, mut: Mutation) -> bool:
+    """Does ``reader`` read an attribute of ``name`` that ``mut`` writes?
+    (Unknown shapes count as yes.)"""
+    written = set()
+    for t in store_targets(mut.node):
+        e = t
+        while isinstance(e, (ast.Attribute, ast.Subscript)):
+            if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == name:
+                written.add(e.attr)
+            e = e.value
+    if not written:
+        return True
+    through_attr = set()
+    for node in reader.walk():
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+            if node.attr in written:
+                return True
+            through_attr.add(id(node.value))
+    # a bare use (``f(self)``) may read any attribute
+    return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+               and id(node) not in through_attr for node in reader.walk())
 
 
 def _registration(facts: PurityFacts, mut: Mutation) -> bool:
