@@ -100,7 +100,7 @@ class ArgumentMutationUnderTrace(Rule):
             return None
         if not self._mutates_container_or_object(facts, fn, w):
             return None
-        if facts.nnx_rooted(fn) or facts.returns_name(fn, p):
+        if facts.nnx_rooted(fn) or facts.returns_name(fn, p) or _read_later(fn, p, w):
             return None
         if not facts.external_param(fn, p):
             return None
@@ -147,3 +147,57 @@ class ArgumentMutationUnderTrace(Rule):
                 return False
             e = e.value
         return e is w.root and facts.container_param(fn, p)
+
+
+def _read_later(fn: Function, p: str, w: Write) -> bool:
+    """Does a later statement of ``fn`` read what ``w`` wrote into ``p``?  Then
+    the function itself uses the change (``params["student"] = student_params``
+    before ``model.apply(params, ...)``): a local update, not a side effect the
+    caller relies on, and the rule stays silent.  A later read of another key
+    or attribute of ``p`` (``run_info.scale``), or a further write, does not
+    count; nor does anything after a read-modify-write of ``p`` (state meant
+    to persist across calls)."""
+    write = w.node
+    if isinstance(write, ast.AugAssign) or any(
+            isinstance(n, ast.Name) and n.id == p for v in w.values for n in ast.walk(v)):
+        return False   # ``v[i] = 0.9 * v[i] + g``: a state update meant to persist
+    end = getattr(write, "end_lineno", None) or write.lineno
+    part = _written_part(w)
+    parents = {}
+    nodes = list(fn.walk())
+    for inner in fn.children:   # closures defined later that read it
+        if inner.node.lineno > end and p not in inner.locals:
+            nodes.extend(inner.walk())
+    for node in nodes:
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for node in nodes:
+        if not (isinstance(node, ast.Name) and node.id == p and isinstance(node.ctx, ast.Load)
+                and node.lineno > end):
+            continue
+        up = parents.get(id(node))
+        if isinstance(up, (ast.Attribute, ast.Subscript)) and isinstance(up.ctx, (ast.Store, ast.Del)):
+            continue   # another write
+        if isinstance(up, ast.Attribute) and part is not None and up.attr != part \
+                and not isinstance(parents.get(id(up)), ast.Call):
+            continue   # another attribute
+        if isinstance(up, ast.Subscript) and isinstance(up.slice, ast.Constant) and part is not None \
+                and up.slice.value != part:
+            continue   # another key
+        if isinstance(up, ast.Subscript) and isinstance(parents.get(id(up)), ast.AugAssign) \
+                and parents[id(up)].target is up:
+            continue
+        return True
+    return False
+
+
+def _written_part(w: Write):
+    """The constant key or attribute name ``w`` writes directly under its root, if any."""
+    t = w.target
+    while isinstance(t, (ast.Attribute, ast.Subscript)) and t.value is not w.root:
+        t = t.value
+    if isinstance(t, ast.Attribute):
+        return t.attr
+    if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant):
+        return t.slice.value
+    return None
