@@ -4,7 +4,7 @@ registration call, a class defined elsewhere) counts as a pytree: the rule stays
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ...analysis import ClassInfo, Function, SemanticModel
 
@@ -13,6 +13,7 @@ PLAIN_BASES = frozenset({"object", "abc.ABC"})
 # decorators that keep a class a plain Python object (a plain dataclass is not a pytree:
 # shown with JAX, ``TypeError: Error interpreting argument ... as an abstract array``)
 PLAIN_DECORATORS = frozenset({"dataclasses.dataclass", "functools.total_ordering"})
+_MAX_DEPTH = 6
 # methods that make JAX see through (or convert) an object
 PYTREE_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys",
                             "__jax_array__", "__array__"})
@@ -23,6 +24,9 @@ class PlainClasses:
         self.m = model
         self._plain: Dict[int, bool] = {}
         self._registered: Optional[Set[str]] = None
+        self._loaded: Optional[Set[str]] = None
+        self._via_param = False
+        self._sites: Optional[Dict[int, List[Tuple[ast.Call, Function, object]]]] = None
 
     def is_plain(self, info: ClassInfo, _seen: Optional[Set[int]] = None) -> bool:
         got = self._plain.get(id(info))
@@ -78,19 +82,55 @@ class PlainClasses:
         return self._registered
 
     # ------------------------------------------------------------ values
-    def instance_of(self, e: ast.expr, scope: Function) -> Optional[ClassInfo]:
-        """The plain class ``e`` is surely an instance of: ``Config(...)`` or a name bound
-        only to such calls."""
+    def instance_of(self, e: ast.expr, scope: Function, _depth: int = 0,
+                    _seen: Optional[FrozenSet[Tuple[int, str]]] = None) -> Optional[ClassInfo]:
+        """The plain class ``e`` is surely an instance of: ``Config(...)``; a call of a
+        function of this module that returns one on every path; a name every binding of
+        which is one (``state = init_state(...)`` and ``state = State(m, v)``); a parameter
+        annotated with the class, given one by every call of this module, or -- a function
+        no code of this module calls -- read like one by a function that returns a new
+        instance built from it (``def step(p): ... return Particle(p.x + v, p.v)``)."""
+        if _depth > _MAX_DEPTH:
+            return None
+        seen = _seen or frozenset()
         if isinstance(e, ast.Call):
-            return self._constructed(e, scope)
-        if isinstance(e, ast.Name):
-            values = bindings(scope, e.id)
-            if not values:
+            got = self._constructed(e, scope)
+            if got is not None:
+                return got
+            return self._returned_by(e, scope, _depth, seen)
+        if not isinstance(e, ast.Name):
+            return None
+        owner = self.m.resolve_scope(e.id, scope)
+        if owner is None or e.id in owner.globals_declared or \
+                any(e.id in fn.globals_declared for fn in owner.children):
+            return None
+        key = (id(owner), e.id)
+        if key in seen:
+            return None
+        seen = seen | {key}
+        found: Optional[ClassInfo] = None
+        bs = self.m.bindings(e.id, owner)
+        if not bs:
+            return None
+        for b in bs:
+            if b.kind == "param":
+                got = self._param_class(owner, e.id, _depth, seen)
+                self._via_param = self._via_param or got is not None
+            elif b.kind == "=" and b.element is not None:
+                got = self.instance_of(b.element, owner, _depth + 1, seen)
+            else:
                 return None
-            classes = {id(c): c for c in (self._constructed(v, s) for v, s in values)}
-            if len(classes) == 1 and None not in classes.values():
-                return next(iter(classes.values()))
-        return None
+            if got is None or (found is not None and got is not found):
+                return None
+            found = got
+        return found
+
+    def evidence(self, e: ast.expr, scope: Function) -> Tuple[Optional[ClassInfo], bool]:
+        """``(instance_of(e, scope), certain)``: ``certain`` is False when the answer rests on a
+        parameter (its annotation, this module's calls of the function, or how it is read)."""
+        self._via_param = False
+        got = self.instance_of(e, scope)
+        return got, not self._via_param
 
     def _constructed(self, e: ast.expr, scope: Function) -> Optional[ClassInfo]:
         if not isinstance(e, ast.Call) or not isinstance(e.func, ast.Name):
@@ -99,43 +139,158 @@ class PlainClasses:
         info = self.m.classes.get(name)
         if info is None or self.m.qualname(e.func, scope) is not None:
             return None
-        s = scope
-        while s is not None and not s.is_module:
-            if name in s.locals:
-                return None    # a local of that name hides the class
-            s = s.parent
+        if self.m.resolve_scope(name, scope) is not self.m.module:
+            return None    # a local of that name hides the class
         return info if self.is_plain(info) else None
 
+    def _class_named(self, e: Optional[ast.expr], scope: Function) -> Optional[ClassInfo]:
+        """The plain class an annotation names (``p: Particle`` or ``p: "Particle"``)."""
+        if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.isidentifier():
+            e = ast.Name(id=e.value, ctx=ast.Load())
+        if isinstance(e, ast.Name):
+            return self._constructed(ast.Call(func=e, args=[], keywords=[]), scope)
+        return None
 
-def bindings(scope: Function, name: str):
-    """``[(value, scope)]`` of every binding of ``name`` in the scope that owns it, if each is
-    a plain ``name = value``; ``[]`` when any binding is something else (a parameter, a loop
-    target, unpacking, ``global``)."""
-    s = scope
-    while s is not None and not (name in s.locals and name not in s.globals_declared):
-        s = s.parent
-    if s is None or name in s.param_nodes:
-        return []
-    out = []
-    for a in s.of_type(ast.Assign):
-        for t in a.targets:
-            if isinstance(t, ast.Name):
-                if t.id == name:
-                    out.append((a.value, s))
-            elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                return []
-    for a in s.of_type(ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem,
-                       ast.comprehension):
-        t = getattr(a, "target", None) or getattr(a, "optional_vars", None)
-        if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-            if isinstance(a, ast.AnnAssign) and a.value is not None and isinstance(t, ast.Name):
-                out.append((a.value, s))
+    def _returned_by(self, call: ast.Call, scope: Function, depth: int, seen) -> Optional[ClassInfo]:
+        """The plain class every ``return`` of the (untransformed) function of this module
+        that ``call`` calls returns an instance of."""
+        if not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return None
+        target = self.m.resolve_callable(call.func, scope)
+        if target is None or target.transforms:
+            return None
+        fn = target.function
+        if fn.node is None or isinstance(fn.node, ast.Lambda):
+            value = getattr(fn.node, "body", None)
+            return self.instance_of(value, fn, depth + 1, seen) if value is not None else None
+        if fn.of_type(ast.Yield, ast.YieldFrom) or isinstance(fn.node, ast.AsyncFunctionDef):
+            return None
+        rets = fn.of_type(ast.Return)
+        if not rets:
+            return None
+        found = None
+        for r in rets:
+            got = self.instance_of(r.value, fn, depth + 1, seen) if r.value is not None else None
+            if got is None or (found is not None and got is not found):
+                return None
+            found = got
+        return found
+
+    def _param_class(self, fn: Function, name: str, depth: int, seen) -> Optional[ClassInfo]:
+        if fn.is_module or name in (fn.vararg, fn.kwarg):
+            return None
+        arg = fn.param_nodes.get(name)
+        if arg is not None and arg.annotation is not None:
+            return self._class_named(arg.annotation, fn.parent or fn)
+        if fn.cls is not None and fn.params and name == fn.params[0] and not fn.is_staticmethod:
+            return None      # ``self``
+        sites = self.call_sites(fn)
+        if sites:
+            found = None
+            for call, caller, target in sites:
+                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                    return None
+                pairs, _ = self.m.bind_arguments(target, call)
+                given = [a for p, a in pairs if p == name]
+                if not given:
+                    return None
+                got = self.instance_of(given[0], caller, depth + 1, seen)
+                if got is None or (found is not None and got is not found):
+                    return None
+                found = got
+            return found
+        if self._referenced(fn):
+            return None
+        return self._read_like(fn, name)
+
+    def call_sites(self, fn: Function) -> List[Tuple[ast.Call, Function, object]]:
+        """Every call of this module that resolves to ``fn`` (through transforms and aliases)."""
+        if self._sites is None:
+            out: Dict[int, List[Tuple[ast.Call, Function, object]]] = {}
+            for scope in self.m.functions:
+                for call in scope.of_type(ast.Call):
+                    if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+                        continue
+                    target = self.m.resolve_callable(call.func, scope)
+                    if target is not None:
+                        out.setdefault(id(target.function), []).append((call, scope, target))
+            self._sites = out
+        return self._sites.get(id(fn), [])
+
+    def _referenced(self, fn: Function) -> bool:
+        """Whether this module names ``fn`` other than by calling it (a callback handed on:
+        its callers are unknown)."""
+        if isinstance(fn.node, ast.Lambda):
+            return True
+        if self._loaded is None:
+            self._loaded = {n.id for n in ast.walk(self.m.module.node)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        return fn.name in self._loaded
+
+    def _read_like(self, fn: Function, name: str) -> Optional[ClassInfo]:
+        """``name`` is a parameter of ``fn`` that nothing here calls: the plain class ``C`` when
+        every ``return`` of ``fn`` builds a new ``C(...)``, ``name`` has no default and is not
+        rebound, and it is only read as ``name.attr`` (at least two attributes, all of ``C``)
+        or passed on whole as an argument.  (``return C(...), aux`` counts: one class per tuple.)"""
+        if name in fn.defaults or len(self.m.bindings(name, fn)) != 1:
+            return None
+        rets = fn.of_type(ast.Return)
+        if not rets:
+            return None
+        found = None
+        for r in rets:
+            parts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+            built = {id(c): c for c in (self._constructed(e, fn) for e in parts if e is not None) if c is not None}
+            if len(built) != 1:
+                return None
+            got = next(iter(built.values()))
+            if found is not None and got is not found:
+                return None
+            found = got
+        attrs = self.attributes(found)
+        parents = {}
+        names = []
+        for n in ast.walk(fn.node):
+            for c in ast.iter_child_nodes(n):
+                parents[id(c)] = n
+            if isinstance(n, ast.Name) and n.id == name:
+                names.append(n)
+        read: Set[str] = set()
+        for n in names:
+            if not isinstance(n.ctx, ast.Load):
+                return None
+            up = parents.get(id(n))
+            if isinstance(up, ast.Attribute) and up.value is n:
+                if up.attr not in attrs or not isinstance(up.ctx, ast.Load):
+                    return None
+                read.add(up.attr)
+            elif isinstance(up, ast.Call) and n in up.args:
                 continue
-            return []
-    for fn in s.children:
-        if name in fn.globals_declared:
-            return []
-    return out
+            else:
+                return None
+        return found if len(read) >= 2 else None
+
+    def attributes(self, info: ClassInfo) -> Set[str]:
+        """Attributes instances of ``info`` have: ``self.x = ...`` in its methods, class-level
+        names, methods (with those of its local bases)."""
+        out: Set[str] = set(info.methods) | set(info.fields)
+        for stmt in info.node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                out.add(stmt.target.id)
+            elif isinstance(stmt, ast.Assign):
+                out.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        for fn in info.methods.values():
+            if not fn.params:
+                continue
+            me = fn.params[0]
+            for n in ast.walk(fn.node):
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == me:
+                    out.add(n.attr)
+        for b in info.bases:
+            base = self.m.classes.get(b)
+            if base is not None and base is not info:
+                out |= self.attributes(base)
+        return out
 
 
 def plain_classes(model: SemanticModel) -> PlainClasses:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional
 
-from ...analysis import Function
+from ...analysis import CERTAIN, INFERRED, Function
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from .boundary import boundary_transform, crossings, lax_operands
@@ -20,7 +20,14 @@ class NonPytreeArgument(Rule):
     `jax.jit`, `jax.pmap`, `jax.vmap` or `jax.grad`, or returned from a
     jitted, pmapped or vmapped function; also one carried through `lax`
     control flow (the initial value of `while_loop`/`fori_loop`/`scan`, the
-    operands of `cond`/`switch`, or returned from their bodies).
+    operands of `cond`/`switch`, or returned from their bodies). The value
+    is followed through names, factory functions of this module
+    (`state = init_state(params)`) and parameters: one annotated with the
+    class, one that every call in this module gives an instance, or -- in a
+    function nothing here calls -- one read only through the class's
+    attributes by a function that returns a new instance
+    (`def step(p): ... return Particle(p.pos + v, p.vel, p.mass)`); findings
+    that rest on a parameter are `inferred`.
 
     ## Why is this bad?
     In PyTorch you keep tensors in any object you like (a config, a `State`
@@ -81,7 +88,7 @@ class NonPytreeArgument(Rule):
             for p, a in cr.pairs:
                 if p not in cr.traced:
                     continue
-                info = plain.instance_of(a, cr.scope)
+                info, certain = plain.evidence(a, cr.scope)
                 if info is None or id(cr.call) in seen:
                     continue
                 seen.add(id(cr.call))   # one finding per call: the first plain argument
@@ -90,7 +97,7 @@ class NonPytreeArgument(Rule):
                        f"sees through pytrees and raises `TypeError`; register `{info.name}` as a pytree "
                        f"(`flax.struct.dataclass`, `eqx.Module`, `jax.tree_util.register_dataclass`) or make "
                        f"`{p}` static")
-                yield ctx.finding(self, a, msg)
+                yield ctx.finding(self, a, msg, confidence=CERTAIN if certain else INFERRED)
         yield from self._lax(ctx, plain)
         yield from self._returns(ctx, plain)
 
@@ -99,14 +106,14 @@ class NonPytreeArgument(Rule):
         for scope in m.functions:
             for call in scope.of_type(ast.Call):
                 for a in lax_operands(m, call, scope):
-                    info = plain.instance_of(a, scope)
+                    info, certain = plain.evidence(a, scope)
                     if info is None:
                         continue
                     msg = (f"`{short(a)}` is a plain `{info.name}` object passed to `{short(call.func)}`, whose "
                            f"carry and operands must be pytrees of arrays (JAX raises `TypeError`); register "
                            f"`{info.name}` as a pytree (`flax.struct.dataclass`, `eqx.Module`, "
                            f"`jax.tree_util.register_dataclass`) or pass its arrays")
-                    yield ctx.finding(self, a, msg)
+                    yield ctx.finding(self, a, msg, confidence=CERTAIN if certain else INFERRED)
                     break
 
     def _returns(self, ctx: Context, plain) -> Iterator[Finding]:
@@ -117,14 +124,14 @@ class NonPytreeArgument(Rule):
                 continue
             for ret in fn.of_type(ast.Return):
                 for e in _returned(ret.value):
-                    info = plain.instance_of(e, fn)
+                    info, certain = plain.evidence(e, fn)
                     if info is None:
                         continue
                     msg = (f"{fn.trace_description()} returns `{short(e)}`, a plain `{info.name}` object: "
                            f"outputs of a transformed function must be pytrees of arrays (JAX raises "
                            f"`TypeError`); register `{info.name}` as a pytree (`flax.struct.dataclass`, "
                            f"`eqx.Module`, `jax.tree_util.register_dataclass`) or return its arrays")
-                    yield ctx.finding(self, e, msg)
+                    yield ctx.finding(self, e, msg, confidence=CERTAIN if certain else INFERRED)
 
     @staticmethod
     def _direct_transform(ctx: Context, fn: Function):
