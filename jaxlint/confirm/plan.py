@@ -305,14 +305,12 @@ def _is_decorator_of(node: ast.AST, fn: Function) -> bool:
     return any(node is d for d in getattr(fn.node, "decorator_list", []))
 
 
-def _names_in_span(model: SemanticModel, line: int, end_line: int) -> List[str]:
-    names: List[str] = []
+def _names_by_line(model: SemanticModel) -> Dict[int, List[str]]:
+    """line -> the names and dotted attribute chains (``self.w``) on it, in order (one walk per file)."""
+    out: Dict[int, List[str]] = {}
     for node in ast.walk(model.tree):
-        ln = getattr(node, "lineno", None)
-        if ln is None or not (line <= ln <= end_line):
-            continue
         if isinstance(node, ast.Name):
-            names.append(node.id)
+            out.setdefault(node.lineno, []).append(node.id)
         elif isinstance(node, ast.Attribute):
             parts = []
             n = node
@@ -320,8 +318,13 @@ def _names_in_span(model: SemanticModel, line: int, end_line: int) -> List[str]:
                 parts.append(n.attr)
                 n = n.value
             if isinstance(n, ast.Name):
-                names.append(".".join([n.id] + parts[::-1]))
-    seen = set()
+                out.setdefault(node.lineno, []).append(".".join([n.id] + parts[::-1]))
+    return out
+
+
+def _names_in_span(by_line: Dict[int, List[str]], line: int, end_line: int) -> List[str]:
+    names = [n for ln in range(line, end_line + 1) for n in by_line.get(ln, ())]
+    seen: Set[str] = set()
     return [n for n in names if not (n in seen or seen.add(n))]
 
 
@@ -444,6 +447,7 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
     if tree is None:
         tree = source.parse()
     model = SemanticModel(tree, source)
+    by_line = _names_by_line(model)
     entries: Dict[str, dict] = {}
     targets = []
     by_id: Dict[int, object] = {}
@@ -452,7 +456,7 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
         by_id[fid] = f
         fn = _containing(model, f.line)   # a decorator line belongs to the scope around the def
         t = {"id": fid, "code": f.code, "line": f.line, "end_line": f.end_line, "col": f.col,
-             "names": _names_in_span(model, f.line, f.end_line), "entries": [], "extra": {},
+             "names": _names_in_span(by_line, f.line, f.end_line), "entries": [], "extra": {},
              "via": via_lines(model, fn)}
         chain = entry_chain(model, fn)
         decl = t["confirm"] = declaration(f.code)

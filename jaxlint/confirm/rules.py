@@ -19,6 +19,7 @@ finding's declaration into its target, so the worker needs no registry.
 """
 from __future__ import annotations
 
+import functools
 from typing import Dict, FrozenSet, Optional, Tuple
 
 # strategy name -> what it observes (the worker's STRATEGIES must implement them all)
@@ -39,11 +40,15 @@ STRATEGY_NAMES: Dict[str, str] = {
 NEEDS_PROFILE = {"impure-call"}
 
 
+@functools.lru_cache(maxsize=None)
+def _raw(code: str):
+    from ..checkers import REGISTRY
+    return getattr(REGISTRY.get(code), "confirm", None)
+
+
 def declaration(code: str) -> Optional[dict]:
     """The rule's ``confirm`` declaration as ``{"strategy": name, "args": [...]}``, or None."""
-    from ..checkers import REGISTRY
-    rule = REGISTRY.get(code)
-    raw = getattr(rule, "confirm", None)
+    raw = _raw(code)
     if raw is None:
         return None
     if isinstance(raw, str):
