@@ -208,7 +208,7 @@ def test_cli_text_json_sarif_and_confirmed_only(capsys, monkeypatch):
     assert len(results) == sum(1 for c in by.values() if c["status"] == "confirmed")
 
 
-def test_cli_confirmed_only_passes_when_nothing_is_confirmed(tmp_path, capsys, monkeypatch):
+def test_cli_confirmed_only_gate(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ok.py").write_text(textwrap.dedent("""\
         import jax
@@ -223,7 +223,21 @@ def test_cli_confirmed_only_passes_when_nothing_is_confirmed(tmp_path, capsys, m
     code, out, err = run(["check", "ok.py", "--confirm", "--select", "JAX101", "--color", "never"], capsys)
     assert code == 1 and "= unreached: line 7 did not run while tracing `step` with inputs (x=float32[4,4])" in out
     assert "Confirmation on " in out
-    # --confirmed-only over findings that were all unreached says the gate checked nothing
+    # --confirmed-only over findings that were all unreached says the gate checked nothing, and fails
+    (tmp_path / "fn_param.py").write_text(textwrap.dedent("""\
+        import jax
+
+
+        @jax.jit
+        def apply(f, x):
+            print("x", x)
+            return f(x)
+    """))
+    code, out, err = run(["check", "fn_param.py", "--confirmed-only", "--select", "JAX101", "-q"], capsys)
+    assert code == 1 and out == "" and "--confirmed-only checked nothing: none of the 1 finding" in err
+    code, out, err = run(["check", "fn_param.py", "--confirmed-only", "--select", "JAX101", "-q", "--exit-zero"],
+                         capsys)
+    assert code == 0 and "checked nothing" in err
     from jaxlint.confirm import confirmed_only
     res = [FileResult("ok.py", [Finding("JAX101", "s", "ok.py", 7, 8, 7, 9, "m",
                                         confirmation={"status": "unreached", "reason": "r"})])]
