@@ -114,7 +114,8 @@ def test_evidence_texts(confirmed_main):
                      ev("cf_keys_loops.py", euler, "JAX504"))
     lines = (FX / "cf_compiles.py").read_text().splitlines()
     inner = next(i for i, t in enumerate(lines, 1) if "JAX501 confirmed" in t)
-    assert re.search(r"compiled \d+ executables .* 1 after jitting the whole step",
+    assert re.search(r"compiled \d+ executables .* in [\d.]+ s of compiling .* 1 after jitting the whole step "
+                     r"\([\d.]+ s\)",
                      ev("cf_compiles.py", inner, "JAX501"))
     lines = (FX / "cf_trace_errors.py").read_text().splitlines()
     untaken = next(i for i, t in enumerate(lines, 1) if "JAX101 unreached" in t)

@@ -346,18 +346,19 @@ def _on_compile(event, duration, **kw) -> None:
             if path is not None:
                 hit = _STEP_CODES.get((path, _qualname(code)))
                 if hit is not None:
-                    _count(path, hit, f, kw.get("fun_name", "?"))
+                    _count(path, hit, f, kw.get("fun_name", "?"), duration)
                     return
             f = f.f_back
     except Exception:
         pass
 
 
-def _count(path: str, hit, frame, name: str) -> None:
+def _count(path: str, hit, frame, name: str, duration: float = 0.0) -> None:
     qual, info = hit
     with _LOCK:
         rec = _STEPS.setdefault((path, qual), {"frames": [], "counts": [], "names": [], "inputs": None,
-                                               "call": None})
+                                               "call": None, "seconds": []})
+        rec["seconds"].append(duration)
         for i, fr in enumerate(rec["frames"]):
             if fr is frame:
                 rec["counts"][i] += 1
@@ -456,7 +457,8 @@ def _finish() -> None:
             for (p, q), rec in _STEPS.items():
                 if p != real:
                     continue
-                steps[q] = {"counts": rec["counts"], "names": rec["names"], "inputs": rec["inputs"]}
+                steps[q] = {"counts": rec["counts"], "names": rec["names"], "inputs": rec["inputs"],
+                            "seconds": rec["seconds"]}
                 if rec["inputs"] is not None and q not in sigs:
                     sigs[q] = [(rec["call"], rec["inputs"])]
             with contextlib.redirect_stdout(io.StringIO()):   # re-traced prints are ours, not the run's

@@ -362,48 +362,51 @@ def _step_counts(g: Group, calls: int = 3):
     rec = g.c.step_records.get(g.qual)
     if rec is not None:                       # observed by the harness (calls that compiled something)
         counts, names = list(rec["counts"]), list(rec["names"])
+        secs = sum(rec.get("seconds") or [0.0])
         inputs = rec.get("inputs")
     else:
         inputs = g.inputs
         conc = inputs.concrete()
         block(jax.tree_util.tree_leaves((conc.args, conc.kwargs)))
         jax.clear_caches()     # count from a cold cache, whatever ran before in this process
-        counts, names = [], []
+        counts, names, secs = [], [], 0.0
         for _ in range(calls):
             with CompileCounter() as c:
                 block(g.entry.call(*conc.args, **conc.kwargs))
             counts.append(c.count)
             names.append(list(c.names))
-    whole, whole_err = None, None
+            secs += c.seconds
+    whole, whole_err, whole_secs = None, None, 0.0
     if inputs is not None:
         jax.clear_caches()
         call, dyn = make_call(g.entry, inputs)
         try:
             with CompileCounter() as c:
                 jax.jit(call).trace(*dyn).lower().compile()
-            whole = c.count
+            whole, whole_secs = c.count, c.seconds
         except Exception as exc:
             whole_err = ErrorInfo(exc, g.c.paths)
-    return counts, names, whole, whole_err
+    return counts, names, whole, whole_err, secs, whole_secs
 
 
 def s_compiles(t: dict, g: Group) -> dict:
     try:
-        counts, names, whole, whole_err = g.memo("steps", lambda: _step_counts(g))
+        counts, names, whole, whole_err, secs, whole_secs = g.memo("steps", lambda: _step_counts(g))
     except Exception as exc:
         info = ErrorInfo(exc, g.c.paths)
         return unreached(f"calling the step `{g.name}` failed {info.where()}: {info.short()}")
     if not counts:
         return unreached(f"the step `{g.name}` was not called")
     jit_name = t["extra"].get("jit_name")
-    whole_txt = (f"; jitting the whole step compiles {whole}" if whole is not None else "")
+    whole_txt = (f"; jitting the whole step compiles {whole} ({whole_secs:.2f} s)" if whole is not None else "")
+    spent = f" in {secs:.2f} s of compiling" if secs else ""
     n = len(counts)
     observed = g.qual in g.c.step_records
     calls = f"during the command, {n} calls of `{g.name}`" if observed else f"calling `{g.name}` {n} times"
     if (t["confirm"].get("args") or ["caller"])[0] == "enclosing":      # JAX502: the jit is recreated
         later = counts[1:]
         if any(later):
-            return confirmed(f"{calls} compiled {', '.join(map(str, counts))} executables: "
+            return confirmed(f"{calls} compiled {', '.join(map(str, counts))} executables{spent}: "
                              f"the `jax.jit` at line {t['line']} builds a new function each time and recompiles"
                              f"{whole_txt}")
         first = names[0] if names else []
@@ -411,6 +414,7 @@ def s_compiles(t: dict, g: Group) -> dict:
         if dup:
             k = first.count(dup[0])
             return confirmed(f"one call of `{g.name}` compiled `{dup[0]}` {k} times (once per loop iteration)"
+                             f"{spent}"
                              f"{whole_txt}")
         return not_confirmed(f"{calls} compiled {counts[0]} executable"
                              f"{'s' if counts[0] != 1 else ''}, then nothing: no recompilation")
@@ -422,8 +426,9 @@ def s_compiles(t: dict, g: Group) -> dict:
                          f"not be jitted to compare: {why}")
     if first > whole:
         top = ", ".join(sorted(set(names[0]))[:4]) if names else ""
-        return confirmed(f"the first call of `{g.name}` compiled {first} executables ({top}) and every call "
-                         f"dispatches them one by one; {whole} after jitting the whole step")
+        return confirmed(f"the first call of `{g.name}` compiled {first} executables ({top}){spent} and every "
+                         f"call dispatches them one by one; {whole} after jitting the whole step "
+                         f"({whole_secs:.2f} s)")
     return not_confirmed(f"the first call of `{g.name}` compiled {first} executable{'s' if first != 1 else ''}, "
                          f"no more than the whole step jitted ({whole})")
 
