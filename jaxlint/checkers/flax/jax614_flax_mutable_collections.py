@@ -109,12 +109,17 @@ class FlaxMutableCollections(Rule):
             dropped = _discarded(facts, site)
             if dropped is not None:
                 origin = f"returned by `{short(site.call, 30)}`"
+                anchor = dropped
                 if dropped.lineno != site.call.lineno:
-                    origin = (f"that `{short(site.call, 30)}` (line {site.call.lineno}) returns through "
-                              f"`{site.scope.name}`")
+                    # reported at the call whose updates are lost; the message says where
+                    origin = (f"that this call returns through `{site.scope.name}` is discarded on line "
+                              f"{dropped.lineno} (`{short(dropped, 30)}`)")
+                    anchor = site.call
+                else:
+                    origin += " is discarded"
                 yield ctx.finding(
-                    self, dropped,
-                    f"the updated `{need.name}` {origin} is discarded: "
+                    self, anchor,
+                    f"the updated `{need.name}` {origin}: "
                     f"{need.what} of `{site.instance.name}` never changes its running statistics; keep "
                     f"the second result and store it (e.g. `state.replace({need.name}=updates[{need.name!r}])`)",
                     confidence=CERTAIN)
@@ -175,8 +180,7 @@ def _fate(facts: FlaxFacts, fn: Function, target: ast.expr, depth: int) -> Optio
         return None
     if target.id == "_":
         return target
-    loads = [n for n in ast.walk(fn.node)
-             if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)]
+    loads = _loads(facts, fn, target.id)
     if not loads:
         return target
     if depth >= 3 or fn.is_module:
@@ -214,6 +218,45 @@ def _fate(facts: FlaxFacts, fn: Function, target: ast.expr, depth: int) -> Optio
             return None
         first = first or point
     return first
+
+
+def _loads(facts: FlaxFacts, fn: Function, name: str) -> list:
+    """Every read of ``fn``'s own ``name``: in ``fn`` and in nested functions that see it (a
+    nested function's own ``name`` -- ``loss_fn``'s local ``updates`` -- is another variable)."""
+    out = []
+    stack = [fn]
+    while stack:
+        s = stack.pop()
+        if s is not fn and facts.binding_scope(name, s) is not fn:
+            continue
+        out.extend(n for n in _own_nodes(s.node)
+                   if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+        stack.extend(s.children)
+    return out
+
+
+def _own_nodes(node: ast.AST):
+    """The nodes of one scope: ``node``'s body without nested function and lambda bodies (their
+    decorators and defaults belong to this scope)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        stack = list(node.body)
+    elif isinstance(node, ast.Lambda):
+        stack = [node.body]
+    else:
+        stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(n.decorator_list)
+            stack.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+            if n.returns is not None:
+                stack.append(n.returns)
+            continue
+        if isinstance(n, ast.Lambda):
+            stack.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+            continue
+        stack.extend(ast.iter_child_nodes(n))
 
 
 def _return_path(fn: Function, load: ast.Name) -> Optional[tuple]:
