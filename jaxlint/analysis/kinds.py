@@ -353,6 +353,8 @@ class KindsMixin:
         term = func.attr if ft is ast.Attribute else (func.id if ft is ast.Name else "")
         if term.startswith(K.PREDICATE_PREFIXES):
             return 0
+        if ft is ast.Attribute and term in self.static_methods:
+            return 0   # a method some class of the project declares to return a Python value
         q = self.qualname(func, fn) if ft is ast.Name or ft is ast.Attribute else None
         if q is not None:
             k = self._library_call_kind(q, call, fn)

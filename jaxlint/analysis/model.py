@@ -28,7 +28,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, TypeVar
 
-from . import contracts
+from . import contracts, statics
 from . import knowledge as K
 from .bindings import BindingsMixin
 from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, KindsMixin
@@ -73,11 +73,13 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
     parameters, propagation), ``kinds.py`` (value kinds) and ``tracedness.py``."""
 
     def __init__(self, tree: ast.Module, source=None, *, module_name: Optional[str] = None,
-                 is_package: bool = False, seeds: Iterable["Seed"] = ()):
+                 is_package: bool = False, seeds: Iterable["Seed"] = (),
+                 static_attrs: Iterable[str] = (), static_methods: Iterable[str] = ()):
         """``module_name`` (``pkg.sub.train``; ``is_package`` for an ``__init__.py``)
         resolves relative imports to absolute names; ``seeds`` are what the rest
         of the project knows about this module's functions (see
-        :mod:`jaxlint.analysis.project`)."""
+        :mod:`jaxlint.analysis.project`); ``static_attrs``/``static_methods``: names
+        the project's classes declare static (:mod:`jaxlint.analysis.statics`)."""
         self.tree = tree
         self.source = source
         self.module_name = module_name
@@ -99,7 +101,12 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         # model would keep every model alive.)
         self._facts: Dict[type, object] = {}
         # attribute names declared as static pytree fields somewhere in this module
-        self.static_fields: Set[str] = set()
+        self.static_fields: Set[str] = set(static_attrs)
+        # method names whose result is a Python value (``def num_links(self) -> int``)
+        self.static_methods: Set[str] = set(static_methods)
+        local_fields, local_methods = statics.static_names(tree)
+        self.static_fields |= local_fields
+        self.static_methods |= local_methods
         self._index()
         self.mentions_jax = self.imports.mentions_any(("jax", "flax", "equinox", "optax"))
         if self.mentions_jax or self.seeds or self.imports.mentions_any(contracts.CONTRACT_MODULES):
@@ -119,7 +126,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             if fn is None:
                 continue
             params = set(fn.all_params()) - ({fn.self_name} if fn.self_name else set())
-            traced = set(seed.traced_params) & params
+            # a parameter annotated or defaulted as Python configuration (``reverse: bool = False``)
+            # stays static whatever another module passes
+            traced = {p for p in set(seed.traced_params) & params if not self._is_config_param(fn, p)}
             ctx = TraceContext(seed.transform, INFERRED, fn.node, seed.description)
             self._add_context(fn, ctx, traced)
             for p, k in seed.param_kinds.items():

@@ -29,6 +29,7 @@ from . import knowledge as K
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
 from ..cache import digest, file_digest
 from .names import ImportTable
+from .statics import static_names
 from .source import SourceError, SourceFile
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
@@ -98,6 +99,8 @@ class Module:
     top_functions: Dict[str, List[str]] = field(default_factory=dict)      # name -> params
     classes: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)  # class -> method -> params
     aliases: Dict[str, str] = field(default_factory=dict)                 # top-level import aliases
+    static_attrs: List[str] = field(default_factory=list)                 # see analysis/statics.py
+    static_methods: List[str] = field(default_factory=list)
     indexed: bool = False
     sha: Optional[str] = None           # SHA-1 of the file's bytes (the cache key)
     mentions_jax: bool = False          # the text names a JAX-ecosystem library (worth analysing)
@@ -120,6 +123,8 @@ def _index_module(m: Module) -> None:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.add(stmt)
     m.aliases = dict(imports.aliases)
+    fields, methods = static_names(m.tree)
+    m.static_attrs, m.static_methods = sorted(fields), sorted(methods)
     m.indexed = True
 
 
@@ -153,6 +158,7 @@ class Project:
         self._built_with: Dict[str, Tuple[Seed, ...]] = {}
         self._analysed = False
         self._rounds: Dict[str, int] = {}
+        self._static_names: Optional[Dict[str, frozenset]] = None
 
     # ----------------------------------------------------------- loading
     def _load(self, m: Module) -> bool:
@@ -168,6 +174,14 @@ class Project:
             _index_module(m)
         return True
 
+    def _statics(self) -> Dict[str, frozenset]:
+        """The static attribute and method names every class of the project declares."""
+        if self._static_names is None:
+            self._static_names = {
+                "static_attrs": frozenset(a for m in self.modules for a in m.static_attrs),
+                "static_methods": frozenset(a for m in self.modules for a in m.static_methods)}
+        return self._static_names
+
     def _fingerprint(self, m: Module) -> None:
         """Hash the file and read its index from the cache, or parse and index it."""
         try:
@@ -182,16 +196,18 @@ class Project:
         entry = self.cache.get("index", key) if self.cache is not None else None
         if entry is not None:
             m.top_functions, m.classes, m.aliases = entry["functions"], entry["classes"], entry["aliases"]
+            m.static_attrs, m.static_methods = entry.get("static_attrs", []), entry.get("static_methods", [])
             m.indexed = True
             return
         if self._load(m) and self.cache is not None:
             self.cache.put("index", key, {"functions": m.top_functions, "classes": m.classes,
-                                          "aliases": m.aliases}, m.path)
+                                          "aliases": m.aliases, "static_attrs": m.static_attrs,
+                                          "static_methods": m.static_methods}, m.path)
 
     def seeds_digest(self, path: str) -> str:
         """A key for what the project knows about ``path`` (part of every cache key)."""
         seeds = self.seeds.get(os.path.abspath(path), {})
-        return digest(sorted((s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()),
+        return digest(sorted(self._statics()["static_attrs"]), sorted(self._statics()["static_methods"]), sorted((s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()),
                               s.description, s.transform) for s in seeds.values()))
 
     def cache_key(self, path: str, *extra) -> Optional[str]:
@@ -246,7 +262,8 @@ class Project:
         if not self._load(m):
             return None
         seeds = tuple(self.seeds.get(m.path, {}).values())
-        model = SemanticModel(m.tree, m.source, module_name=m.name, is_package=m.is_package, seeds=seeds)
+        model = SemanticModel(m.tree, m.source, module_name=m.name, is_package=m.is_package, seeds=seeds,
+                              **self._statics())
         self.models[m.path] = model
         self._built_with[m.path] = seeds
         return model
@@ -277,7 +294,7 @@ class Project:
             model.source = source
             return model
         return SemanticModel(tree if tree is not None else source.parse(), source, module_name=m.name,
-                             is_package=m.is_package, seeds=self.seeds_for(m.path))
+                             is_package=m.is_package, seeds=self.seeds_for(m.path), **self._statics())
 
     def release(self, path: str) -> None:
         """Forget a module's model and parsed tree (after its file was linted)."""
