@@ -23,7 +23,8 @@ from .baseline import BaselineError, apply_baseline, write_baseline
 from .checkers import Finding, all_rules, get_rule
 from .config import Config, ConfigError, find_config, load_config, validate_codes
 from .discovery import is_excluded, iter_python_files
-from .engine import FileResult, InternalError, lint_and_fix, lint_source
+from .engine import FileResult, InternalError, lint_and_fix
+from .workspace import Workspace
 from .fixes.applier import write_atomic
 from .fixes.edits import SAFE, Fix, apply_edits
 from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
@@ -112,6 +113,8 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no context or summary")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write .jaxlint_cache/ (the results cache at the project root)")
 
 
 def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
@@ -348,17 +351,21 @@ class _Run:
         return [r for r in self.results if r.error]
 
 
-def _linter(cfg: Config, rules, path: Optional[str],
-            unused_noqa: bool = False) -> Callable[[SourceFile], List[Finding]]:
-    """The one per-file lint function (rules for this path, settings, noqa), used for the
-    first pass, every fix pass and the re-lint after fixing."""
+def _linter(cfg: Config, rules, path: Optional[str], unused_noqa: bool = False,
+            ws: Optional[Workspace] = None) -> Callable[[SourceFile], List[Finding]]:
+    """The one per-file lint function (rules for this path, settings, noqa, and the
+    project's cross-module facts through ``ws``), used for the first pass, every fix
+    pass and the re-lint after fixing."""
     selected = {r.code for r in cfg.rules_for(path)}
     active = [r for r in rules if r.code in selected]
+    if ws is None:
+        ws = Workspace(use_cache=False)
     if not unused_noqa:
-        return lambda source: lint_source(source, active, cfg.settings)
+        return ws.lint_function(path, active, cfg.settings)
+    base = ws.lint_function(path, active, cfg.settings, apply_noqa=False)
 
     def lint(source: SourceFile) -> List[Finding]:
-        raw = lint_source(source, active, cfg.settings, apply_noqa=False)
+        raw = base(source)
         found = raw + _unused_noqa_findings(source, raw, active)
         return sorted((f for f in found if not source.is_suppressed(f.line, f.code)), key=Finding.sort_key)
     return lint
@@ -381,10 +388,10 @@ def _progress(args, total: int) -> Iterator[Callable[[], None]]:
         progress.stop()
 
 
-def _check_one(args, cfg: Config, rules, path: str, run: _Run) -> None:
+def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) -> None:
     stdin = path == "-"
     display = (args.stdin_filename or "<stdin>") if stdin else path
-    lint = _linter(cfg, rules, args.stdin_filename if stdin else path, args.report_unused_noqa)
+    lint = _linter(cfg, rules, args.stdin_filename if stdin else path, args.report_unused_noqa, ws)
     echo = stdin and args.fix and not args.diff    # stdout must carry the source, fixed or not
     raw = sys.stdin.buffer.read() if stdin else b""
     if stdin and args.force_exclude and args.stdin_filename \
@@ -460,6 +467,10 @@ def _count_fixes(run: _Run, report) -> None:
 def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
     run = _Run()
     rules = cfg.rules()
+    # every file is linted with its project's context (the modules under its project root),
+    # through the results cache unless --no-cache
+    ws = Workspace(traced_functions=cfg.traced_functions, exclude=cfg.exclude,
+                   use_cache=not args.no_cache)
     jobs = list(targets) + ([("-", True)] if "-" in args.paths else [])
     with _progress(args, len(targets)) as advance:
         for path, exists in jobs:
@@ -468,7 +479,10 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
             if not exists:
                 run.results.append(FileResult(path, error="no such file or directory"))
                 continue
-            _check_one(args, cfg, rules, path, run)
+            _check_one(args, cfg, rules, path, run, ws)
+            if path != "-":
+                ws.done(path)
+    ws.flush()
     return run
 
 

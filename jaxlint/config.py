@@ -27,7 +27,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from .checkers import REGISTRY, Rule, Settings, all_rules
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-              "unrolled-loop-threshold", "confirm", "baseline"}
+              "unrolled-loop-threshold", "confirm", "baseline", "traced-functions"}
 
 
 class ConfigError(Exception):
@@ -45,6 +45,8 @@ class Config:
     root: str = "."
     path: Optional[str] = None
     baseline: Optional[str] = None      # a baseline file, relative to the current directory
+    # functions traced by contract in this project ("pkg.mod:*", "pkg.mod.Class.method")
+    traced_functions: List[str] = field(default_factory=list)
 
     def rules(self) -> List[Rule]:
         return select_rules(self.select, self.ignore, self.extend_select)
@@ -177,6 +179,8 @@ def load_config(path: Optional[str]) -> Config:
         if not isinstance(v, str) or not v:
             raise ConfigError(f"{path}: [tool.jaxlint] baseline must be a file name")
         cfg.baseline = os.path.relpath(os.path.join(cfg.root, v))
+    if "traced-functions" in section:
+        cfg.traced_functions = _str_list(section["traced-functions"], "traced-functions", path)
     if "unrolled-loop-threshold" in section:
         v = section["unrolled-loop-threshold"]
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:

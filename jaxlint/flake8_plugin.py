@@ -14,7 +14,8 @@ from typing import Iterator, List, Tuple
 from . import __version__
 from .analysis import SourceFile
 from .config import config_for_dir
-from .engine import InternalError, lint_source
+from .engine import InternalError
+from .workspace import plugin_workspace
 
 
 class JaxlintChecker:
@@ -30,10 +31,14 @@ class JaxlintChecker:
         directory = os.path.dirname(os.path.abspath(self.filename)) if self.filename not in ("stdin", "-") \
             else os.getcwd()
         cfg = config_for_dir(directory)
-        rules = cfg.rules_for(self.filename if self.filename not in ("stdin", "-") else None)
+        path = self.filename if self.filename not in ("stdin", "-") else None
+        rules = cfg.rules_for(path)
         source = SourceFile(self.filename, "".join(self.lines))
+        # the file's project is indexed once per process: cross-module findings match `jaxlint check .`
+        lint = plugin_workspace(cfg.traced_functions, cfg.exclude).lint_function(
+            path, rules, cfg.settings, apply_noqa=False)
         try:
-            findings = lint_source(source, rules, cfg.settings, tree=self.tree, apply_noqa=False)
+            findings = lint(source)
         except InternalError as exc:
             sys.stderr.write(f"{self.filename}: jaxlint: {exc}\n")
             return

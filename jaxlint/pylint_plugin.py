@@ -21,7 +21,8 @@ from pylint.checkers import BaseRawFileChecker
 from .analysis import SourceError, SourceFile
 from .checkers import all_rules
 from .config import config_for_dir
-from .engine import InternalError, lint_source
+from .engine import InternalError
+from .workspace import plugin_workspace
 
 if TYPE_CHECKING:  # pragma: no cover
     from astroid import nodes
@@ -56,7 +57,10 @@ class _Findings:
         try:
             source = SourceFile.from_bytes(path, raw)
             cfg = config_for_dir(os.path.dirname(os.path.abspath(path)))
-            findings = lint_source(source, cfg.rules_for(path), cfg.settings)
+            # the file's project is indexed once per process: cross-module findings match `jaxlint check .`
+            lint = plugin_workspace(cfg.traced_functions, cfg.exclude).lint_function(
+                path, cfg.rules_for(path), cfg.settings)
+            findings = lint(source)
         except (SourceError, InternalError):
             findings = []  # pylint reports syntax errors itself
         self._last = (path, raw, findings)

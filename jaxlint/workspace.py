@@ -113,6 +113,22 @@ class Workspace:
             project.release(path)
 
 
+_PLUGIN_WORKSPACES: Dict[tuple, Workspace] = {}
+
+
+def plugin_workspace(traced_functions: Sequence[str], exclude: Sequence[str]) -> Workspace:
+    """The process-wide workspace of an editor or linter plugin (flake8, pylint):
+    one per configuration, no disk cache (a plugin has no end-of-run hook to
+    write it), so each process indexes a project once and reuses it for every
+    file it is handed."""
+    key = (tuple(traced_functions), tuple(exclude))
+    ws = _PLUGIN_WORKSPACES.get(key)
+    if ws is None:
+        ws = _PLUGIN_WORKSPACES[key] = Workspace(traced_functions=traced_functions, exclude=exclude,
+                                                 use_cache=False)
+    return ws
+
+
 def lint_files(paths: Iterable[str], rules: Sequence[Rule], settings: Optional[Settings] = None,
                workspace: Optional[Workspace] = None):
     """``(path, findings)`` for each Python file, linted with its project's context

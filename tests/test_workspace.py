@@ -62,3 +62,35 @@ def test_cached_findings_keep_their_fixes():
     src = SourceFile.from_path(str(PROJECTS / "scripts" / "common.py"))
     for f in lint_source(src, RULES):
         assert Finding.from_dict(f.to_dict(src)) == f
+
+
+def _cli(args, cwd):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "jaxlint", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_on_one_file_reports_cross_module_findings(tmp_path):
+    project = _copy(tmp_path)
+    r = _cli(["check", "--no-cache", "--format", "json", "src/trainer/utils.py"], project)
+    import json
+    codes = sorted(f["code"] for f in json.loads(r.stdout))
+    assert codes == ["JAX101", "JAX201", "JAX203"], r.stdout + r.stderr
+    assert not (project / ".jaxlint_cache").exists()   # --no-cache writes nothing
+    r2 = _cli(["check", "--format", "json", "src/trainer/utils.py"], project)
+    assert sorted(f["code"] for f in json.loads(r2.stdout)) == codes
+    assert (project / ".jaxlint_cache" / ".gitignore").exists()
+
+
+def test_plugins_on_one_file_report_cross_module_findings(tmp_path):
+    import subprocess
+    import sys
+    project = _copy(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select", "JAX", "src/trainer/utils.py"],
+                       cwd=project, capture_output=True, text=True, timeout=120)
+    assert {line.split()[1] for line in r.stdout.splitlines()} == {"JAX101", "JAX201", "JAX203"}, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "pylint", "--load-plugins=jaxlint.pylint_plugin", "--disable=all",
+                        "--enable=jaxlint", "src/trainer/utils.py"], cwd=project, capture_output=True, text=True,
+                       timeout=120)
+    assert "log_stats" in r.stdout and "clip_grads" in r.stdout and "to_host" in r.stdout, r.stdout + r.stderr
