@@ -114,6 +114,22 @@ class BlockOk(nn.Module):
         return x
 
 
+class Stash(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(4)(x)
+        self.features = x  # confirm: JAX611 confirmed
+        return x
+
+
+class StashOk(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.Dense(4)(x)
+        self.sow("intermediates", "features", x)  # confirm: JAX611 not-confirmed
+        return x
+
+
 net = BlockOk()
 tx = optax.adam(1e-3)
 

@@ -58,6 +58,7 @@ class FlaxModuleAttributeAssignment(Rule):
     """
 
     code = "JAX611"
+    confirm = ("trace-error", "SetAttributeFrozenModuleError")
     symbol = "flax-module-attribute-assignment"
     summary = "`self.x = ...` in a Flax linen module method other than `setup` raises: linen modules are frozen"
 
