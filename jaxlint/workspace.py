@@ -86,7 +86,7 @@ class Workspace:
             if cache is not None and project.module_for(source.path) is not None:
                 key = digest("findings", file_digest(source.text.encode("utf-8")),
                              os.path.relpath(os.path.abspath(source.path), project.root),
-                             project.seeds_digest(source.path), config)
+                             project.seeds_digest(source.path), project.exports_digest(), config)
                 hit = cache.get("findings", key)
                 if hit is not None:
                     found = [Finding.from_dict(d) for d in hit]

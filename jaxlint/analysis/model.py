@@ -85,6 +85,8 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.module_name = module_name
         self.imports = ImportTable(_package_of(module_name, is_package))
         self.seeds = tuple(seeds)
+        # set by the project: qualname -> facts about another module's function (external_facts)
+        self.external_resolver = None
         self.module = Function(tree, "<module>", "<module>", None, None)
         self.functions: List[Function] = [self.module]
         self.classes: Dict[str, ClassInfo] = {}
@@ -134,6 +136,18 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             for p, k in seed.param_kinds.items():
                 if p in traced:
                     fn.param_kinds[p] = fn.param_kinds.get(p, 0) | k
+
+    def external_facts(self, qualname: Optional[str]) -> Optional[dict]:
+        """What the project knows about a function of another module that this module
+        calls (``{"params": [...], exporter: fact, ...}``), or None: not a project
+        function, or no project (a file linted on its own)."""
+        if qualname is None or self.external_resolver is None:
+            return None
+        return self.external_resolver(qualname)
+
+    def forget_facts(self) -> None:
+        """Drop every cached topic analysis (``facts``): they are recomputed on demand."""
+        self._facts.clear()
 
     def top_level_function(self, name: str) -> Optional[Function]:
         """A module-level function (``helper``) or a method of a module-level

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
@@ -101,6 +101,8 @@ class Module:
     aliases: Dict[str, str] = field(default_factory=dict)                 # top-level import aliases
     static_attrs: List[str] = field(default_factory=list)                 # see analysis/statics.py
     static_methods: List[str] = field(default_factory=list)
+    # facts other modules read about this module's functions: exporter -> function -> fact
+    exports: Dict[str, Dict[str, object]] = field(default_factory=dict)
     indexed: bool = False
     sha: Optional[str] = None           # SHA-1 of the file's bytes (the cache key)
     mentions_jax: bool = False          # the text names a JAX-ecosystem library (worth analysing)
@@ -159,6 +161,7 @@ class Project:
         self._analysed = False
         self._rounds: Dict[str, int] = {}
         self._static_names: Optional[Dict[str, frozenset]] = None
+        self._exports_key = ""
 
     # ----------------------------------------------------------- loading
     def _load(self, m: Module) -> bool:
@@ -264,6 +267,7 @@ class Project:
         seeds = tuple(self.seeds.get(m.path, {}).values())
         model = SemanticModel(m.tree, m.source, module_name=m.name, is_package=m.is_package, seeds=seeds,
                               **self._statics())
+        model.external_resolver = lambda q, _m=m: self.external_facts(q, _m)
         self.models[m.path] = model
         self._built_with[m.path] = seeds
         return model
@@ -293,8 +297,10 @@ class Project:
                 and self._built_with.get(m.path) == self.seeds_for(m.path)):
             model.source = source
             return model
-        return SemanticModel(tree if tree is not None else source.parse(), source, module_name=m.name,
-                             is_package=m.is_package, seeds=self.seeds_for(m.path), **self._statics())
+        model = SemanticModel(tree if tree is not None else source.parse(), source, module_name=m.name,
+                              is_package=m.is_package, seeds=self.seeds_for(m.path), **self._statics())
+        model.external_resolver = lambda q, _m=m: self.external_facts(q, _m)
+        return model
 
     def release(self, path: str) -> None:
         """Forget a module's model and parsed tree (after its file was linted)."""
@@ -328,6 +334,48 @@ class Project:
                     if planted is not None and self._add_seed(*planted):
                         changed.add(planted[0].path)
             dirty = changed
+        for m in self.modules:
+            if m.error is None and (m.mentions_jax or m.path in self.seeds):
+                m.exports = self._exports_of(m)
+        self._exports_key = digest(sorted((m.path, m.exports) for m in self.modules if m.exports))
+
+    def _exports_of(self, m: Module) -> Dict[str, Dict[str, object]]:
+        """What the registered exporters say about ``m``'s functions (cached like outgoing calls)."""
+        if not EXPORTERS:
+            return {}
+        key = digest("exports", sorted(EXPORTERS), m.sha, os.path.relpath(m.path, self.root),
+                     self.seeds_digest(m.path))
+        if self.cache is not None and m.sha is not None:
+            entry = self.cache.get("exports", key)
+            if entry is not None:
+                return entry
+        model = self._model_of(m)
+        if model is None:
+            return {}
+        out = {name: exporter(model) for name, exporter in sorted(EXPORTERS.items())}
+        model.forget_facts()   # computed before every module's exports were known: recompute when linting
+        out = {k: v for k, v in out.items() if v}
+        if self.cache is not None and m.sha is not None:
+            self.cache.put("exports", key, out, m.path)
+        return out
+
+    def external_facts(self, qualname: str, near: Module) -> Optional[Dict[str, object]]:
+        """What the project knows about the function ``qualname`` names from ``near``
+        (a function of another project module): its parameters and each exporter's fact."""
+        found = self.resolve_function(qualname, near)
+        if found is None or found[0] is near:
+            return None
+        target, name, params = found
+        facts: Dict[str, object] = {"params": params}
+        for exporter, per in target.exports.items():
+            if name in per:
+                facts[exporter] = per[name]
+        return facts
+
+    def exports_digest(self) -> str:
+        """Changes when any module's exported facts change (part of findings cache keys)."""
+        self.analyse()
+        return self._exports_key
 
     def _rounds_of(self, m: Module) -> int:
         """How many times ``m``'s outgoing calls were asked for in this run: a
@@ -455,6 +503,17 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
                     args.append((kw.arg, model.kind(kw.value, fn)))
             out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display()))
     return out
+
+
+# Facts a rule family computes about the functions of a module and other modules read:
+# name -> exporter(model) -> {"func" or "Class.method": JSON-serialisable fact}.  Families
+# register theirs (e.g. the PRNG family: which parameters of a function draw from a key);
+# the model answers ``model.external_facts(qualname)`` with them.
+EXPORTERS: Dict[str, Callable[[SemanticModel], Dict[str, object]]] = {}
+
+
+def register_exporter(name: str, exporter: Callable[[SemanticModel], Dict[str, object]]) -> None:
+    EXPORTERS[name] = exporter
 
 
 # words whose presence in a file makes it worth analysing (a cheap byte test)

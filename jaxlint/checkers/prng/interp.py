@@ -467,6 +467,10 @@ class Interpreter:
             return []       # nn.initializers.zeros(key, shape) ignores its key
         display = short(f)
         ident = self._callee_identity(f)
+        if target is None and f.__class__ in (ast.Name, ast.Attribute):
+            ext = self.m.external_facts(self.m.qualname(f, fn))
+            if ext is not None and "prng" in ext:
+                return _external_uses(call, cands, ext, display, ident)
         if target is not None:
             # a function of this module consumes a key only through a parameter it treats as
             # a key (draws from it, splits it, passes it on to a key consumer)
@@ -629,3 +633,27 @@ class Interpreter:
                     if k not in self.reports and vid not in self.reported_vids:
                         self.reports[k] = Reuse(self.fn, use, None, "carry", f"`{label}`", vid)
                         self.reported_vids.add(vid)
+
+
+def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: str) -> list:
+    """A call of another project module's function: like a local helper, it consumes
+    a key only through a parameter that draws from it there (``ext``: the facts the
+    project exported for it, see ``keys.export_key_params``)."""
+    params = ext["params"]
+    draws = set(ext["prng"]["key"]) - set(ext["prng"]["folded"])
+    pairs = []
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return [(c, "call", None, display, ident, False) for c in cands]   # unknown binding
+        if i < len(params):
+            pairs.append((params[i], a))
+    pairs.extend((kw.arg, kw.value) for kw in call.keywords if kw.arg in params)
+    out, seen = [], set()
+    for p, a in pairs:
+        if p not in draws:
+            continue
+        for c in cands:
+            if (c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c))) and id(c) not in seen:
+                seen.add(id(c))
+                out.append((c, "call", None, display, ident, True))
+    return out

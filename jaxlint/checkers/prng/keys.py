@@ -54,6 +54,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis.bindings import ASSIGN
 from ...analysis.model import Function, SemanticModel
+from ...analysis.project import register_exporter
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
@@ -416,6 +417,27 @@ class KeyAnalysis:
         return uniq
 
 # ---------------------------------------------------------------- cache
+def export_key_params(model: SemanticModel) -> Dict[str, Dict[str, List[str]]]:
+    """For other modules of the project: which parameters of this module's top-level
+    functions and methods draw from a key (``key``), and which only derive a key
+    per call with ``fold_in(key, step)`` (``folded``).  A caller in another module
+    then treats passing a key to them exactly like a call of a local helper."""
+    an = key_analysis(model)
+    out: Dict[str, Dict[str, List[str]]] = {}
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module:
+            continue
+        name = f"{fn.cls.name}.{fn.name}" if fn.cls is not None else fn.name
+        if model.top_level_function(name) is not fn:
+            continue
+        kp = an.key_names(fn) & set(fn.param_nodes)
+        out[name] = {"key": sorted(kp), "folded": sorted(p for p in kp if an.only_folded(fn, p))}
+    return out
+
+
+register_exporter("prng", export_key_params)
+
+
 def rule_analysis(ctx) -> Optional[KeyAnalysis]:
     """The key analysis a rule checking ``ctx`` works with; None when the module never
     mentions JAX (no key can be in it)."""
