@@ -58,8 +58,17 @@ class FlaxApplyVariables(Rule):
     logits = model.apply({"params": params}, x)
     ```
     `model.apply(variables, x)` with `variables = model.init(...)` is right too.
-    A dict whose origin this file does not show (a function parameter called
-    from elsewhere, a module defined in another file) is not flagged.
+    The dict is followed through names, shape-preserving calls
+    (`optax.apply_updates`, `freeze`), a training loop that carries it through
+    a step of this file (`params, opt_state = step(params, ...)` where `step`
+    returns the updated `params`), the calls of this file to a function taking
+    it, and -- for a function nothing here calls -- a paired factory: a
+    function of this file returning `model, params` for a consumer
+    `def predict(model, params, x)` (at least two names, same order). A dict
+    whose origin this file does not show (a function parameter called from
+    elsewhere, a module defined in another file) is not flagged; findings that
+    rest on a module-level function's callers or a paired factory are
+    `inferred` and come without a fix.
 
     ## Fix safety
     The fix wraps the argument: `model.apply({"params": params}, x)`. It is

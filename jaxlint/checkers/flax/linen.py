@@ -141,6 +141,7 @@ class FlaxFacts:
         self._callers: Optional[Dict[Tuple[int, str], List[Tuple[ast.expr, Function]]]] = None
         self._instances: Dict[Tuple[int, int], Optional[Instance]] = {}
         self._call_sites: Dict[int, List[Tuple[ast.Call, Function, object]]] = {}
+        self._loaded: Optional[Set[str]] = None
 
     # ------------------------------------------------------------ bindings
     def binding_scope(self, name: str, fn: Function) -> Optional[Function]:
@@ -197,10 +198,81 @@ class FlaxFacts:
             sv = self.single_value(expr.id, fn)
             if sv is not None:
                 got = self.instance_of_ctor(sv[0], sv[1])
+            else:
+                got = self._param_instance(expr.id, fn)
         elif isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
             got = self._attribute_instance(expr, fn)
         self._instances[key] = got
         return got
+
+    def _param_instance(self, name: str, fn: Function) -> Optional[Instance]:
+        """The instance a never-rebound parameter surely holds: what every call of this file
+        passes (or, for a function nothing here calls, what the paired factory returns)."""
+        owner = self.binding_scope(name, fn)
+        if owner is None or owner.is_module or len(self.model.bindings(name, owner)) != 1 or \
+                name not in owner.param_nodes:
+            return None
+        sources, _ = self.param_sources(owner, name)
+        found: Optional[Instance] = None
+        for expr, scope in sources:
+            inst = self.instance(expr, scope)
+            if inst is None or (found is not None and found.ctor is not inst.ctor):
+                return None
+            found = inst
+        return found
+
+    def param_sources(self, fn: Function, param: str) -> Tuple[List[Tuple[ast.expr, Function]], bool]:
+        """(the values ``param`` of ``fn`` receives, paired): every argument the calls of this
+        file pass to it (``[]`` when one call leaves it to its default); for a module-level
+        function nothing here calls or names, the matching element of what a *paired factory*
+        returns -- a module-level function of this file whose every ``return`` is the same tuple
+        of names, at least two of which are parameters of ``fn`` in the same order
+        (``return model, params`` and ``def predict(model, params, x)``); ``paired`` is True
+        then."""
+        if fn.is_module or param not in fn.param_nodes:
+            return [], False
+        sites = self.call_sites(fn)
+        if sites:
+            got = self.callers().get((id(fn), param), [])
+            return (got if len(got) == len(sites) else []), False
+        if fn.cls is not None or fn.parent is None or not fn.parent.is_module or \
+                isinstance(fn.node, ast.Lambda) or fn.name in self._loaded_names():
+            return [], False
+        out: List[Tuple[ast.expr, Function]] = []
+        for g in self.model.module.children:
+            if g is fn or g.cls is not None or isinstance(g.node, ast.Lambda):
+                continue
+            names = self._returned_names(g)
+            if not names or param not in names:
+                continue
+            common = [p for p in fn.params if p in names]
+            if len(common) < 2 or [n for n in names if n in common] != common:
+                continue
+            i = names.index(param)
+            out.extend((r.value.elts[i], g) for r in g.of_type(ast.Return))
+        return out, True
+
+    @staticmethod
+    def _returned_names(g: Function) -> Optional[List[str]]:
+        """The names of the tuple every ``return`` of ``g`` returns (``return model, params``)."""
+        names = None
+        for r in g.of_type(ast.Return):
+            v = r.value
+            if not isinstance(v, ast.Tuple) or not all(isinstance(e, ast.Name) for e in v.elts):
+                return None
+            got = [e.id for e in v.elts]
+            if names is not None and got != names:
+                return None
+            names = got
+        if names is None or len(set(names)) != len(names):
+            return None
+        return names
+
+    def _loaded_names(self) -> Set[str]:
+        if self._loaded is None:
+            self._loaded = {n.id for n in ast.walk(self.model.module.node)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        return self._loaded
 
     def _attribute_instance(self, expr: ast.Attribute, fn: Function) -> Optional[Instance]:
         """``self.model`` in a plain class (a trainer) whose methods assign it exactly once."""
@@ -317,8 +389,8 @@ class FlaxFacts:
                 return None, True
             if e.id in scope.param_nodes:
                 return self._param_shape(scope, e.id, _depth, _seen)
-            values = self.assignments(e.id, scope)
-            if not values:
+            bindings = self.model.bindings(e.id, scope)
+            if not bindings:
                 return None, True
             key = id(scope), e.id
             if key in _seen:
@@ -326,7 +398,16 @@ class FlaxFacts:
             _seen = _seen | {key}
             shapes = set()
             local = True
-            for v in values:
+            for b in bindings:
+                if b.kind != "=":
+                    return None, True
+                v = b.element
+                if v is None:
+                    # ``params, opt_state = step(params, opt_state, batch)`` where ``step``
+                    # returns ``optax.apply_updates(params, ...)`` there: the same dict, updated
+                    if b.path and self._passed_back(b.value, b.path, e.id, scope):
+                        continue
+                    return None, True
                 s, loc = self.shape(v, scope, _depth + 1, _seen)
                 if s is None:
                     # a self-referencing update (``params = optax.apply_updates(params, u)``)
@@ -338,6 +419,68 @@ class FlaxFacts:
             if len(shapes) == 1:
                 return shapes.pop(), local
         return None, True
+
+    def _passed_back(self, call: ast.AST, path: Tuple[int, ...], name: str, scope: Function) -> bool:
+        """Whether ``call`` (a function of this file, jitted or not) is given ``name`` and returns,
+        at ``path`` of its result on every ``return``, that same argument (through
+        shape-preserving calls such as ``optax.apply_updates``)."""
+        if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+            return False
+        target = self.model.resolve_callable(call.func, scope)
+        if target is None or any(getattr(tr, "kind", None) not in ("jit", "pmap") for tr, _ in target.transforms):
+            return False
+        g = target.function
+        for site in self.model.transform_sites:
+            if site.is_decorator and site.target is not None and site.target.function is g and \
+                    site.transform.kind not in ("jit", "pmap"):
+                return False
+        pairs, _ = self.model.bind_arguments(target, call)
+        params = [p for p, a in pairs if isinstance(a, ast.Name) and a.id == name]
+        if len(params) != 1 or g.is_module or isinstance(g.node, ast.Lambda):
+            return False
+        rets = g.of_type(ast.Return)
+        if not rets:
+            return False
+        for r in rets:
+            v = r.value
+            for i in path:
+                if not isinstance(v, (ast.Tuple, ast.List)) or i >= len(v.elts) or \
+                        any(isinstance(x, ast.Starred) for x in v.elts):
+                    return False
+                v = v.elts[i]
+            if not self._same_dict(v, params[0], g, 0):
+                return False
+        return True
+
+    def _same_dict(self, v: ast.expr, param: str, g: Function, depth: int) -> bool:
+        """``v`` in ``g`` is the parameter ``param`` itself or a shape-preserving update of it."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(v, ast.Call):
+            q = self.model.qualname(v.func, g) if isinstance(v.func, (ast.Name, ast.Attribute)) else None
+            pos = SHAPE_PRESERVING.get(q) if q else None
+            return pos is not None and len(v.args) > pos and self._same_dict(v.args[pos], param, g, depth + 1)
+        if not isinstance(v, ast.Name) or self.binding_scope(v.id, g) is not g:
+            return False
+        bs = self.model.bindings(v.id, g)
+        if v.id == param:
+            rest = [b for b in bs if b.kind != "param"]
+            # a rebinding counts when it updates the parameter itself (``p = apply_updates(p, u)``)
+            return all(b.kind == "=" and b.element is not None and
+                       self._updates(b.element, param, g, depth + 1) for b in rest)
+        return len(bs) == 1 and bs[0].kind == "=" and bs[0].element is not None and \
+            self._same_dict(bs[0].element, param, g, depth + 1)
+
+    def _updates(self, v: ast.expr, param: str, g: Function, depth: int) -> bool:
+        """``v`` is a shape-preserving call chain ending at the name ``param`` itself."""
+        while isinstance(v, ast.Call) and depth <= _MAX_DEPTH:
+            q = self.model.qualname(v.func, g) if isinstance(v.func, (ast.Name, ast.Attribute)) else None
+            pos = SHAPE_PRESERVING.get(q) if q else None
+            if pos is None or len(v.args) <= pos:
+                return False
+            v = v.args[pos]
+            depth += 1
+        return isinstance(v, ast.Name) and v.id == param
 
     @staticmethod
     def _refers_to(v: ast.expr, name: str) -> bool:
@@ -364,7 +507,7 @@ class FlaxFacts:
         if key in seen:
             return None, True
         seen = seen | {key}
-        sites = self.callers().get((id(fn), param))
+        sites, paired = self.param_sources(fn, param)
         if not sites:
             return None, True
         shapes = set()
@@ -376,7 +519,7 @@ class FlaxFacts:
         if len(shapes) != 1:
             return None, True
         # a nested function is called from this file only
-        return shapes.pop(), not fn.parent.is_module
+        return shapes.pop(), not paired and not fn.parent.is_module
 
     def call_sites(self, fn: Function) -> List[Tuple[ast.Call, Function, object]]:
         """Every call of this file that resolves to ``fn``: (call, calling scope, CallTarget)."""
