@@ -294,8 +294,8 @@ def _record_signature(key, fun, args, kwargs, arrays: bool = False) -> None:
     """The abstract signature of a call: tracers (and, with ``arrays``, concrete arrays of an
     eager call) become ``ShapeDtypeStruct``; static values and the pytree structure stay."""
     try:
-        if "jax" not in sys.modules:
-            return
+        if "jax" not in sys.modules or len(_SIGNATURES.get(key, ())) >= 3:
+            return                              # (a step called every iteration stops costing anything)
         import jax
         import numpy as np
         from .session import SDS, Inputs
