@@ -143,7 +143,7 @@ def test_evidence_texts(confirmed_main):
     assert "opt_state=((int32[], {params: {Dense_0: {bias: float32[4]" in ev_opt, ev_opt
     why = synth("if x.sum() > 0:  # confirm: JAX201 unreached", "JAX201")
     assert why.startswith("no inputs for `apply_fn`: `f` is called like a function; declare them in "
-                          "[tool.jaxlint.confirm]: \"cf_synth:apply_fn\" = "), why
+                          "[tool.jaxlint.confirm]: \"cf_synth:apply_fn\" = [\"?\", \"f32[4,4]\"]"), why
     # an inferred helper is reached through its jitted caller
     helper = next(i for i, t in enumerate(lines, 1) if "if x.std() > 0" in t)
     assert by_key[("cf_trace_errors.py", helper, "JAX201")].confirmation["entry"] == \

@@ -407,8 +407,9 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
     }
     if e["declared"] is None:
         given, _line = callsites.call_site_specs(model, fn)
-        e["candidates"], e["no_inputs"] = synth.candidates(model, fn, e["params"], cfg.dim_size, given)
-        e["suggest"] = callsites.suggestion(f"{module or path}:{qual}", (e["candidates"] or [None])[0], e["params"])
+        cands, e["no_inputs"] = synth.candidates(model, fn, e["params"], cfg.dim_size, given)
+        e["candidates"] = [] if e["no_inputs"] else cands
+        e["suggest"] = callsites.suggestion(f"{module or path}:{qual}", (cands or [None])[0], e["params"])
     if fn.cls is not None:
         e["ctor"] = cfg.spec_for(module, path, fn.cls.name)
         init = model.class_method(fn.cls, "__init__")

@@ -528,7 +528,8 @@ def _param_is_traced(fn: Function, p: str) -> bool:
 def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
                given: Optional[Dict[str, dict]] = None, limit: int = 5) -> Tuple[List[dict], Optional[str]]:
     """Up to ``limit`` call specs ``{"args", "kwargs", "source"}`` for ``fn`` and, when none can be
-    built, the reason.  ``params`` is the planner's parameter list (annotation specs in "ann");
+    built, the reason (the list then holds one partial call, ``"?"`` for what could not be built, for
+    the entry to suggest).  ``params`` is the planner's parameter list (annotation specs in "ann");
     ``given`` maps parameters to specs taken from call sites."""
     uses = param_uses(model, fn)
     given = given or {}
@@ -537,31 +538,33 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
     seen = set()
     synthesized = False
     for rank, d in variants:
-        args, kwargs, positional_ok = [], {}, True
-        try:
-            for p in params:
-                if p["kind"] in ("var", "varkw"):
-                    continue
-                if p["has_default"] and p["name"] not in given:
-                    positional_ok = False
-                    continue
-                name = p["name"]
-                if name in given:
-                    spec = given[name]
-                elif p["ann"] is not None and not (p["static"] and p["ann"]["t"] != "static"):
-                    spec = p["ann"]
-                else:
-                    synthesized = True
-                    u = uses.get(name) or Use()
+        args, kwargs, positional_ok, why = [], {}, True, None
+        for p in params:
+            if p["kind"] in ("var", "varkw"):
+                continue
+            if p["has_default"] and p["name"] not in given:
+                positional_ok = False
+                continue
+            name = p["name"]
+            if name in given:
+                spec = given[name]
+            elif p["ann"] is not None and not (p["static"] and p["ann"]["t"] != "static"):
+                spec = p["ann"]
+            else:
+                synthesized = True
+                u = uses.get(name) or Use()
+                try:
                     spec = spec_of(u, rank, d, _param_is_traced(fn, name) or not u.static, name)
-                    if p["static"] and spec["t"] != "static":
-                        spec = {"t": "static", "v": d}
-                if p["kind"] == "pos" and positional_ok:
-                    args.append(spec)
-                else:
-                    kwargs[name] = spec
-        except Unbuildable as exc:
-            return out, str(exc)
+                except Unbuildable as exc:
+                    why, spec = why or str(exc), {"t": "static", "v": "?"}
+                if p["static"] and spec["t"] != "static":
+                    spec = {"t": "static", "v": d}
+            if p["kind"] == "pos" and positional_ok:
+                args.append(spec)
+            else:
+                kwargs[name] = spec
+        if why is not None:
+            return [{"args": args, "kwargs": kwargs, "source": "partial"}], why
         try:
             _resolve_inits(args, kwargs, [p["name"] for p in params if p["kind"] == "pos"],
                            {"t": "array", "dtype": "float32", "shape": [d] * max(rank, 1)})
