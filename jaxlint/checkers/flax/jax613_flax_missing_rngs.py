@@ -7,6 +7,7 @@ from ...analysis import CERTAIN, INFERRED, Function
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from ..prng.keys import key_analysis
+from ..prng.vocabulary import KEY_FROM_SEED
 from .contracts import FALLBACK_STREAM
 from .linen import ApplySite, FlaxFacts, Need, const_str, flax_facts
 
@@ -20,7 +21,11 @@ class FlaxMissingRngs(Rule):
     arguments given, e.g. `train=True` with `deterministic=not train` — when
     the call passes no `rngs={"dropout": key}`; and a dropout key passed in
     `rngs` (directly, or through the training step that passes it on) on every
-    iteration of a training loop without being split or folded first.
+    iteration of a training loop without being split or folded first: also a
+    key a loss function reads from the enclosing function whose loop runs it
+    (a closure over `dropout_rng`), a module-level key read by a step a loop
+    runs, and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
+    loop or inside a step that a loop of this file calls.
 
     ## Why is this bad?
     In PyTorch, `model.train()` is all dropout needs: every forward pass draws a
@@ -112,11 +117,98 @@ class FlaxMissingRngs(Rule):
                         confidence=CERTAIN)
                     continue
                 for k, v in zip(rngs.value.keys, rngs.value.values):
-                    if const_str(k) in (need.name, FALLBACK_STREAM) and isinstance(v, ast.Name):
+                    if const_str(k) in (need.name, FALLBACK_STREAM):
                         fed.append((site, need, v))
-        yield from self._reused_keys(ctx, facts, fed)
+        reported: Set[int] = set()
+        yield from self._reused_keys(ctx, facts, [f for f in fed if isinstance(f[2], ast.Name)], reported)
+        yield from self._fixed_keys(ctx, facts, [f for f in fed if id(f[0].call) not in reported])
 
-    def _reused_keys(self, ctx: Context, facts: FlaxFacts, fed) -> Iterator[Finding]:
+    def _fixed_keys(self, ctx: Context, facts: FlaxFacts, fed) -> Iterator[Finding]:
+        """Dropout keys that cannot change between the runs of a loop: a key the apply's
+        (nested) function reads from an enclosing scope whose loop runs that function without
+        rebinding the key, and a key built from constants (``jax.random.PRNGKey(0)``) in a
+        function that a loop of this file runs on every iteration."""
+        m = ctx.model
+        for site, need, v in fed:
+            inst = site.instance.name
+            const = self._constant_key(ctx, v, site.scope)
+            if const is not None:
+                value, owner, stmt = const
+                loop = _enclosing_loop(owner, stmt) if not owner.is_module else None
+                where = ""
+                if loop is None and not owner.is_module:
+                    got = _loop_running(facts, owner, 0)
+                    if got is not None:
+                        caller, loop = got
+                        where = (f" `{owner.name}` runs on every iteration of the loop in `{caller.name}` "
+                                 f"(line {loop.lineno});")
+            if const is not None and loop is not None:
+                shown = f"`{short(v)}`" if v is value else f"`{short(v)}` (`{short(value, 30)}`)"
+                yield ctx.finding(
+                    self, v,
+                    f"dropout key {shown} is built from a constant, the same on every iteration;{where} "
+                    f"{need.what} of `{inst}` applies the same mask every step; split a key (or fold in "
+                    f"the step) per step and pass it in",
+                    confidence=CERTAIN if not where else INFERRED)
+                continue
+            if not isinstance(v, ast.Name):
+                continue
+            owner = facts.binding_scope(v.id, site.scope)
+            if owner is None or owner is site.scope:
+                continue
+            outer = site.scope
+            while outer.parent is not None and outer.parent is not owner:
+                outer = outer.parent
+            if outer.parent is not owner:
+                continue
+            if any(v.id in f.globals_declared for f in m.functions if f is not owner):
+                continue     # rebound through ``global``/``nonlocal``
+            if owner.is_module:
+                if len(m.bindings(v.id, owner)) != 1:
+                    continue
+                got = _loop_running(facts, outer, 0)
+                if got is None:
+                    continue
+                caller, loop = got
+            else:
+                loop = next((lp for call, caller, _ in facts.call_sites(outer) if caller is owner
+                             for lp in [_enclosing_loop(owner, call)] if lp is not None), None)
+                if loop is None:
+                    continue
+                caller = owner
+                if _stores(loop, v.id):
+                    continue
+            source = (f"`{outer.name}` reads the module-level `{v.id}`, which nothing rebinds" if owner.is_module
+                      else f"`{outer.name}` reads it from `{owner.name}`, which never splits or folds it in the loop")
+            yield ctx.finding(
+                self, v,
+                f"dropout key `{v.id}` is the same on every iteration of the loop in `{caller.name}` (line "
+                f"{loop.lineno}): {source}; {need.what} of `{inst}` applies the same mask every step",
+                confidence=CERTAIN if caller is owner else INFERRED)
+
+    @staticmethod
+    def _constant_key(ctx: Context, v: ast.expr, scope: Function):
+        """(key expression, scope that builds it, statement) for ``jax.random.PRNGKey(<literal>)``
+        given inline or bound once to the name ``v``."""
+        m = ctx.model
+        stmt = None
+        owner = scope
+        value = v
+        if isinstance(v, ast.Name):
+            owner = m.resolve_scope(v.id, scope)
+            if owner is None:
+                return None
+            bs = m.bindings(v.id, owner)
+            if len(bs) != 1 or bs[0].kind != "=" or bs[0].path or not isinstance(bs[0].node, ast.Assign):
+                return None
+            value, stmt = bs[0].value, bs[0].node
+        if not isinstance(value, ast.Call) or not isinstance(value.func, (ast.Name, ast.Attribute)) or \
+                m.qualname(value.func, owner) not in KEY_FROM_SEED or not value.args or value.keywords or \
+                not all(isinstance(a, ast.Constant) for a in value.args):
+            return None
+        return value, owner, stmt if stmt is not None else value
+
+    def _reused_keys(self, ctx: Context, facts: FlaxFacts, fed, reported: Set[int]) -> Iterator[Finding]:
         """Keys reused on every loop iteration (the key analysis) that reach a dropout stream."""
         if not fed:
             return
@@ -159,6 +251,7 @@ class FlaxMissingRngs(Rule):
             if hit is None:
                 continue
             site, need = hit
+            reported.add(id(site.call))
             yield ctx.finding(
                 self, use.arg,
                 f"dropout key `{short(use.arg)}` is the same on every iteration of this {r.where};{where} "
@@ -184,3 +277,43 @@ def _param_owner(facts: FlaxFacts, name: str, scope: Function) -> Optional[Funct
         if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
             return None
     return owner
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _enclosing_loop(fn: Function, node: ast.AST) -> Optional[ast.stmt]:
+    """The innermost loop of ``fn`` whose body holds ``node`` (its iterable runs once)."""
+    best = None
+    for loop in fn.of_type(*_LOOPS):
+        if any(n is node for stmt in loop.body for n in ast.walk(stmt)):
+            if best is None or loop.lineno >= best.lineno:
+                best = loop
+    return best
+
+
+def _loop_running(facts: FlaxFacts, fn: Function, depth: int):
+    """(caller, loop): a loop of this file whose body calls ``fn`` (directly, through a
+    transform, or through up to three calls)."""
+    sites = facts.call_sites(fn)
+    for call, caller, _ in sites:
+        loop = _enclosing_loop(caller, call)
+        if loop is not None:
+            return caller, loop
+    if depth < 3:
+        for call, caller, _ in sites:
+            if not caller.is_module and caller is not fn:
+                got = _loop_running(facts, caller, depth + 1)
+                if got is not None:
+                    return got
+    return None
+
+
+def _stores(loop: ast.stmt, name: str) -> bool:
+    """Whether anything in ``loop`` (its target included) rebinds ``name``."""
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
+            return True
+    return False
