@@ -134,7 +134,7 @@ class FlaxMissingRngs(Rule):
             const = self._constant_key(ctx, v, site.scope)
             if const is not None:
                 value, owner, stmt = const
-                loop = _enclosing_loop(owner, stmt) if not owner.is_module else None
+                loop = _enclosing_loop(owner, stmt)
                 where = ""
                 if loop is None and not owner.is_module:
                     got = _loop_running(facts, owner, 0)
