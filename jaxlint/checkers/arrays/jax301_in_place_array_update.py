@@ -4,6 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CERTAIN, Function
+from ...analysis.objects import mutable_by_design
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
 
@@ -88,7 +89,12 @@ class InPlaceArrayUpdate(Rule):
         name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
         if name.lower().endswith(("ref", "refs")):
             return False   # a Pallas/state ref: written through on purpose
-        return ctx.model.is_array(base, fn)
+        m = ctx.model
+        if mutable_by_design(m, base, fn):
+            return False   # an NNX Variable or a jax.Ref: `v[...] += 1` is its update API
+        if isinstance(sl, ast.Constant) and sl.value is Ellipsis and not _made_here(m, base, fn):
+            return False   # `x[...] = v`: the Variable/Ref idiom, on a value made elsewhere
+        return m.is_array(base, fn)
 
     def _finding(self, ctx: Context, fn: Function, node: ast.stmt, t: ast.Subscript, op: str,
                  fix: Optional[Fix]) -> Finding:
@@ -119,3 +125,15 @@ class InPlaceArrayUpdate(Rule):
         new = f"{base_text} = {base_text}.at{index_text}.{method}({value_text})"
         start, end = src.node_span(node)
         return Fix(self.fix_title, (Edit(start, end, new),), SAFE)
+
+
+def _made_here(m, base: ast.AST, fn: Function) -> bool:
+    """``base`` is a name bound once in this function from a call of an array library
+    (``x = jnp.zeros(3)``): a plain array, whatever index writes into it."""
+    if not isinstance(base, ast.Name):
+        return False
+    v = m.single_value(base.id, fn)
+    if not isinstance(v, ast.Call):
+        return False
+    q = m.qualname(v.func, fn) or ""
+    return q.startswith(("jax.numpy.", "numpy.", "jax.random.", "jax.lax."))

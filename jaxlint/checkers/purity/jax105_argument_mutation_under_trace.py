@@ -4,6 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CONTAINER, NUMPY, Function
+from ...analysis.objects import mutable_by_design
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, Write, traced_writes, value_traced)
 from ..base import Context, Finding, Rule, register
@@ -100,7 +101,8 @@ class ArgumentMutationUnderTrace(Rule):
             return None
         if not self._mutates_container_or_object(facts, fn, w):
             return None
-        if facts.nnx_rooted(fn) or facts.returns_name(fn, p) or _read_later(fn, p, w):
+        if facts.nnx_rooted(fn) or facts.returns_name(fn, p) or _read_later(fn, p, w) \
+                or mutable_by_design(facts.model, w.target if isinstance(w.target, ast.Attribute) else root, fn):
             return None
         if not facts.external_param(fn, p):
             return None

@@ -1,0 +1,102 @@
+"""Objects that are mutable by design: Flax NNX ``Variable``\\ s and JAX refs.
+
+``v[...] += 1`` on an ``nnx.Param``, ``m[...] = x`` on a ``jax.new_ref(...)``
+and ``var.value += x`` on a linen ``self.variable(...)`` are the APIs those
+objects offer for in-place updates, and NNX transforms (``nnx.jit``,
+``nnx.scan``...) carry the updates back to the caller.  Rules that report
+item assignment on immutable arrays (JAX301) or mutation of arguments under a
+transform (JAX105) ask :func:`mutable_by_design` first.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .scopes import Function
+
+# calls that make a ref: its ``[...]`` is written on purpose
+REF_MAKERS = frozenset({
+    "jax.new_ref", "jax.array_ref", "jax.experimental.mutable_array", "jax._src.core.mutable_array",
+    "jax.experimental.new_ref",
+})
+# annotations of a ref or a Variable
+MUTABLE_ANNOTATIONS = frozenset({"Ref", "Variable", "Param", "BatchStat", "Cache", "VariableState",
+                                 "MutableArray", "ArrayRef"})
+# flax.linen scope methods returning a Variable
+LINEN_VARIABLE_METHODS = frozenset({"variable"})
+
+
+def _nnx_class(q: Optional[str]) -> bool:
+    """``flax.nnx.Param``, ``flax.nnx.Variable``, ``flax.nnx.BatchStat``...: a class of
+    flax.nnx (capitalised), i.e. a Variable type or a Module, both mutable objects."""
+    if q is None or not q.startswith("flax.nnx."):
+        return False
+    last = q.rsplit(".", 1)[1]
+    return last[:1].isupper()
+
+
+def made_mutable(model, value: Optional[ast.AST], scope: Function) -> bool:
+    """Is ``value`` an expression that makes a Variable or a ref?"""
+    if not isinstance(value, ast.Call):
+        return False
+    q = model.qualname(value.func, scope)
+    if q in REF_MAKERS or _nnx_class(q):
+        return True
+    f = value.func
+    return (isinstance(f, ast.Attribute) and f.attr in LINEN_VARIABLE_METHODS and isinstance(f.value, ast.Name)
+            and f.value.id == scope.self_name)
+
+
+def mutable_by_design(model, e: ast.AST, fn: Function, _depth: int = 0) -> bool:
+    """Does ``e`` (the object written into) hold an NNX Variable or a JAX ref?
+
+    Known from its binding (``v = nnx.Param(1)``, ``m = jax.new_ref(x)``,
+    ``baz = self.variable("counts", "baz", ...)``), its annotation
+    (``m: jax.Ref``), from being a parameter of a function traced by an NNX
+    transform (which passes Variables and Modules by reference), a ``.value``
+    written through a parameter of a method under a Flax linen lifted transform,
+    or a parameter every call site of this module fills with such an object."""
+    through_value = False
+    while isinstance(e, ast.Attribute) and e.attr == "value":
+        e, through_value = e.value, True
+    if not isinstance(e, ast.Name):
+        return False
+    scope = model.resolve_scope(e.id, fn)
+    if scope is None:
+        return False
+    if made_mutable(model, model.single_value(e.id, scope), scope):
+        return True
+    arg = scope.param_nodes.get(e.id)
+    if arg is None:
+        return False
+    ann = arg.annotation
+    head = ann.value if isinstance(ann, ast.Subscript) else ann
+    if isinstance(head, (ast.Name, ast.Attribute)):
+        last = head.id if isinstance(head, ast.Name) else head.attr
+        if last in MUTABLE_ANNOTATIONS:
+            return True
+    if any(c.transform.startswith("flax.nnx.") for c in scope.contexts):
+        return True
+    if through_value and any(c.transform.startswith("flax.linen.") for c in scope.contexts):
+        return True
+    return _depth < 2 and _filled_with_mutables(model, scope, e.id, _depth)
+
+
+def _filled_with_mutables(model, fn: Function, param: str, depth: int) -> bool:
+    """Every call of ``fn`` in this module passes a Variable or ref as ``param``."""
+    if fn.is_lambda or fn.is_module:
+        return False
+    found = False
+    for scope in model.functions:
+        for call in scope.of_type(ast.Call):
+            if not (isinstance(call.func, ast.Name) and call.func.id == fn.name):
+                continue
+            target = model.resolve_callable(call.func, scope)
+            if target is None or target.function is not fn:
+                continue
+            pairs, _ = model.bind_arguments(target, call)
+            args = [a for p, a in pairs if p == param]
+            if not args or not all(mutable_by_design(model, a, scope, depth + 1) for a in args):
+                return False
+            found = True
+    return found
