@@ -19,7 +19,8 @@ from ..messages import short
 from .loops import is_config_sweep, loop_label
 from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names, conflict, contains, copy_all,
                      dedupe, encloses, forget, iter_name_nodes, mentions, rooted_at, starts_after, target_names)
-from .vocabulary import (COMPREHENSIONS, CONSTANT_INITIALIZERS, CONTAINER_METHODS,
+from .vocabulary import (COMPREHENSIONS, CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY,
+                         DETERMINISTIC_INIT_LAYERS,
                          KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
                          PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, key_argument,
                          stores_state)
@@ -491,7 +492,30 @@ class Interpreter:
                     seen.add(id(item[0]))
                     uniq.append(item)
             return uniq
-        return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands]
+        return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
+                if not self._draws_nothing(call, c)]
+
+    def _draws_nothing(self, call: ast.Call, key: ast.AST) -> bool:
+        """Flax calls known not to draw from ``key``: ``LayerNorm().init(key, x)``
+        (a deterministic initialiser), ``apply(..., rngs={"params": key})`` (the
+        params stream is drawn only by ``init``), ``apply(..., deterministic=True,
+        rngs={"dropout": key})`` (stochastic layers switched off)."""
+        f = call.func
+        if not isinstance(f, ast.Attribute):
+            return False
+        if f.attr in ("init", "init_with_output") and isinstance(f.value, ast.Call):
+            return self.m.qualname(f.value.func, self.fn) in DETERMINISTIC_INIT_LAYERS
+        if f.attr != "apply":
+            return False
+        for kw in call.keywords:
+            if isinstance(kw.value, ast.Constant) and (kw.arg, kw.value.value) in DETERMINISTIC_APPLY:
+                return True
+            if kw.arg == "rngs" and isinstance(kw.value, ast.Dict) and any(v is key for v in kw.value.values):
+                streams = [k.value for k, v in zip(kw.value.keys, kw.value.values)
+                           if v is key and isinstance(k, ast.Constant)]
+                if streams and all(s == "params" for s in streams):
+                    return True
+        return False
 
     def _draws(self, call: ast.Call, key: ast.AST) -> bool:
         """A call outside this module known to draw from ``key``: ``model.init(key, x)``,

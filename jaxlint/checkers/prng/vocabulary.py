@@ -145,3 +145,12 @@ def mentions_random(model: SemanticModel, text: str) -> bool:
     if "jax.random" in text:
         return True
     return "rng" in text and ("make_rng" in text or "rng=" in text or "rngs=" in text)
+
+# Flax layers whose parameters are initialised without randomness (ones/zeros): their
+# ``init(key, x)`` draws nothing from the key
+DETERMINISTIC_INIT_LAYERS = frozenset({
+    "flax.linen.LayerNorm", "flax.linen.RMSNorm", "flax.linen.GroupNorm", "flax.linen.BatchNorm",
+    "flax.linen.InstanceNorm", "flax.linen.Dropout",
+})
+# keyword values of ``apply`` that switch stochastic layers off
+DETERMINISTIC_APPLY = (("deterministic", True), ("train", False), ("training", False), ("is_training", False))
