@@ -113,6 +113,8 @@ class JitRecreatedPerCall(Rule):
         where = f"`{kw}` loop" if kw != "comprehension" else "comprehension"
         if what is not None and self._config_sweep(ctx, b, scope, loop):
             return None
+        if _calls_rebuilt_function(b, loop):
+            return None
         if what is not None:
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
@@ -456,6 +458,36 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
     return None
 
 
+
+
+def _rebuilt_in_loop(loop: ast.AST, site: ast.AST) -> Set[str]:
+    """Names the loop binds from a call other than the jit ``site`` itself
+    (``init_fn, apply_fn = simulate.nvt(E, T)``): when they hold functions, a new
+    function object each iteration."""
+    out: Set[str] = set()
+    for n in _walk_loop(loop):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and n.value is not site:
+            for t in n.targets:
+                out |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+    return out
+
+
+def _calls_rebuilt_function(b: JitBinding, loop: ast.AST) -> bool:
+    """The jitted callable is itself rebuilt every iteration by a factory
+    (``apply_fn = jit(apply_fn)`` after ``_, apply_fn = simulate.nvt(E, shift, dt, T)``
+    with a new ``T``), or calls such a function: each iteration must compile its
+    own program, and there is nothing to hoist out of the loop."""
+    rebuilt = _rebuilt_in_loop(loop, b.site.node)
+    if not rebuilt:
+        return False
+    e = b.fun_expr
+    if isinstance(e, ast.Name):
+        return e.id in rebuilt
+    body = b.target.node if b.kind == "def" and b.target is not None else e
+    if body is None:
+        return False
+    called = {n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return bool(called & rebuilt)
 
 
 def _walk_loop(loop: ast.AST):
