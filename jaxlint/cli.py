@@ -25,6 +25,7 @@ from .config import Config, ConfigError, find_config, load_config, validate_code
 from .discovery import is_excluded, iter_python_files
 from .engine import FileResult, InternalError, lint_and_fix
 from .workspace import Workspace
+from .confirm.harness import pytest_command
 from .fixes.applier import write_atomic
 from .fixes.edits import SAFE, Fix, apply_edits
 from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
@@ -78,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_confirm_options(c, with_switch=True)
 
     k = sub.add_parser("confirm", help="run COMMAND with JAX instrumentation and confirm findings with the "
-                                       "recorded call signatures: jaxlint confirm [PATHS] -- COMMAND ...")
+                                       "recorded call signatures: jaxlint confirm [PATHS] -- COMMAND ..., "
+                                       "or jaxlint confirm [PATHS] --pytest [PYTEST ARGS] (the project's tests)")
     k.add_argument("paths", nargs="*", help="files or directories to check (default: .)")
     _add_selection_options(k)
     _add_output_options(k)
@@ -143,14 +145,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     argv = _with_default_command(list(sys.argv[1:] if argv is None else argv))
     harness = None
-    if argv[0] == "confirm" and "--" in argv:
+    if argv[0] == "confirm" and "--pytest" in argv:
+        # `jaxlint confirm [PATHS] --pytest [PYTEST ARGS]`: the project's own test suite is the harness
+        i = argv.index("--pytest")
+        rest = argv[i + 1:]
+        argv, harness = argv[:i], pytest_command(rest[1:] if rest[:1] == ["--"] else rest)
+    elif argv[0] == "confirm" and "--" in argv:
         i = argv.index("--")
         argv, harness = argv[:i], argv[i + 1:]
     args = parser.parse_args(argv)
     try:
         if args.command == "confirm":
             if not harness:
-                parser.error("confirm needs a command after '--' (e.g. jaxlint confirm -- pytest tests/)")
+                parser.error("confirm needs a command after '--' (e.g. jaxlint confirm -- python train.py) "
+                             "or --pytest [PYTEST ARGS]")
             # everything `check` knows, at its defaults, then what `confirm` was given
             check = parser.parse_args(["check"])
             vars(check).update(vars(args))
