@@ -50,7 +50,7 @@ class Use:
     """What one parameter (or one part of it) is used as."""
 
     __slots__ = ("array", "min_rank", "rank", "dtype", "key", "static", "value", "items", "attrs", "elem",
-                 "index", "length", "callable", "replace", "init_of", "arith", "mapping")
+                 "index", "length", "callable", "replace", "init_of", "arith", "mapping", "truth")
 
     def __init__(self):
         self.array = False
@@ -69,6 +69,7 @@ class Use:
         self.replace = False
         self.arith = False            # in arithmetic: an array even when unpacked like a tuple
         self.mapping = False          # indexed by keys the code does not spell (d[k] for k in d)
+        self.truth = False            # tested for truth (`if p`, `not p`, `p and q`): a flag when nothing else
         # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...])
         self.init_of: Optional[Tuple[str, str, list]] = None
 
@@ -269,6 +270,11 @@ class _Reader:
                 u.array = True
                 u.min_rank = max(u.min_rank, 1)
                 return
+            if isinstance(par, ast.UnaryOp) and isinstance(par.op, ast.Not) \
+                    or isinstance(par, ast.BoolOp) \
+                    or isinstance(par, (ast.If, ast.While, ast.IfExp)) and par.test is cur:
+                u.truth = True
+                return
             if isinstance(par, (ast.BinOp, ast.UnaryOp)):
                 u.arith = True
                 return
@@ -445,6 +451,7 @@ def _merge(into: Use, other: Use, depth: int = 0) -> None:
     into.init_of = into.init_of or other.init_of
     into.arith |= other.arith
     into.mapping |= other.mapping
+    into.truth |= other.truth
     into.min_rank = max(into.min_rank, other.min_rank)
     into.rank = into.rank if into.rank is not None else other.rank
     into.dtype = into.dtype or other.dtype
@@ -483,6 +490,11 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
         finally:
             u.init_of = init
         return {"t": "init", "obj": init[0], "kind": init[1], "refs": init[2], "fallback": fallback}
+    if u.truth and not (u.array or u.arith or u.key or u.static or u.items or u.attrs or u.elem or u.index
+                        or u.callable or u.mapping or u.init_of is not None):
+        # used only as a condition (`deterministic=not train`): a Python flag, as its callers pass it;
+        # an array here would make JAX raise where the real code never does
+        return {"t": "static", "v": True}
     if u.static and not u.array:
         if u.static == "str":
             return {"t": "static", "v": u.value if u.value is not None else "?"}
