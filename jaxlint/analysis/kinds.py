@@ -242,6 +242,12 @@ class KindsMixin:
         return 0 if rule is None else rule(self, e, fn)
 
     def _kind_name(self, e: ast.Name, fn: Function) -> int:
+        gen = fn.comprehension_loads().get(id(e)) if fn.nodes.get(ast.comprehension) else None
+        if gen is not None:
+            # a comprehension's own variable: the kind of its generator's elements only
+            elems: Dict[str, int] = {}
+            self._assign(gen.target, self.kind(gen.iter, fn), elems, fn, gen.iter, "for")
+            return elems.get(e.id, 0)
         return self.name_kind(e.id, fn)
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
@@ -293,6 +299,10 @@ class KindsMixin:
         for op in e.ops:
             if op.__class__ in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
                 return 0
+        if self._is_str_constant(e.left, fn) or any(self._is_str_constant(c, fn) for c in e.comparators):
+            # ``mode == "train"``, ``v.tag == MODE``: an array is never compared with a
+            # string; the value is Python configuration
+            return 0
         k = self.kind(e.left, fn)
         for c in e.comparators:
             k |= self.kind(c, fn)
@@ -301,6 +311,20 @@ class KindsMixin:
         if k & TRACED:
             return TRACED | JAX
         return k & ARRAYISH
+
+    def _is_str_constant(self, e: ast.AST, fn: Function) -> bool:
+        """A string literal, or a name bound (only) to one at module level (``MODE_TRAIN = "train"``)."""
+        t = e.__class__
+        if t is ast.Constant:
+            return isinstance(e.value, str)
+        if t is ast.JoinedStr:
+            return True
+        if t is ast.Name:
+            s = self.resolve_scope(e.id, fn)
+            if s is not None and s.is_module:
+                v = self.single_value(e.id, s)
+                return v is not None and v.__class__ is ast.Constant and isinstance(v.value, str)
+        return False
 
     def _kind_ifexp(self, e: ast.IfExp, fn: Function) -> int:
         return self.kind(e.body, fn) | self.kind(e.orelse, fn)
@@ -378,6 +402,8 @@ class KindsMixin:
         """The kind of a call of the imported or builtin callable ``q`` (None: no rule)."""
         if q in K.STATIC_RESULT_CALLS or q.startswith("math."):
             return 0
+        if q in K.AXIS_SIZE_REDUCTIONS and call.args and call.args[0].__class__ is ast.Constant:
+            return 0   # ``lax.psum(1, axis)``: the axis size, a Python int
         if q in K.CONTAINER_CALLS:
             k = CONTAINER
             if q == "range":

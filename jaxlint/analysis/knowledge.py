@@ -411,6 +411,10 @@ STATIC_RESULT_CALLS = frozenset({
     "math.prod", "jax.lax.axis_size", "jax.core.valid_jaxtype",
 })
 
+# collectives that, applied to a Python constant, give a Python value (``lax.psum(1, axis)``
+# is the axis size)
+AXIS_SIZE_REDUCTIONS = frozenset({"jax.lax.psum"})
+
 # attribute name prefixes that denote static metadata (``arr.n_batch``, ``cfg.num_heads``)
 STATIC_ATTR_PREFIXES = ("n_", "num_", "is_", "has_", "use_")
 # unknown callables named like predicates return Python bools (``is_array(x)``)

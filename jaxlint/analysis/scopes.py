@@ -59,7 +59,7 @@ class Function:
         "node", "name", "qualname", "parent", "cls", "params", "kwonly", "vararg", "kwarg",
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
-        "is_staticmethod", "binding_table", "param_kinds", "param_inits",
+        "is_staticmethod", "binding_table", "param_kinds", "param_inits", "_comprehension_loads",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -93,6 +93,8 @@ class Function:
         # lax body carries: parameter -> (initial value expression, scope it is evaluated in)
         self.param_inits: Dict[str, Tuple[ast.expr, "Function"]] = {}
         self.binding_table = None    # bindings.BindingTable, built on first use
+        # id(Name load) -> the comprehension generator that binds it (built on first use)
+        self._comprehension_loads: Optional[Dict[int, ast.comprehension]] = None
         if isinstance(node, _FUNC_TYPES):
             self._read_arguments(node.args)
 
@@ -195,6 +197,34 @@ class Function:
             for child in ast.iter_child_nodes(node):
                 if child.__class__ not in _LEAVES:
                     stack.append(child)
+
+    def comprehension_loads(self) -> Dict[int, ast.comprehension]:
+        """The names read inside a comprehension of this scope that its own ``for``
+        clauses bind (``k`` in ``[f(k) for k in range(n)]``), by ``id`` of the Name
+        node, each with the innermost generator that binds it: such a name is the
+        comprehension's own variable, not the function's local of the same name."""
+        got = self._comprehension_loads
+        if got is not None:
+            return got
+        got = {}
+        comps = self.of_type(ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+        for comp in sorted(comps, key=lambda c: (c.lineno, c.col_offset)):
+            gens = comp.generators
+            tail = [comp.key, comp.value] if comp.__class__ is ast.DictComp else [comp.elt]
+            for i, gen in enumerate(gens):
+                names = {n.id for n in ast.walk(gen.target) if n.__class__ is ast.Name}
+                if not names:
+                    continue
+                roots = list(gen.ifs) + tail
+                for later in gens[i + 1:]:
+                    roots.append(later.iter)
+                    roots.extend(later.ifs)
+                for root in roots:
+                    for n in ast.walk(root):
+                        if n.__class__ is ast.Name and n.id in names and n.ctx.__class__ is ast.Load:
+                            got[id(n)] = gen
+        self._comprehension_loads = got
+        return got
 
     def display(self) -> str:
         if self.is_module:
