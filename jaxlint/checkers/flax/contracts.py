@@ -3,8 +3,8 @@
 A row says which constructor field / call keyword switches the layer off (``deterministic``,
 ``use_running_average``), where that flag sits positionally, which rate makes it a no-op when
 zero, which PRNG stream it draws from when on, which keyword passes a key directly instead, and
-which variable collection it updates when on.  :mod:`.linen` reads this table; rules never name
-a Flax layer themselves.
+which variable collection it updates when on.  :func:`layer_for` reads this table (for
+:mod:`.linen` and :mod:`.evaluate`); rules never name a Flax layer themselves.
 """
 from __future__ import annotations
 
@@ -47,6 +47,15 @@ LAYERS: Dict[str, Layer] = {row.name: row for row in (
           switch_call_pos=1, rate="dropout_rate", rate_default=0.0, stream="dropout",
           explicit_rng="dropout_rng"),
 )}
+
+
+def layer_for(qualname: Optional[str]) -> Optional[Layer]:
+    """The row of a Flax layer class by its qualified name (``flax.linen.Dropout``, or the
+    name under a ``flax.linen`` submodule: ``flax.linen.stochastic.Dropout``)."""
+    if not qualname or not qualname.startswith("flax.linen."):
+        return None
+    return LAYERS.get("flax.linen." + qualname.rsplit(".", 1)[1])
+
 
 # The ``apply`` keywords that belong to ``apply`` itself, not to the module's method.
 APPLY_KEYWORDS = frozenset({"rngs", "method", "mutable", "capture_intermediates"})

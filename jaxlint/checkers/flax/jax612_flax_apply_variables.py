@@ -7,7 +7,8 @@ from ...analysis import CERTAIN, INFERRED
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
 from ..messages import short
-from .linen import FULL, INNER, flax_facts
+from .linen import flax_facts
+from .variables import FULL, INNER
 
 
 @register

@@ -9,7 +9,8 @@ from ..messages import short
 from ..prng.keys import key_analysis
 from ..prng.vocabulary import KEY_FROM_SEED
 from .contracts import FALLBACK_STREAM
-from .linen import ApplySite, FlaxFacts, Need, const_str, flax_facts
+from .linen import ApplySite, FlaxFacts, flax_facts
+from .values import const_str
 
 
 @register
@@ -88,12 +89,7 @@ class FlaxMissingRngs(Rule):
             return
         facts = flax_facts(m)
         fed: List = []      # (site, need, key name) for rngs={"dropout": name}
-        for site in facts.apply_sites():
-            if site.method == "init":
-                continue
-            needs = [n for n in facts.needs(site) if n.kind == "rng" and n.name != FALLBACK_STREAM]
-            if not needs:
-                continue
+        for site, needs in facts.sites_needing("rng", ignore=(FALLBACK_STREAM,)):
             need = needs[0]
             rngs = site.keyword("rngs")
             flag = _flag_text(site)
@@ -261,8 +257,7 @@ class FlaxMissingRngs(Rule):
 
 
 def _flag_text(site: ApplySite) -> str:
-    shown = [f"`{kw.arg}={short(kw.value, 20)}`" for kw in site.call.keywords
-             if kw.arg not in (None, "rngs", "mutable", "method", "variables") and isinstance(kw.value, ast.Constant)]
+    shown = site.shown_flags()
     return f" (with {', '.join(shown)})" if shown else ""
 
 

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Set
+from typing import Iterator, Optional
 
 from ...analysis import CERTAIN, Function
 from ..base import Context, Finding, Rule, register
 from ..messages import short
-from .linen import ApplySite, FlaxFacts, const_str, flax_facts
+from .linen import ApplySite, FlaxFacts, flax_facts
+from .values import const_strs
 
 
 @register
@@ -82,17 +83,10 @@ class FlaxMutableCollections(Rule):
         if not m.mentions_jax:
             return
         facts = flax_facts(m)
-        for site in facts.apply_sites():
-            if site.method == "init":
-                continue
-            needs = [n for n in facts.needs(site) if n.kind == "collection"]
-            if not needs:
-                continue
+        for site, needs in facts.sites_needing("collection"):
             need = needs[0]
-            flag = "".join(f" `{kw.arg}={short(kw.value, 20)}`" for kw in site.call.keywords
-                           if kw.arg not in (None, "rngs", "mutable", "method", "variables")
-                           and isinstance(kw.value, ast.Constant))
-            flag = f" (with{flag})" if flag else ""
+            flag = " ".join(site.shown_flags())
+            flag = f" (with {flag})" if flag else ""
             mutable = site.keyword("mutable")
             names = _mutable_names(mutable.value) if mutable is not None else set()
             if names is None:
@@ -136,13 +130,7 @@ def _mutable_names(v: ast.expr):
             return {v.value}
         return None
     if isinstance(v, (ast.List, ast.Tuple, ast.Set)):
-        out = set()
-        for e in v.elts:
-            s = const_str(e)
-            if s is None:
-                return None
-            out.add(s)
-        return out
+        return const_strs(v.elts)
     return None
 
 

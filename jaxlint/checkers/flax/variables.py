@@ -1,0 +1,201 @@
+"""The shape of a variables dict passed to a linen ``apply``: ``"inner"`` for the parameter dict
+itself (``variables["params"]``, ``state.params`` of a ``TrainState`` created with the inner
+dict), ``"full"`` for a variables dict (``model.init(...)``, ``{"params": ...}``), following single
+bindings, shape-preserving calls (``optax.apply_updates``, ``freeze``), a training loop that
+carries the dict through a step of this file and, for parameters of functions of this file,
+every call site.
+
+:class:`VariablesShapes` is a part of :class:`.linen.FlaxFacts`; it reads the instances, the
+``TrainState.create`` calls and the parameter sources the rest of the class finds.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Optional, Set, Tuple
+
+from ...analysis import Function, SemanticModel
+from .contracts import INIT_METHODS, SHAPE_PRESERVING
+from .values import MAX_DEPTH, const_str
+
+INNER = "inner"
+FULL = "full"
+
+
+class VariablesShapes:
+    """``shape``: what a variables-dict expression holds, for :class:`.linen.FlaxFacts`."""
+
+    model: SemanticModel
+
+    def shape(self, e: Optional[ast.expr], fn: Function, _depth: int = 0,
+              _seen: Optional[Set[int]] = None) -> Tuple[Optional[str], bool]:
+        """(``inner`` | ``full`` | None, local): ``local`` is False when the answer rests on the
+        call sites of a function that other modules could call too."""
+        if e is None or _depth > MAX_DEPTH:
+            return None, True
+        _seen = _seen if _seen is not None else set()
+        if isinstance(e, ast.Subscript):
+            if const_str(e.slice) == "params":
+                return INNER, True
+            return None, True
+        if isinstance(e, ast.Dict):
+            if "params" in {const_str(k) for k in e.keys if k is not None}:
+                return FULL, True
+            return None, True
+        if isinstance(e, ast.Call):
+            f = e.func
+            if isinstance(f, ast.Attribute) and f.attr in INIT_METHODS:
+                if self.instance(f.value, fn) is not None or len(e.args) >= 2:
+                    return FULL, True
+                return None, True
+            if isinstance(f, ast.Call) and isinstance(f.args[0] if f.args else None, ast.Attribute) \
+                    and f.args[0].attr in INIT_METHODS and self.model.qualname(f.func, fn) == "jax.jit":
+                return FULL, True
+            arg = self._preserved(e, fn)
+            if arg is not None:
+                return self.shape(arg, fn, _depth + 1, _seen)
+            return None, True
+        if isinstance(e, ast.Attribute) and e.attr == "params":
+            return self._state_params_shape(_depth, _seen)
+        if isinstance(e, ast.Name):
+            scope = self.binding_scope(e.id, fn)
+            if scope is None:
+                return None, True
+            if e.id in scope.param_nodes:
+                return self._param_shape(scope, e.id, _depth, _seen)
+            bindings = self.model.bindings(e.id, scope)
+            if not bindings:
+                return None, True
+            key = id(scope), e.id
+            if key in _seen:
+                return None, True
+            _seen = _seen | {key}
+            shapes = set()
+            local = True
+            for b in bindings:
+                if b.kind != "=":
+                    return None, True
+                v = b.element
+                if v is None:
+                    # ``params, opt_state = step(params, opt_state, batch)`` where ``step``
+                    # returns ``optax.apply_updates(params, ...)`` there: the same dict, updated
+                    if b.path and self._passed_back(b.value, b.path, e.id, scope):
+                        continue
+                    return None, True
+                s, loc = self.shape(v, scope, _depth + 1, _seen)
+                if s is None:
+                    # a self-referencing update (``params = optax.apply_updates(params, u)``)
+                    if self._refers_to(v, e.id):
+                        continue
+                    return None, True
+                shapes.add(s)
+                local = local and loc
+            if len(shapes) == 1:
+                return shapes.pop(), local
+        return None, True
+
+    def _preserved(self, call: ast.Call, scope: Function) -> Optional[ast.expr]:
+        """The argument a shape-preserving call (``optax.apply_updates(params, u)``) returns
+        updated; None for any other call."""
+        q = self.model.qualname(call.func, scope)
+        pos = SHAPE_PRESERVING.get(q) if q else None
+        if pos is None or len(call.args) <= pos:
+            return None
+        return call.args[pos]
+
+    def _passed_back(self, call: ast.AST, path: Tuple[int, ...], name: str, scope: Function) -> bool:
+        """Whether ``call`` (a function of this file, jitted or not) is given ``name`` and returns,
+        at ``path`` of its result on every ``return``, that same argument (through
+        shape-preserving calls such as ``optax.apply_updates``)."""
+        if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+            return False
+        target = self.model.resolve_callable(call.func, scope)
+        if target is None or any(getattr(tr, "kind", None) not in ("jit", "pmap") for tr, _ in target.transforms):
+            return False
+        g = target.function
+        for site in self.model.transform_sites:
+            if site.is_decorator and site.target is not None and site.target.function is g and \
+                    site.transform.kind not in ("jit", "pmap"):
+                return False
+        pairs, _ = self.model.bind_arguments(target, call)
+        params = [p for p, a in pairs if isinstance(a, ast.Name) and a.id == name]
+        if len(params) != 1 or g.is_module or isinstance(g.node, ast.Lambda):
+            return False
+        rets = g.of_type(ast.Return)
+        if not rets:
+            return False
+        for r in rets:
+            v = r.value
+            for i in path:
+                if not isinstance(v, (ast.Tuple, ast.List)) or i >= len(v.elts) or \
+                        any(isinstance(x, ast.Starred) for x in v.elts):
+                    return False
+                v = v.elts[i]
+            if not self._same_dict(v, params[0], g, 0):
+                return False
+        return True
+
+    def _same_dict(self, v: ast.expr, param: str, g: Function, depth: int) -> bool:
+        """``v`` in ``g`` is the parameter ``param`` itself or a shape-preserving update of it."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(v, ast.Call):
+            arg = self._preserved(v, g)
+            return arg is not None and self._same_dict(arg, param, g, depth + 1)
+        if not isinstance(v, ast.Name) or self.binding_scope(v.id, g) is not g:
+            return False
+        bs = self.model.bindings(v.id, g)
+        if v.id == param:
+            rest = [b for b in bs if b.kind != "param"]
+            # a rebinding counts when it updates the parameter itself (``p = apply_updates(p, u)``)
+            return all(b.kind == "=" and b.element is not None and
+                       self._updates(b.element, param, g, depth + 1) for b in rest)
+        return len(bs) == 1 and bs[0].kind == "=" and bs[0].element is not None and \
+            self._same_dict(bs[0].element, param, g, depth + 1)
+
+    def _updates(self, v: ast.expr, param: str, g: Function, depth: int) -> bool:
+        """``v`` is a shape-preserving call chain ending at the name ``param`` itself."""
+        while isinstance(v, ast.Call) and depth <= MAX_DEPTH:
+            v = self._preserved(v, g)
+            if v is None:
+                return False
+            depth += 1
+        return isinstance(v, ast.Name) and v.id == param
+
+    @staticmethod
+    def _refers_to(v: ast.expr, name: str) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(v))
+
+    def _state_params_shape(self, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
+        shapes = set()
+        for call, fn in self.train_state_creates():
+            kw = next((k for k in call.keywords if k.arg == "params"), None)
+            if kw is None:
+                return None, True
+            s, _ = self.shape(kw.value, fn, depth + 1, seen)
+            if s is None:
+                return None, True
+            shapes.add(s)
+        if len(shapes) == 1:
+            return shapes.pop(), True
+        return None, True
+
+    def _param_shape(self, fn: Function, param: str, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
+        if fn.is_module:
+            return None, True
+        key = id(fn), param
+        if key in seen:
+            return None, True
+        seen = seen | {key}
+        sites, paired = self.param_sources(fn, param)
+        if not sites:
+            return None, True
+        shapes = set()
+        for expr, scope in sites:
+            s, _ = self.shape(expr, scope, depth + 1, seen)
+            if s is None:
+                return None, True
+            shapes.add(s)
+        if len(shapes) != 1:
+            return None, True
+        # a nested function is called from this file only
+        return shapes.pop(), not paired and not fn.parent.is_module
