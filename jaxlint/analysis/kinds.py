@@ -42,11 +42,7 @@ class KindsMixin:
                 k |= fn.param_kinds.get(p, TRACED | JAX)
             ann = fn.param_nodes[p].annotation
             if ann is not None:
-                aq = self.qualname(ann if not isinstance(ann, ast.Subscript) else ann.value, fn.parent)
-                if aq in K.ARRAY_ANNOTATIONS:
-                    k |= JAX
-                elif aq in K.CONTAINER_ANNOTATIONS:
-                    k |= CONTAINER
+                k |= self.annotation_kind(ann, fn.parent)
             if p == fn.vararg or p == fn.kwarg or p in evidence:
                 k |= CONTAINER
             if k:
@@ -64,6 +60,35 @@ class KindsMixin:
             if name in kinds:
                 kinds[name] |= CONTAINER
         return kinds
+
+    def annotation_kind(self, ann: Optional[ast.expr], scope: Function, _depth: int = 0) -> int:
+        """``JAX`` for an array annotation, ``CONTAINER`` for a dict/list/tuple/sequence
+        one, else 0; through ``Optional[X]``, ``X | None``, ``Union[X, None]`` and a
+        module-level alias (``Cache = dict[str, LayerCache]``)."""
+        if ann is None or _depth > 4:
+            return 0
+        t = ann.__class__
+        if t is ast.BinOp and ann.op.__class__ is ast.BitOr:
+            sides = [x for x in (ann.left, ann.right) if not (x.__class__ is ast.Constant and x.value is None)]
+            return self.annotation_kind(sides[0], scope, _depth + 1) if len(sides) == 1 else 0
+        base = ann.value if t is ast.Subscript else ann
+        q = self.qualname(base, scope) if base.__class__ in (ast.Name, ast.Attribute) else None
+        if q in K.ARRAY_ANNOTATIONS:
+            return JAX
+        if q in K.CONTAINER_ANNOTATIONS or q in K.TUPLE_ANNOTATIONS:
+            return CONTAINER
+        if q in K.OPTIONAL_ANNOTATIONS and t is ast.Subscript:
+            inner = ann.slice
+            parts = inner.elts if inner.__class__ is ast.Tuple else [inner]
+            parts = [x for x in parts if not (x.__class__ is ast.Constant and x.value is None)]
+            return self.annotation_kind(parts[0], scope, _depth + 1) if len(parts) == 1 else 0
+        if t is ast.Name and q is None:
+            s = self.resolve_scope(ann.id, scope)
+            if s is not None and s.is_module:
+                alias = self.single_value(ann.id, s)
+                if alias is not None:
+                    return self.annotation_kind(alias, s, _depth + 1)
+        return 0
 
     def container_evidence(self, fn: Function) -> Set[str]:
         """Names of ``fn`` used like a container: ``.append``, ``.items()``, ``x["key"]``."""

@@ -473,6 +473,11 @@ CONTAINER_ANNOTATIONS = frozenset({
     "collections.abc.Sequence", "collections.OrderedDict", "collections.defaultdict",
 })
 
+# tuples: containers too (``if limits:`` asks for their length), but immutable
+TUPLE_ANNOTATIONS = frozenset({"tuple", "typing.Tuple"})
+# wrappers of an annotation that also admit None
+OPTIONAL_ANNOTATIONS = frozenset({"typing.Optional", "typing.Union"})
+
 ARRAY_ANNOTATIONS = frozenset({
     "jax.Array", "jax.numpy.ndarray", "jax.typing.ArrayLike", "chex.Array",
     "jaxtyping.Array", "jax.numpy.DeviceArray",
