@@ -266,6 +266,38 @@ class KindsMixin:
         rule = _KIND_RULES.get(e.__class__)
         return 0 if rule is None else rule(self, e, fn)
 
+    def stages_constants(self, fn: Function) -> bool:
+        """Does tracing ``fn`` stage out operations on constants too (their results are
+        tracers)?  True under ``jit``, ``pmap``, ``lax`` bodies, module methods and
+        callers' traces; False only when every trace of ``fn`` (and of the functions
+        around it) is a ``grad``/``vmap``-style transform applied outside any trace,
+        where ``jnp.sum(constant)`` runs eagerly and gives a concrete array."""
+        cache = getattr(self, "_stages_cache", None)
+        if cache is None:
+            cache = self._stages_cache = {}
+        got = cache.get(id(fn))
+        if got is not None:
+            return got
+        cache[id(fn)] = True
+        sites = {id(site.node): site for site in self.transform_sites}
+        result = False
+        s: Optional[Function] = fn
+        seen = False
+        while s is not None and not s.is_module:
+            for c in s.contexts:
+                seen = True
+                tr = K.TRANSFORMS.get(c.transform)
+                site = sites.get(id(c.node))
+                if tr is None or tr.kind not in ("grad", "vmap") or site is None or site.scope.under_trace:
+                    result = True
+                    break
+            if result:
+                break
+            s = s.parent
+        got = result or not seen
+        cache[id(fn)] = got
+        return got
+
     def _kind_name(self, e: ast.Name, fn: Function) -> int:
         gen = fn.comprehension_loads().get(id(e)) if fn.nodes.get(ast.comprehension) else None
         if gen is not None:
@@ -439,6 +471,9 @@ class KindsMixin:
         if q in K.ARRAY_FUNCTIONS or (q.startswith(K.ARRAY_MODULES) and q not in K.NON_ARRAY):
             if q.startswith(K.PYTREE_FUNCTIONS_PREFIX):
                 return self._args_traced(call, fn)
+            if fn.under_trace and not self.stages_constants(fn):
+                # under grad/vmap alone an operation on constants runs eagerly
+                return JAX | self._args_traced(call, fn)
             return JAX | (TRACED if fn.under_trace else 0)
         if q.startswith("numpy."):
             return NUMPY | self._args_traced(call, fn)

@@ -619,6 +619,7 @@ class TransformsMixin:
             for fn in self.functions:
                 fn._kinds = None
             self._return_kinds.clear()
+            self._stages_cache = {}
             for fn in list(self.functions):
                 if not fn.contexts:
                     continue
@@ -629,6 +630,7 @@ class TransformsMixin:
         for fn in self.functions:
             fn._kinds = None
         self._return_kinds.clear()
+        self._stages_cache = {}
 
     def _container_arguments(self) -> None:
         """A transformed function's parameter that every call site in the module fills
@@ -667,6 +669,7 @@ class TransformsMixin:
             for fn in self.functions:
                 fn._kinds = None
             self._return_kinds.clear()
+            self._stages_cache = {}
 
     def _propagate_from(self, fn: Function) -> bool:
         changed = False
