@@ -389,6 +389,7 @@ HIGHER_ORDER = {
 STATIC_ATTRS = frozenset({
     "shape", "ndim", "dtype", "size", "itemsize", "nbytes", "weak_type",
     "sharding", "aval", "named_shape", "__class__", "__name__",
+    "irreps",   # e3nn-jax ``IrrepsArray.irreps``: static structure of an equivariant array
 })
 
 # calls whose result is a Python value computed from static facts only
