@@ -211,11 +211,11 @@ TRANSFORMS: Dict[str, Transform] = {t.name: t for t in [
     _T("flax.nnx.pmap", "pmap", ".C....P.H.R", _PMAP, "nnx.pmap",
        _FUN, _NO_STATIC, _NO_BODY, ("axis_name", 1), None),
     _T("flax.linen.jit", "trace", "..N...P....", _TRACE, "nn.jit",
-       _FUN, _NO_STATIC, _NO_BODY, None, None),
+       _FUN, _JIT_STATIC, _NO_BODY, None, None),
     _T("flax.linen.remat", "trace", "..N...P....", _TRACE, "nn.remat",
-       _FUN, _NO_STATIC, _NO_BODY, None, None),
+       _FUN, _ARGNUMS, _NO_BODY, None, None),
     _T("flax.linen.checkpoint", "trace", "..N...P....", _TRACE, "nn.checkpoint",
-       _FUN, _NO_STATIC, _NO_BODY, None, None),
+       _FUN, _ARGNUMS, _NO_BODY, None, None),
     # structured control flow: bodies are always traced, even outside jit.
     #   _where(fun positions, fun keywords, list positions); _lax(arity, operands from, carry init, loop)
     _T("jax.lax.scan", "body", ".C....P.H..", _BODY, "lax.scan",

@@ -319,6 +319,13 @@ class TransformsMixin:
             if -len(params) <= i < len(params):
                 static.add(params[i])
         static.update(n for n in names if n in fn.param_nodes)
+        if call is not None and any(
+                (kw.arg in tr.static_nums_kw and self._literal_ints(kw.value) is None)
+                or (kw.arg in tr.static_names_kw and self._literal_strs(kw.value) is None)
+                for kw in call.keywords):
+            # static_argnums=<a variable>: which parameters are static is unknown here;
+            # those declared or used as Python configuration are taken to be
+            static.update(p for p in params if self._is_config_param(fn, p))
         return static
 
     @staticmethod
