@@ -101,7 +101,7 @@ class Cache:
                 fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
                 try:
                     with os.fdopen(fd, "w", encoding="utf-8") as f:
-                        json.dump(table, f, separators=(",", ":"))
+                        f.write(json.dumps(table, separators=(",", ":")))   # dumps: the C encoder
                     os.replace(tmp, os.path.join(self.dir, kind + ".json"))
                 except (OSError, TypeError, ValueError):
                     if os.path.exists(tmp):

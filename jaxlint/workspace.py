@@ -13,6 +13,7 @@ is not parsed again.
 """
 from __future__ import annotations
 
+import gc
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -93,8 +94,16 @@ class Workspace:
                     for f in found:
                         f.path = source.path
                     return found
-            model = project.model_for_source(source) if project is not None else None
-            found = lint_source(source, rules, settings, apply_noqa=apply_noqa, model=model)
+            # the model is built with the garbage collector paused, as lint_source does: the
+            # project's other models are alive, and collecting would traverse them all
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                model = project.model_for_source(source) if project is not None else None
+                found = lint_source(source, rules, settings, apply_noqa=apply_noqa, model=model)
+            finally:
+                if was_enabled:
+                    gc.enable()
             if key is not None:
                 cache.put("findings", key, [f.to_dict() for f in found], os.path.abspath(source.path))
             return found

@@ -21,6 +21,7 @@ same model questions as before; the answers now cross module boundaries.
 from __future__ import annotations
 
 import ast
+import gc
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -317,6 +318,18 @@ class Project:
         if self._analysed:
             return
         self._analysed = True
+        # Many syntax trees and models stay alive during the analysis: the cyclic garbage
+        # collector would traverse them again and again as they are allocated (it made the
+        # analysis of jax/flax/optax 4x slower); pause it, as the engine does for one file.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._analyse()
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _analyse(self) -> None:
         for m in self.modules:
             self._fingerprint(m)
         dirty = {m.path for m in self.modules if m.mentions_jax and m.error is None}
