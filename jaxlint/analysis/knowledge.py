@@ -381,6 +381,8 @@ HIGHER_ORDER = {
     "jax.tree_util.tree_map_with_path": 0,
     "jax.tree.map_with_path": 0,
 }
+# of those, the ones whose callback's first parameter is a key path (static), not a leaf
+PATH_FIRST = frozenset({"jax.tree_util.tree_map_with_path", "jax.tree.map_with_path"})
 
 # --------------------------------------------------------------------------
 # Values

@@ -516,13 +516,21 @@ class TransformsMixin:
         if t is ast.Attribute or t is ast.Starred:
             return 1
         if t is ast.Subscript:
-            return 1 if parent.value is name else 3
+            if parent.value is name:
+                return 1
+            box = parent.value
+            if box.__class__ is ast.Name and box.id in self.container_evidence(fn):
+                return 0   # a key of a dict (``tables[kind]``)
+            return 3
         if t is ast.Call:
             if parent.func is name:
                 return 1
             q = self.qualname(parent.func, fn) if parent.func.__class__ in (ast.Name, ast.Attribute) else None
             if q == "range":
                 return 0
+            if q in ("getattr", "hasattr", "setattr", "delattr") and len(parent.args) > 1 \
+                    and parent.args[1] is name:
+                return 0   # an attribute name
             if q is not None and (q.startswith(K.ARRAY_MODULES) or q.startswith("numpy.")):
                 return 1
             return 3
@@ -694,8 +702,14 @@ class TransformsMixin:
                             traced = any(self.kind(a, fn) & TRACED for a in rest)
                             params = target.function.params[target.bound_positional:]
                             tp = set(params) if traced else set()
+                            static = None
+                            if q in K.PATH_FIRST and params:
+                                # the key path of ``tree_map_with_path(f, tree)``: static
+                                static = {params[0]}
+                                tp -= static
                             if self._add_context(target.function, TraceContext(
-                                    "call", INFERRED, call, f"called from {fn.display()} via `{q}`", fn), tp):
+                                    "call", INFERRED, call, f"called from {fn.display()} via `{q}`", fn), tp,
+                                    static):
                                 changed = True
                         continue
                     if q in K.TRANSFORMS or q in K.PARTIAL:
