@@ -93,6 +93,9 @@ class Transform:
 
 _FUN = dict(fun_positions=(0,), fun_keywords=("fun", "f"), list_positions=())
 _NO_BODY = dict(body_arity=None, operands_from=None, carry_init=None, loop=None)
+# transforms that call the function at once with the operands after it (``jax.eval_shape(f,
+# *args)``): parameters beyond them keep their (static) defaults
+_CALLS_NOW = dict(body_arity=None, operands_from=1, carry_init=None, loop=None)
 _NO_STATIC = dict(static_nums_kw=(), static_names_kw=())
 _JIT_STATIC = dict(static_nums_kw=("static_argnums",), static_names_kw=("static_argnames",))
 _ARGNUMS = dict(static_nums_kw=("static_argnums",), static_names_kw=())
@@ -174,15 +177,15 @@ TRANSFORMS: Dict[str, Transform] = {t.name: t for t in [
     _T("jax.shard_map", "trace", "..N...P..M.", _TRACE, "jax.shard_map",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
     _T("jax.eval_shape", "trace", "....I.P....", _TRACE, "jax.eval_shape",
-       _FUN, _NO_STATIC, _NO_BODY, None, None),
+       _FUN, _NO_STATIC, _CALLS_NOW, None, None),
     _T("jax.make_jaxpr", "trace", "....I.P....", _TRACE, "jax.make_jaxpr",
        _FUN, _JIT_STATIC, _NO_BODY, None, None),
     _T("jax.jvp", "trace", "...E..P....", _TRACE, "jax.jvp",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
     _T("jax.vjp", "trace", "...E..P....", _TRACE, "jax.vjp",
-       _FUN, _NO_STATIC, _NO_BODY, None, None),
+       _FUN, _NO_STATIC, _CALLS_NOW, None, None),
     _T("jax.linearize", "trace", "...E..P....", _TRACE, "jax.linearize",
-       _FUN, _NO_STATIC, _NO_BODY, None, None),
+       _FUN, _NO_STATIC, _CALLS_NOW, None, None),
     # (jax.named_scope is not a transform)
     _T("equinox.filter_jit", "filter", "JC....P.H..", _TRACE, "eqx.filter_jit",
        _FUN, _NO_STATIC, _NO_BODY, None, None),

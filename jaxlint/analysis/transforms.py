@@ -366,6 +366,12 @@ class TransformsMixin:
             return set(candidates)
         if kind == "filter":
             return {p for p in candidates if not self._is_config_param(fn, p)}
+        if kind == "trace" and tr.operands_from is not None:
+            arity = self._body_arity(tr, call)
+            if arity is None or any(isinstance(a, ast.Starred) for a in call.args):
+                return set(candidates)
+            static |= {p for p in params[arity:] if p in fn.defaults}
+            return set(p for p in params[:arity] if p in candidates) - static
         if kind == "body":
             self._record_carry_init(fn, params, tr, call, scope)
             arity = self._body_arity(tr, call)
