@@ -13,6 +13,8 @@ from ..messages import short
 
 # names of functions that run once per training/eval step
 _STEP_NAME = re.compile(r"(?:^|_)(?:step|update)(?:$|_)")
+# test functions and methods (pytest, unittest) run once
+_TEST_NAME = re.compile(r"test_|test$")
 # names of functions that run once per epoch (and loop over its batches themselves)
 _EPOCH_NAME = re.compile(r"(?:^|_)epoch(?:$|_)")
 # decorators that run a function once per distinct arguments
@@ -188,6 +190,8 @@ class JitRecreatedPerCall(Rule):
         elif (passed := _passed_to_loop(ctx, idx, scope)) is not None:
             g, param, inner = passed
             why = f"passed to {g.display()} as `{param}`, which calls it in a loop, line {inner.lineno}"
+        elif _TEST_NAME.match(scope.name):
+            return None   # `test_jit_update`: a test runs once, whatever its name says
         elif _STEP_NAME.search(scope.name) and not any(u.in_loop for u in uses):
             why = "run every step"
         elif _EPOCH_NAME.search(scope.name):

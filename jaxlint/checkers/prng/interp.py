@@ -501,10 +501,20 @@ class Interpreter:
         params stream is drawn only by ``init``), ``apply(..., deterministic=True,
         rngs={"dropout": key})`` (stochastic layers switched off)."""
         f = call.func
+        term = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if term.lstrip("_").startswith(("is_", "has_", "check_", "valid")):
+            return True       # `scope._is_valid_rng(key)`: a predicate only looks at the key
+        q = self.m.qualname(f, self.fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        if q is not None and q.startswith("flax.nnx.") and any(
+                kw.arg == "rngs" and kw.value is key for kw in call.keywords):
+            return True       # NNX takes an `nnx.Rngs` stream there, advanced by every use
         if not isinstance(f, ast.Attribute):
             return False
-        if f.attr in ("init", "init_with_output") and isinstance(f.value, ast.Call):
-            return self.m.qualname(f.value.func, self.fn) in DETERMINISTIC_INIT_LAYERS
+        if f.attr in ("init", "init_with_output"):
+            ctor = f.value
+            if isinstance(ctor, ast.Name):   # `module = nn.LayerNorm(); module.init(key, x)`
+                ctor = self.m.single_value(ctor.id, self.fn)
+            return isinstance(ctor, ast.Call) and self.m.qualname(ctor.func, self.fn) in DETERMINISTIC_INIT_LAYERS
         if f.attr != "apply":
             return False
         for kw in call.keywords:
