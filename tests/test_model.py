@@ -473,3 +473,121 @@ def test_surely_array_needs_evidence_beyond_the_traced_bit():
     assert not m.surely_array(names["parts"], step)     # split returns several arrays
     x = step.of_type(ast.Assign)[0].value.left
     assert m.surely_array(x, step)                      # an arithmetic operand
+
+
+def _fn(m, name):
+    return next(f for f in m.functions if f.name == name and not f.is_lambda)
+
+
+def test_module_method_flags_used_as_python_values_are_static():
+    m = build("""
+        import flax.linen as nn
+        class Block(nn.Module):
+            width: int
+            seq: int | None = None
+
+            @nn.compact
+            def __call__(self, x, train, decode, seq=None, offset=0, mask=None):
+                if decode:
+                    x = x + 1
+                seq = seq or self.seq
+                y = nn.Dropout(0.1)(x, deterministic=not train)
+                if mask:
+                    y = y * mask
+                return y[offset:] - offset
+    """)
+    fn = _fn(m, "__call__")
+    assert {"train", "decode", "seq", "offset"} <= fn.static_params
+    assert fn.traced_params == {"x", "mask"}
+
+
+def test_comprehension_variable_is_its_own():
+    m = build("""
+        import jax, jax.numpy as jnp, numpy as np
+        @jax.jit
+        def f(r):
+            t = [np.arange(k) for k in range(3)]
+            k = jnp.arange(3.0) * r
+            return k
+    """)
+    fn = _fn(m, "f")
+    comp = next(n for n in fn.of_type(ast.ListComp))
+    k_load = comp.elt.args[0]
+    assert m.kind(k_load, fn) == 0
+    assert m.kinds(fn)["k"] & TRACED
+
+
+def test_optional_and_aliased_container_annotations():
+    m = build("""
+        from typing import Optional, Tuple
+        import jax
+        Cache = dict[str, jax.Array]
+        @jax.jit
+        def f(x, cache: Cache | None, lim: Tuple[jax.Array, jax.Array], o: Optional[list], a: Optional[jax.Array]):
+            return x
+    """)
+    f = _fn(m, "f")
+    names = {p: ast.Name(id=p, ctx=ast.Load()) for p in ("cache", "lim", "o", "a")}
+    assert not m.truth_traced(names["cache"], f)
+    assert not m.truth_traced(names["lim"], f)
+    assert not m.truth_traced(names["o"], f)
+    assert m.truth_traced(names["a"], f)
+
+
+def test_grad_alone_runs_operations_on_constants_eagerly():
+    m = build("""
+        import jax, jax.numpy as jnp
+        def outer(v):
+            sizes = jnp.array([2, 3])
+            def loss(w):
+                return jnp.sum(w[: jnp.sum(sizes)])
+            def staged(w):
+                return jnp.sum(w[: jnp.sum(sizes)])
+            return jax.grad(loss)(v), jax.jit(staged)(v)
+    """)
+    for name, traced in (("loss", False), ("staged", True)):
+        fn = _fn(m, name)
+        bound = next(n for n in fn.of_type(ast.Subscript)).slice.upper
+        assert bool(m.kind(bound, fn) & TRACED) is traced
+
+
+def test_code_behind_a_none_guard_that_the_trace_never_takes():
+    m = build("""
+        import functools
+        from jax import lax
+        def make(state=None):
+            def body(x, cap=None):
+                if state is None:
+                    x = int(x)
+                if cap is None:
+                    cap = int(x.sum())
+                return x[:cap]
+            current = state
+            if current is None:
+                return body(0)
+            return lax.cond(True, functools.partial(body, cap=current.cap), lambda x: x, 1.0)
+    """)
+    body = _fn(m, "body")
+    ints = [c for c in body.of_type(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == "int"]
+    assert len(ints) == 2 and all(m.off_trace(c, body) for c in ints)
+    ret = next(iter(body.of_type(ast.Return)))
+    assert not m.off_trace(ret, body)
+
+
+def test_string_comparisons_and_psum_of_a_constant_are_python_values():
+    m = build("""
+        import jax
+        from jax import lax
+        MODE = "train"
+        @jax.jit
+        def f(x, mode):
+            a = mode == "eval"
+            b = mode != MODE
+            n = lax.psum(1, "i")
+            c = x == 1
+            return a, b, n, c
+    """)
+    fn = _fn(m, "f")
+    k = m.kinds(fn)
+    assert not (k.get("a", 0) | k.get("b", 0) | k.get("n", 0)) & TRACED
+    assert k["c"] & TRACED

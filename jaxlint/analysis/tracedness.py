@@ -143,6 +143,134 @@ class TracednessMixin:
             return False
         return True
 
+    # ------------------------------------------------------- None guards
+    def off_trace(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` (in ``fn``) never runs while ``fn`` is traced: it sits under
+        ``if v is None:`` (or in the ``else`` of ``if v is not None:``) where ``v`` is
+        not None whenever a transform traces ``fn`` -- a parameter every transform site
+        binds with ``partial(fn, v=<not None>)``, or a variable of the enclosing function
+        that is tested ``if v is None: return ...`` before every transform site.  Code
+        there is the eager path (``neighbors is None``: allocate; else: update in
+        ``lax.cond``)."""
+        for v in self._none_guards(node, fn):
+            if self._not_none_when_traced(v, fn):
+                return True
+        return False
+
+    def _none_guards(self, node: ast.AST, fn: Function):
+        """Names ``v`` of the ``if v is None`` branches (of ``fn``) that hold ``node``."""
+        parents = self._parent_map(fn)
+        child, cur = node, parents.get(id(node))
+        while cur is not None:
+            if cur.__class__ is ast.If:
+                t = cur.test
+                if t.__class__ is ast.Compare and len(t.ops) == 1 and t.left.__class__ is ast.Name \
+                        and t.comparators[0].__class__ is ast.Constant and t.comparators[0].value is None:
+                    op = t.ops[0].__class__
+                    in_body = any(child is b for b in cur.body)
+                    in_else = any(child is b for b in cur.orelse)
+                    if (op is ast.Is and in_body) or (op is ast.IsNot and in_else):
+                        yield t.left.id
+            child, cur = cur, parents.get(id(cur))
+
+    def _parent_map(self, fn: Function) -> dict:
+        cache = getattr(self, "_parents_cache", None)
+        if cache is None:
+            cache = self._parents_cache = {}
+        got = cache.get(id(fn))
+        if got is None:
+            got = {}
+            body = [fn.node.body] if fn.is_lambda else list(getattr(fn.node, "body", []))
+            stack = list(body)
+            for b in body:
+                got[id(b)] = None
+            while stack:
+                n = stack.pop()
+                if n.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+                    continue
+                for c in ast.iter_child_nodes(n):
+                    got[id(c)] = n
+                    stack.append(c)
+            cache[id(fn)] = got
+        return got
+
+    def _not_none_when_traced(self, v: str, fn: Function) -> bool:
+        if not fn.contexts:
+            return False
+        sites = {id(site.node): site for site in self.transform_sites}
+        for c in fn.contexts:
+            site = sites.get(id(c.node))
+            if site is None or site.call is None or site.is_decorator:
+                return False
+            if v in fn.param_nodes:
+                if not self._partial_binds(site, fn, v):
+                    return False
+            else:
+                scope = self.resolve_scope(v, fn)
+                if scope is None or scope.is_module or site.scope is not scope \
+                        or not self._guarded_before(site.node, scope, v):
+                    return False
+        return True
+
+    def _partial_binds(self, site, fn: Function, v: str) -> bool:
+        """The site passes ``partial(fn, ..., v=<not None>)`` as the traced function."""
+        for fun in self._transform_funs(site.call, site.transform):
+            if fun.__class__ is ast.Call and self.qualname(fun.func, site.scope) in K.PARTIAL:
+                target = self.resolve_callable(fun, site.scope)
+                if target is None or target.function is not fn:
+                    continue
+                for kw in fun.keywords:
+                    if kw.arg == v:
+                        val = kw.value
+                        return not (val.__class__ is ast.Constant and val.value is None)
+        return False
+
+    def _guarded_before(self, node: ast.AST, scope: Function, v: str) -> bool:
+        """A statement before ``node`` in one of its blocks (in ``scope``) is
+        ``if w is None: ... return/raise`` with ``w`` being ``v`` or a plain alias of it."""
+        parents = self._parent_map(scope)
+        child, cur = node, parents.get(id(node))
+        while True:
+            if cur is None:
+                blocks = [getattr(scope.node, "body", [])]
+            else:
+                blocks = [getattr(cur, f, None) for f in ("body", "orelse", "finalbody")]
+            for block in blocks:
+                if not isinstance(block, list) or not any(stmt is child for stmt in block):
+                    continue
+                for stmt in block:
+                    if stmt is child:
+                        break
+                    w = self._none_exit(stmt)
+                    if w is not None and (w == v or self._alias_at(w, v, scope, stmt.lineno)):
+                        return True
+            if cur is None:
+                return False
+            child, cur = cur, parents.get(id(cur))
+
+    def _alias_at(self, w: str, v: str, scope: Function, line: int) -> bool:
+        """The last binding of ``w`` in ``scope`` before ``line`` is ``w = v``."""
+        last = None
+        for target, value, mode in self.binding_table(scope).entries:
+            if target.__class__ is ast.Name and target.id == w and target.lineno < line \
+                    and (last is None or target.lineno > last[0].lineno):
+                last = (target, value, mode)
+        return last is not None and last[2] == "=" and last[1].__class__ is ast.Name and last[1].id == v
+
+    @staticmethod
+    def _none_exit(stmt: ast.AST) -> Optional[str]:
+        """``w`` of ``if w is None: ...; return`` (or raise), without an else."""
+        if stmt.__class__ is not ast.If or stmt.orelse:
+            return None
+        t = stmt.test
+        if not (t.__class__ is ast.Compare and len(t.ops) == 1 and t.ops[0].__class__ is ast.Is
+                and t.left.__class__ is ast.Name
+                and t.comparators[0].__class__ is ast.Constant and t.comparators[0].value is None):
+            return None
+        if stmt.body and stmt.body[-1].__class__ in (ast.Return, ast.Raise):
+            return t.left.id
+        return None
+
     @staticmethod
     def _used_as_array(fn: Function, name: str) -> bool:
         """``name`` is used like an array somewhere in ``fn``: an arithmetic operand, ``.shape``."""
