@@ -152,7 +152,7 @@ class Linter:
 
         cfg = self.config_for(os.path.join(root, "pyproject.toml"))
         ws = Workspace(traced_functions=tuple(getattr(cfg, "traced_functions", None) or ()),
-                       exclude=cfg.exclude, use_cache=False, root=root)
+                       exclude=cfg.exclude, use_cache=False, root=root, batch=False)
         project = ws.project_for(os.path.join(root, "pyproject.toml"))
         if project is None or not project.modules:
             return None

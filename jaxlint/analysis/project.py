@@ -162,6 +162,8 @@ class Project:
         self._analysed = False
         self._rounds: Dict[str, int] = {}
         self._static_names: Optional[Dict[str, frozenset]] = None
+        self._statics_key: Optional[str] = None
+        self._seed_keys: Dict[str, str] = {}
         self._exports_key = ""
 
     # ----------------------------------------------------------- loading
@@ -209,10 +211,19 @@ class Project:
                                           "static_methods": m.static_methods}, m.path)
 
     def seeds_digest(self, path: str) -> str:
-        """A key for what the project knows about ``path`` (part of every cache key)."""
-        seeds = self.seeds.get(os.path.abspath(path), {})
-        return digest(sorted(self._statics()["static_attrs"]), sorted(self._statics()["static_methods"]), sorted((s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()),
-                              s.description, s.transform) for s in seeds.values()))
+        """A key for what the project knows about ``path`` (part of every cache key):
+        its seeds and the project's static names."""
+        path = os.path.abspath(path)
+        got = self._seed_keys.get(path)
+        if got is None:
+            if self._statics_key is None:
+                st = self._statics()
+                self._statics_key = digest(sorted(st["static_attrs"]), sorted(st["static_methods"]))
+            seeds = self.seeds.get(path, {})
+            got = self._seed_keys[path] = digest(self._statics_key, sorted(
+                (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform)
+                for s in seeds.values()))
+        return got
 
     def cache_key(self, path: str, *extra) -> Optional[str]:
         """A cache key for results about ``path`` (its bytes, its seeds, ``extra``),
@@ -418,6 +429,7 @@ class Project:
         return found
 
     def _add_seed(self, target: Module, seed: Seed) -> bool:
+        self._seed_keys.pop(target.path, None)
         per = self.seeds.setdefault(target.path, {})
         old = per.get(seed.qualname)
         if old is None:
