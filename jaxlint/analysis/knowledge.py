@@ -417,6 +417,11 @@ STATIC_RESULT_CALLS = frozenset({
     "math.prod", "jax.lax.axis_size", "jax.core.valid_jaxtype",
 })
 
+# array constructors whose first argument is a shape or a size (a Python value under a trace)
+SHAPE_FIRST_CALLS = frozenset(
+    f"{m}.{f}" for m in ("jax.numpy", "numpy")
+    for f in ("zeros", "ones", "empty", "full", "eye", "identity", "arange", "tri"))
+
 # collectives that, applied to a Python constant, give a Python value (``lax.psum(1, axis)``
 # is the axis size)
 AXIS_SIZE_REDUCTIONS = frozenset({"jax.lax.psum"})

@@ -537,10 +537,14 @@ class TransformsMixin:
             if q in ("getattr", "hasattr", "setattr", "delattr") and len(parent.args) > 1 \
                     and parent.args[1] is name:
                 return 0   # an attribute name
+            if q in K.SHAPE_FIRST_CALLS and parent.args and parent.args[0] is name:
+                return 0   # a shape or size: ``jnp.zeros(n)``
             if q is not None and (q.startswith(K.ARRAY_MODULES) or q.startswith("numpy.")):
                 return 1
             return 3
         if t is ast.keyword:
+            if parent.arg == "shape":
+                return 0   # ``jax.random.normal(key, shape=n)``
             call = parents.get(id(parent))
             if call is not None and call.__class__ is ast.Call \
                     and call.func.__class__ in (ast.Name, ast.Attribute):
