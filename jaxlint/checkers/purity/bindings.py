@@ -277,6 +277,20 @@ class BindingFacts:
             self._decls[id(fn)] = d
         return d
 
+    def outer_variable(self, name: str, fn: Function) -> Optional[Function]:
+        """The scope outside ``fn`` that binds ``name`` as a variable: the module
+        (a module-level variable) or an enclosing function (a variable or parameter
+        there, other than its ``self``); None for ``fn``'s own names, imports,
+        defs, classes and unknown names."""
+        scope = self.resolve(name, fn)
+        if scope is None or scope is fn:
+            return None
+        if scope.is_module:
+            return scope if self.module.is_variable(name) else None
+        if not (self.scope(scope).is_variable(name) or name in scope.param_nodes) or name == scope.self_name:
+            return None
+        return scope
+
     def resolve(self, name: str, fn: Function) -> Optional[Function]:
         """The scope whose binding of ``name`` code in ``fn`` sees: ``fn`` itself,
         an enclosing function, the module, or None (a builtin or unknown name)."""

@@ -109,17 +109,13 @@ class GlobalWriteUnderTrace(Rule):
             return f"mutates class attribute `{ast.unparse(w.target)}`"
         if w.kind not in ("call", "item", "del"):
             return None
-        scope = b.resolve(root.id, fn)
-        if scope is None or scope is fn:
+        scope = b.outer_variable(root.id, fn)
+        if scope is None:
             return None
         if scope.is_module:
-            if not b.module.is_variable(root.id):
-                return None
             owner = "module-level"
         else:
-            if not (b.scope(scope).is_variable(root.id) or root.id in scope.param_nodes):
-                return None
-            if facts.self_root(fn, root) is not None or root.id == scope.self_name:
+            if facts.self_root(fn, root) is not None:
                 return None   # attributes of an object: JAX105/JAX106
             if not _outlives(facts, fn, scope):
                 return None

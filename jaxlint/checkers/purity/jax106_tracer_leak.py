@@ -132,18 +132,12 @@ class TracerLeak(Rule):
                 return f"in nonlocal `{root.id}`"
             return None
         # --- into a module-level or closed-over object
-        scope = b.resolve(root.id, fn)
-        if scope is None or scope is fn:
+        scope = b.outer_variable(root.id, fn)
+        if scope is None:
             return None
         if scope.is_module:
-            if not b.module.is_variable(root.id):
-                return None
             owner_text = "module-level"
         else:
-            if not (b.scope(scope).is_variable(root.id) or root.id in scope.param_nodes):
-                return None
-            if root.id == scope.self_name:
-                return None
             if facts.in_traced(scope) and not self._inner_leak(facts, fn, values):
                 return None
             owner_text = "closed-over"
