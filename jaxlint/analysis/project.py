@@ -107,6 +107,7 @@ class Module:
     indexed: bool = False
     sha: Optional[str] = None           # SHA-1 of the file's bytes (the cache key)
     mentions_jax: bool = False          # the text names a JAX-ecosystem library (worth analysing)
+    released: bool = False              # linted and freed: its tree is not read again
 
 
 def _params(node: ast.AST) -> List[str]:
@@ -168,7 +169,7 @@ class Project:
 
     # ----------------------------------------------------------- loading
     def _load(self, m: Module) -> bool:
-        if m.tree is not None or m.error is not None:
+        if m.tree is not None or m.error is not None or m.released:
             return m.tree is not None
         try:
             m.source = SourceFile.from_path(m.path)
@@ -277,11 +278,16 @@ class Project:
         if not self._load(m):
             return None
         seeds = tuple(self.seeds.get(m.path, {}).values())
-        model = SemanticModel(m.tree, m.source, module_name=m.name, is_package=m.is_package, seeds=seeds,
-                              **self._statics())
-        model.external_resolver = lambda q, _m=m: self.external_facts(q, _m)
+        model = self._new_model(m, m.tree, m.source, seeds)
         self.models[m.path] = model
         self._built_with[m.path] = seeds
+        return model
+
+    def _new_model(self, m: Module, tree: ast.Module, source: SourceFile, seeds) -> SemanticModel:
+        """A model of module ``m`` with what the project knows: seeds, static names, exported facts."""
+        model = SemanticModel(tree, source, module_name=m.name, is_package=m.is_package, seeds=seeds,
+                              **self._statics())
+        model.external_resolver = lambda q: self.external_facts(q, m)
         return model
 
     def _model_of(self, m: Module) -> Optional[SemanticModel]:
@@ -309,10 +315,7 @@ class Project:
                 and self._built_with.get(m.path) == self.seeds_for(m.path)):
             model.source = source
             return model
-        model = SemanticModel(tree if tree is not None else source.parse(), source, module_name=m.name,
-                              is_package=m.is_package, seeds=self.seeds_for(m.path), **self._statics())
-        model.external_resolver = lambda q, _m=m: self.external_facts(q, _m)
-        return model
+        return self._new_model(m, tree if tree is not None else source.parse(), source, self.seeds_for(m.path))
 
     def release(self, path: str) -> None:
         """Forget a module's model and parsed tree (after its file was linted)."""
@@ -322,7 +325,7 @@ class Project:
         m = self.by_path.get(path)
         if m is not None and self._analysed:
             m.tree = m.source = None
-            m.error = m.error or "released"
+            m.released = True
 
     # ---------------------------------------------------------- fixpoint
     def analyse(self) -> None:
