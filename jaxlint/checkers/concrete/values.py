@@ -269,6 +269,19 @@ def output_nodes(model: SemanticModel, fn: Function) -> Set[int]:
     for r in roots:
         for n in ast.walk(r):
             out.add(id(n))
+    # `msg = "... {}".format(x); raise ValueError(msg)`: a message built first and only ever
+    # raised or printed is output too
+    names = {n.id for r in roots for n in ast.walk(r) if isinstance(n, ast.Name)}
+    if names:
+        uses: Dict[str, list] = {}
+        for n in fn.walk():
+            if isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load):
+                uses.setdefault(n.id, []).append(n)
+        for name, found in uses.items():
+            value = model.single_value(name, fn)
+            if value is not None and all(id(u) in out for u in found):
+                for n in ast.walk(value):
+                    out.add(id(n))
     cache[id(fn)] = out
     return out
 

@@ -113,9 +113,15 @@ class PurityFacts:
         if out is not None:
             return out
         out = []
+        used = None
         for call in fn.of_type(ast.Call):
             f = call.func
             if f.__class__ is ast.Attribute and f.attr in MUTATING_METHODS:
+                if f.attr in NONE_RETURNING_METHODS:
+                    if used is None:
+                        used = _used_call_results(fn)
+                    if id(call) in used:
+                        continue   # `state = buffer.insert(state, x)`: a functional API, not list.insert
                 r = root_name(f.value)
                 if r is not None:
                     vals = list(call.args) + [k.value for k in call.keywords]
@@ -610,6 +616,18 @@ def depends_on_locals(model: SemanticModel, fn: Function, values: List[ast.expr]
 
 def purity_for(model: SemanticModel) -> PurityFacts:
     return model.facts(PurityFacts)
+
+
+# container methods that mutate in place and return None: a call whose result is used
+# (assigned, returned, passed on) is some other API of the same name
+NONE_RETURNING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft", "update",
+                                    "clear", "remove", "add", "discard", "sort", "reverse"})
+
+
+def _used_call_results(fn: Function) -> set:
+    """ids of the calls in ``fn`` whose result is used (not an expression statement)."""
+    statement_calls = {id(n.value) for n in fn.walk() if isinstance(n, ast.Expr)}
+    return {id(c) for c in fn.of_type(ast.Call)} - statement_calls
 
 
 # methods whose result is a (shallow) copy of the receiver: returning it hands the caller
