@@ -29,6 +29,7 @@ from .confirm.harness import pytest_command
 from .fixes.applier import write_atomic
 from .fixes.edits import SAFE, Fix, apply_edits
 from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
+from .notebook import NotPythonNotebook, is_notebook, load_source, source_from_bytes
 from .reporting import FORMATS, render, render_statistics
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -302,11 +303,7 @@ def _targets(args, cfg: Config) -> List[Tuple[str, bool]]:
 # ------------------------------------------------------------------- check: reading and writing
 def read_source(path: str) -> SourceFile:
     """A file's source; notebooks (``.ipynb``) become their joined code cells."""
-    if path.endswith(".ipynb"):
-        try:
-            from .notebook import load_source
-        except ImportError as exc:
-            raise SourceError(f"notebook support is not available: {exc}") from None
+    if is_notebook(path):
         return load_source(path)
     return SourceFile.from_path(path)
 
@@ -322,11 +319,7 @@ def write_source(path: str, source: SourceFile, text: str) -> None:
 
 def _stdin_source(name: str, raw: bytes) -> SourceFile:
     """Standard input as a file, or as a notebook when --stdin-filename ends in .ipynb."""
-    if name.endswith(".ipynb"):
-        try:
-            from .notebook import source_from_bytes
-        except ImportError as exc:
-            raise SourceError(f"notebook support is not available: {exc}") from None
+    if is_notebook(name):
         return source_from_bytes(name, raw)
     return SourceFile.from_bytes(name, raw)
 
@@ -348,6 +341,7 @@ class _Run:
     diffs: List[str] = field(default_factory=list)
     fixed_by_rule: Dict[str, int] = field(default_factory=dict)
     problems: List[str] = field(default_factory=list)     # fixes discarded or unsettled (jaxlint bugs)
+    skipped: List[str] = field(default_factory=list)      # files with nothing to check (an R notebook)
     checked: int = 0
 
     @property
@@ -413,7 +407,10 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) ->
     except (SourceError, InternalError) as exc:
         if echo:
             _write_stdout(raw)
-        run.results.append(FileResult(display, error=str(exc)))
+        if isinstance(exc, NotPythonNotebook):      # not checked, and not an error either
+            run.skipped.append(f"{display}: skipped: {exc}")
+        else:
+            run.results.append(FileResult(display, error=str(exc)))
         return
     res.path = display
     run.checked += 1
@@ -513,7 +510,7 @@ def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
             continue
         added += n
         files += 1
-    _print_errors(run)
+    _print_errors(run, args.quiet)
     if not args.quiet:
         out.write(f"Added {added} noqa directive{'s' if added != 1 else ''} to {files} "
                   f"file{'s' if files != 1 else ''} ({run.checked} checked).\n")
@@ -538,7 +535,7 @@ def cmd_check(args) -> int:
     with _report_stream(args) as out:
         if args.add_noqa:
             return _add_noqa(args, cfg, run, out)
-        _print_errors(run)
+        _print_errors(run, args.quiet)
         baseline = args.baseline or (None if args.no_baseline else cfg.baseline)
         if args.write_baseline:
             path = baseline or DEFAULT_BASELINE
@@ -560,7 +557,9 @@ def cmd_check(args) -> int:
     return _exit_code(args, run)
 
 
-def _print_errors(run: _Run) -> None:
+def _print_errors(run: _Run, quiet: bool = False) -> None:
+    for line in [] if quiet else run.skipped:
+        sys.stderr.write(line + "\n")
     for r in run.errors:
         sys.stderr.write(f"{r.path}: error: {r.error}\n")
     for p in run.problems:

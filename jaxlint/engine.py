@@ -86,6 +86,10 @@ def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings
             where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
             errors.append(f"{rule.code}: internal error {type(exc).__name__}: {exc} ({where})")
     out.sort(key=Finding.sort_key)
+    relabel = getattr(source, "relabel", None)
+    if relabel is not None:     # a notebook: "(line 66)" of the joined cells -> "(cell 5, line 3)"
+        for f in out:
+            f.message = relabel(f.message)
     if errors:
         raise InternalError("; ".join(errors) + " — please report this jaxlint bug")
     return out

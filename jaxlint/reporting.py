@@ -182,6 +182,11 @@ def _finding_dict(f: Finding, source) -> dict:
     if cell is not None:        # a notebook: line numbers count within the cell
         end_cell, end_line = cell_of(source, f.end_line)
         d.update(cell=cell, line=line, end_line=end_line if end_cell == cell else line)
+        for e, entry in zip(f.fix.edits if f.fix is not None else (), (d.get("fix") or {}).get("edits", ())):
+            for end, offset in (("start", e.start), ("end", e.end)):
+                if end in entry:    # the offsets stay those of the joined text (what --fix applies)
+                    c, ln, col = source.cell_location(offset)
+                    entry[end] = {"cell": c, "line": ln, "col": col + 1}
     return d
 
 

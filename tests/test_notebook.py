@@ -348,6 +348,25 @@ def test_relabel_names_cells_in_messages(tmp_path):
     assert nb.relabel("again on lines 1, 2, 6") == "again on cell 1, lines 1, 2; cell 3, line 3"
     assert nb.relabel("quoted `line 5` and train.py:line 5 stay") == "quoted `line 5` and train.py:line 5 stay"
     assert nb.line_label(4) == "cell 3, line 1"
+    once = nb.relabel("again on lines 1, 2, 6 and at line 5")
+    assert nb.relabel(once) == once     # idempotent: a cell position is never relabelled again
+
+
+def test_cell_location_of_fix_offsets(tmp_path):
+    path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax\nimport os"), new_markdown_cell("m"),
+                                            new_code_cell(""), new_code_cell("x = 1\ny = 2")])
+    nb = load_source(path)
+    text = nb.text      # 1 import jax, 2 import os, 3 separator, 4 separator (empty cell 3), 5 x, 6 y
+    assert nb.cell_location(text.index("os")) == (1, 2, 7)
+    assert nb.cell_location(text.index("y =")) == (4, 2, 0)
+    # an import a fix appends after the last import of cell 1 is inserted where the separator starts
+    first_sep = text.index("# %% [jaxlint cell 3]")
+    assert nb.cell_location(first_sep) == (1, 3, 0)
+    report_text = text[:first_sep] + "import numpy as np\n" + text[first_sep:]
+    assert [s for _, s in nb.cell_sources(report_text)][0] == "import jax\nimport os\nimport numpy as np"
+    # the separator before cell 4 closes the empty cell 3
+    assert nb.cell_location(text.index("# %% [jaxlint cell 4]")) == (3, 1, 0)
+    assert nb.cell_location(len(text)) == (4, 3, 0)
 
 
 def test_empty_and_blank_cells(tmp_path):
@@ -419,6 +438,65 @@ def test_cli_bad_notebook_is_one_line_naming_the_file(tmp_path):
     assert "train.ipynb:cell 3:line 4:5: JAX101" in r.stdout    # one bad file does not stop the others
 
 
+def test_cli_non_python_notebook_is_skipped_not_an_error(tmp_path):
+    write_nb(tmp_path / "r.ipynb", [new_code_cell("x <- c(1, 2)\nprint(x)")],
+             metadata={"kernelspec": {"name": "ir", "language": "R", "display_name": "R"}})
+    skip = "r.ipynb: skipped: not a Python notebook (kernel language 'R')"
+    r = jaxlint(".", cwd=tmp_path)
+    assert (r.returncode, r.stderr.splitlines()) == (0, [skip]), r.stdout + r.stderr
+    assert "No files were checked." in r.stdout
+    r = jaxlint("--format", "json", "r.ipynb", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout) == [] and skip in r.stderr.splitlines()
+    assert jaxlint("-q", ".", cwd=tmp_path).stderr == ""
+    _training_notebook(tmp_path)
+    r = jaxlint(".", cwd=tmp_path)
+    assert r.returncode == 1 and "error" not in r.stderr and skip in r.stderr.splitlines()
+    assert "train.ipynb:cell 3:line 4:5: JAX101" in r.stdout and "(1 file checked)" in r.stdout
+    r = jaxlint("--fix", ".", cwd=tmp_path)
+    assert r.returncode == 0 and "error" not in r.stderr, r.stdout + r.stderr
+
+
+def _key_reuse_notebook(tmp_path):
+    # joined text: 1-2 cell 1, 3 separator, 4-6 cell 3: the first use is joined line 5 = cell 3, line 2
+    return write_nb(tmp_path / "keys.ipynb", [
+        new_code_cell("import jax\nimport jax.numpy as jnp"), new_markdown_cell("# keys"),
+        new_code_cell("key = jax.random.PRNGKey(0)\na = jax.random.normal(key, (3,))\n"
+                      "b = jax.random.normal(key, (3,))")])
+
+
+def test_cli_messages_name_lines_by_cell_in_every_format(tmp_path):
+    _key_reuse_notebook(tmp_path)
+    outputs = {fmt: jaxlint("--format", fmt, "keys.ipynb", cwd=tmp_path)
+               for fmt in ("text", "json", "github", "sarif")}
+    for fmt, r in outputs.items():
+        assert r.returncode == 1, (fmt, r.stderr)
+        assert "consumed by `jax.random.normal` on cell 3, line 2," in r.stdout, fmt
+        assert "line 5" not in r.stdout, fmt
+    [f] = json.loads(outputs["json"].stdout)
+    assert (f["code"], f["cell"], f["line"]) == ("JAX401", 3, 3)
+    [res] = json.loads(outputs["sarif"].stdout)["runs"][0]["results"]
+    assert "on cell 3, line 2" in res["message"]["text"]
+
+
+def test_cli_json_fix_edits_count_lines_within_the_cell(tmp_path):
+    path = _key_reuse_notebook(tmp_path)
+    r = jaxlint("--format", "json", "keys.ipynb", cwd=tmp_path)
+    [f] = json.loads(r.stdout)
+    text = load_source(path).text
+    edits = f["fix"]["edits"]
+    assert [(e["start"], e["end"]) for e in edits] == [
+        ({"cell": 3, "line": 2, "col": 1}, {"cell": 3, "line": 2, "col": 1}),
+        ({"cell": 3, "line": 2, "col": 23}, {"cell": 3, "line": 2, "col": 26}),
+        ({"cell": 3, "line": 3, "col": 1}, {"cell": 3, "line": 3, "col": 1}),
+        ({"cell": 3, "line": 3, "col": 23}, {"cell": 3, "line": 3, "col": 26})]
+    # the character offsets stay those of the joined text, which --fix applies
+    assert [text[e["start_offset"]:e["end_offset"]] for e in edits] == ["", "key", "", "key"]
+    cell = nbformat.read(path, 4).cells[2].source.splitlines()
+    for e in edits:     # and the in-cell positions point at the same characters in the cell
+        line = cell[e["start"]["line"] - 1]
+        assert line[e["start"]["col"] - 1:e["end"]["col"] - 1] == text[e["start_offset"]:e["end_offset"]]
+
+
 # ------------------------------------------------------------------ notebooks = modules
 def _fixture_files():
     root = Path(__file__).parent / "fixtures"
@@ -462,7 +540,7 @@ def test_fixture_as_notebook_gives_the_same_findings_and_fixes(tmp_path, fixture
     mapped = []
     for f in lint_source(nb):
         cell, line = nb.cell_position(f.line)
-        mapped.append((f.code, code_starts[cell - 1] + line, f.col, nb.relabel(f.message)))
+        mapped.append((f.code, code_starts[cell - 1] + line, f.col, f.message))    # lint_source relabels
     assert mapped == [(f.code, f.line, f.col, re.sub(r"(?<![\w:])lines? (\d+(?:, \d+)*)\b", label, f.message)) for f in module]
 
     fixed_module = fix_text(SourceFile(str(fixture), text), lint_source, unsafe=True).text

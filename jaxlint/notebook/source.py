@@ -17,6 +17,7 @@ from .reading import _one_line, parse_notebook, read_bytes
 _MARKER = "# %% [jaxlint cell {}]"
 _MARKER_LINE = re.compile(r"^# %% \[jaxlint cell (\d+)\]$")
 _LINE_REF = re.compile(r"(?<![\w:])lines? (\d+(?:, \d+)*)\b")
+_CELL_BEFORE = re.compile(r"\bcell \d+, $")
 
 
 def load_source(path: str) -> "NotebookSource":
@@ -129,6 +130,19 @@ class NotebookSource(SourceFile):
         """0-based index into the notebook's ``cells`` array of the cell holding ``line``."""
         return self.cell_position(line)[0] - 1
 
+    def cell_location(self, offset: int) -> Tuple[int, int, int]:
+        """``(cell, line_in_cell, col)`` of a character offset of :attr:`text` (cell and line as
+        :meth:`cell_position`, col 0-based), for the ends of fix edits.  An offset on a cell
+        separator (where a fix appends to the cell before it, e.g. an import after the last one)
+        is the end of the cell before: the line after its last line, column 0."""
+        line, col = self.position(offset)
+        if self._cells and 0 <= line - 1 < len(self._line_cells) and self._line_cells[line - 1] < 0:
+            before = [c for c in self._cells if c.first_line <= line]   # (an empty cell has no lines)
+            if before:
+                return before[-1].index + 1, before[-1].line_count + 1, 0
+        cell, in_cell = self.cell_position(line)
+        return cell, in_cell, col
+
     def line_label(self, line: int) -> str:
         """How to name a line of :attr:`text` in prose: ``cell 3, line 2``."""
         cell, in_cell = self.cell_position(line)
@@ -137,10 +151,13 @@ class NotebookSource(SourceFile):
     def relabel(self, message: str) -> str:
         """``message`` with its references to lines of the joined text (``(line 66)``, as the
         rules write them) turned into cell positions (``(cell 5, line 3)``); quoted code
-        (between backticks) is left alone."""
+        (between backticks) is left alone.  Idempotent: a reference already written as a cell
+        position (``cell 5, line 3``) stays as it is."""
         parts = message.split("`")
         for i in range(0, len(parts), 2):
-            parts[i] = _LINE_REF.sub(lambda m: self._label_lines(m.group(1)), parts[i])
+            part = parts[i]
+            parts[i] = _LINE_REF.sub(lambda m: m.group(0) if _CELL_BEFORE.search(part, 0, m.start())
+                                     else self._label_lines(m.group(1)), part)
         return "`".join(parts)
 
     def _label_lines(self, numbers: str) -> str:
