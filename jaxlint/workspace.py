@@ -62,11 +62,12 @@ class Workspace:
             return None
         if root not in self.projects:
             files = [p for p, exists in iter_python_files([root], self.exclude, root=root)
-                     if exists and p.endswith(".py")]
+                     if exists and p.endswith((".py", ".ipynb"))]
             if len(files) > MAX_PROJECT_FILES:
                 self.projects[root] = None
             else:
-                self.projects[root] = Project(root, files, self.traced_functions, cache=self.cache_for(root))
+                self.projects[root] = Project(root, files, self.traced_functions, cache=self.cache_for(root),
+                                              loader=_read)
         return self.projects[root]
 
     def cache_for(self, root: Optional[str]) -> Optional[Cache]:
@@ -133,6 +134,14 @@ class Workspace:
         project = self.projects.get(self.root_for(path) or "")
         if project is not None:
             project.release(path)
+
+
+def _read(path: str) -> SourceFile:
+    """A project file's source: a module, or a notebook's joined code cells."""
+    if path.lower().endswith(".ipynb"):
+        from .notebook import load_source
+        return load_source(path)
+    return SourceFile.from_path(path)
 
 
 _PLUGIN_WORKSPACES: Dict[tuple, Workspace] = {}

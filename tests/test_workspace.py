@@ -4,6 +4,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from jaxlint.analysis import SourceFile
 from jaxlint.checkers import Finding, all_rules
 from jaxlint.engine import lint_source
@@ -94,3 +96,19 @@ def test_plugins_on_one_file_report_cross_module_findings(tmp_path):
                         "--enable=jaxlint", "src/trainer/utils.py"], cwd=project, capture_output=True, text=True,
                        timeout=120)
     assert "log_stats" in r.stdout and "clip_grads" in r.stdout and "to_host" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_notebook_traces_project_helpers(tmp_path):
+    """A jitted function in a notebook that calls a project helper makes the helper traced."""
+    nbformat = pytest.importorskip("nbformat")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'nbproj'\n")
+    (tmp_path / "helpers.py").write_text("def log_loss(loss):\n    print(loss)\n    return loss\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import jax\nimport helpers"),
+                nbformat.v4.new_code_cell("%matplotlib inline\n@jax.jit\ndef step(x):\n"
+                                          "    return helpers.log_loss(x * 2)")]
+    nbformat.write(nb, str(tmp_path / "explore.ipynb"))
+    helpers = str(tmp_path / "helpers.py")
+    found = Workspace(use_cache=False).lint_function(helpers, RULES)(SourceFile.from_path(helpers))
+    assert [f.code for f in found] == ["JAX101"]
+    assert "explore.ipynb" in found[0].message

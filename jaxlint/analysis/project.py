@@ -140,11 +140,15 @@ class Project:
     """The modules of one project and the seeds that cross between them."""
 
     def __init__(self, root: str, paths: Iterable[str], traced_functions: Sequence[str] = (),
-                 cache=None):
+                 cache=None, loader: Callable[[str], SourceFile] = SourceFile.from_path):
         """``cache``: a :class:`jaxlint.cache.Cache` (module indexes and outgoing
-        calls are then read from it when the file's bytes are unchanged)."""
+        calls are then read from it when the file's bytes are unchanged).
+        ``loader``: how a path becomes source text (the workspace passes one that
+        also reads notebooks: not importable, but their traced code reaches the
+        project's modules)."""
         self.root = os.path.abspath(root)
         self.cache = cache
+        self.loader = loader
         self.modules: List[Module] = []
         self.by_path: Dict[str, Module] = {}
         self.by_name: Dict[str, List[Module]] = {}
@@ -172,7 +176,7 @@ class Project:
         if m.tree is not None or m.error is not None or m.released:
             return m.tree is not None
         try:
-            m.source = SourceFile.from_path(m.path)
+            m.source = self.loader(m.path)
             m.tree = m.source.parse()
         except SourceError as exc:
             m.error = str(exc)
