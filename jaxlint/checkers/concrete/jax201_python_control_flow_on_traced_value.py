@@ -88,7 +88,7 @@ class PythonControlFlowOnTracedValue(Rule):
             for test, kw in tests:
                 if id(test) in covered:
                     continue
-                if not m.truth_traced(test, fn):
+                if not m.truth_traced(test, fn) or m.off_trace(test, fn):
                     continue
                 for sub in ast.walk(test):
                     covered.add(id(sub))
@@ -104,7 +104,7 @@ class PythonControlFlowOnTracedValue(Rule):
                     kw = "not"
                 else:
                     continue
-                if culprit is None:
+                if culprit is None or m.off_trace(node, fn):
                     continue
                 for sub in ast.walk(node):
                     covered.add(id(sub))

@@ -315,7 +315,11 @@ def compile_time(model: SemanticModel, fn: Function) -> Tuple[Set[int], Set[str]
 
 
 def at_compile_time(model: SemanticModel, node: ast.AST, fn: Function, c: Optional[ast.AST] = None) -> bool:
-    """``node`` runs under ``jax.ensure_compile_time_eval()``, or its culprit ``c`` was bound there."""
+    """``node`` runs with concrete values: under ``jax.ensure_compile_time_eval()`` (or its
+    culprit ``c`` was bound there), or on a path no trace of ``fn`` takes (``model.off_trace``:
+    behind an ``is None`` test that is never true while ``fn`` is traced)."""
+    if model.off_trace(node, fn):
+        return True
     if not fn.of_type(ast.With):
         return False
     nodes, names = compile_time(model, fn)

@@ -481,6 +481,8 @@ def _calls_rebuilt_function(b: JitBinding, loop: ast.AST) -> bool:
     (``apply_fn = jit(apply_fn)`` after ``_, apply_fn = simulate.nvt(E, shift, dt, T)``
     with a new ``T``), or calls such a function: each iteration must compile its
     own program, and there is nothing to hoist out of the loop."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        return False   # a comprehension binds nothing from a factory
     rebuilt = _rebuilt_in_loop(loop, b.site.node)
     if not rebuilt:
         return False
