@@ -7,7 +7,8 @@ Fetches nothing: it copies the installed packages' sources into a temporary
 folder with a ``pyproject.toml`` (one project), then prints, against reading
 and ``ast.parse``-ing the same files in one process:
 
-* cold: no cache, every module indexed, analysed and linted (``--jobs`` 1);
+* cold: no cache, every module indexed, analysed and linted, in one process, then with
+  ``--jobs N`` worker processes;
 * warm: the same run again with the cache filled;
 * touched: one module edited (a comment appended) after a warm run.
 
@@ -61,17 +62,18 @@ def run_parse(files):
     return time.perf_counter() - t, lines
 
 
-def run_lint(files, root, use_cache):
+def run_lint(files, root, use_cache, jobs=1):
     rules = [r for r in all_rules() if r.default_enabled]
     ws = Workspace(use_cache=use_cache, root=root)
     t = time.perf_counter()
-    n = sum(len(found) for _, found in lint_files(files, rules, workspace=ws))
+    n = sum(len(found) for _, found in lint_files(files, rules, workspace=ws, jobs=jobs))
     return time.perf_counter() - t, n, ws
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--packages", nargs="+", default=["jax", "flax", "optax"])
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the --jobs run (default 2)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="jaxlint-bench-")
     try:
@@ -79,6 +81,7 @@ def main():
         files = python_files(tmp)
         parse_s, lines = run_parse(files)
         cold_s, n, _ = run_lint(files, tmp, use_cache=False)
+        jobs_s, n_jobs, _ = run_lint(files, tmp, use_cache=False, jobs=args.jobs)
         fill_s, _, _ = run_lint(files, tmp, use_cache=True)
         warm_s, n_warm, ws = run_lint(files, tmp, use_cache=True)
         cache = next(iter(ws.caches.values()))
@@ -91,6 +94,8 @@ def main():
         print(f"lines           {lines}")
         print(f"ast.parse       {parse_s:.3f} s")
         print(f"cold            {cold_s:.3f} s   ratio {cold_s / parse_s:.2f}  (target <= 2.0)  findings {n}")
+        print(f"cold --jobs {args.jobs}   {jobs_s:.3f} s   ratio {jobs_s / parse_s:.2f}  (target <= 1.3 with 2 jobs on 2 cores)"
+              f"  findings {n_jobs}")
         print(f"cache fill      {fill_s:.3f} s   ratio {fill_s / parse_s:.2f}")
         print(f"warm            {warm_s:.3f} s   ratio {warm_s / parse_s:.3f} (target <= 0.10)  "
               f"findings {n_warm}  cache hits {cache.hits} misses {cache.misses}")

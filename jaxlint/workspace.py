@@ -14,6 +14,7 @@ is not parsed again.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -45,6 +46,9 @@ class Workspace:
         self._roots: Dict[str, Optional[str]] = {}
         self.batch = batch
         self._frozen = False
+        # findings computed by prefetch workers, by cache key, until the file is linted here
+        self._memo: Dict[str, list] = {}
+        self._recording: Optional[Dict[str, list]] = None   # set in a prefetch worker
 
     # ------------------------------------------------------------ projects
     def root_for(self, path: str) -> Optional[str]:
@@ -89,17 +93,17 @@ class Workspace:
         def lint(source: SourceFile) -> List[Finding]:
             key = None
             if project is not None:
-                project.analyse()
-                if self.batch and not self._frozen:
-                    # every module's model is alive until its file is linted: without this, each
-                    # collection in the lint phase traverses them all (6x slower on jax/flax/optax)
-                    gc.freeze()
-                    self._frozen = True
-            if cache is not None and project.module_for(source.path) is not None:
-                key = digest("findings", file_digest(source.text.encode("utf-8")),
-                             os.path.relpath(os.path.abspath(source.path), project.root),
-                             project.seeds_digest(source.path), project.exports_digest(), config)
-                hit = cache.get("findings", key)
+                self._analysed(project)
+                if project.module_for(source.path) is not None:
+                    key = digest("findings", file_digest(source.text.encode("utf-8")),
+                                 os.path.relpath(os.path.abspath(source.path), project.root),
+                                 project.seeds_digest(source.path), project.exports_digest(), config)
+            if key is not None:
+                hit = self._memo.pop(key, None)
+                if hit is not None and cache is not None:
+                    cache.put("findings", key, hit, os.path.abspath(source.path))
+                if hit is None and cache is not None:
+                    hit = cache.get("findings", key)
                 if hit is not None:
                     found = [Finding.from_dict(d) for d in hit]
                     for f in found:
@@ -115,11 +119,50 @@ class Workspace:
             finally:
                 if was_enabled:
                     gc.enable()
-            if key is not None:
+            if key is not None and self._recording is not None:
+                self._recording[key] = [f.to_dict() for f in found]
+            elif key is not None and cache is not None:
                 cache.put("findings", key, [f.to_dict() for f in found], os.path.abspath(source.path))
             return found
 
         return lint
+
+    def _analysed(self, project: Project) -> None:
+        project.analyse()
+        if self.batch and not self._frozen:
+            # every module's model is alive until its file is linted: without this, each
+            # collection in the lint phase traverses them all (6x slower on jax/flax/optax)
+            gc.freeze()
+            self._frozen = True
+
+    def prefetch(self, paths: Sequence[str], lint_for: Callable[[str], Callable[[SourceFile], List[Finding]]],
+                 jobs: int) -> None:
+        """``--jobs N``: lint the project modules among ``paths`` in ``jobs`` worker
+        processes, forked once their projects are analysed here (so the workers share the
+        analysis and its models), and keep what they found; the lint functions then answer
+        from memory.  ``lint_for(path)`` is the caller's own per-file lint function, so a
+        worker computes exactly what the caller would.  Without ``fork`` (not Linux), or
+        for a handful of files, it does nothing and linting stays in this process."""
+        if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+            return
+        todo = []
+        for p in paths:
+            project = self.project_for(p) if p.endswith(".py") else None
+            if project is not None and project.module_for(p) is not None:
+                self._analysed(project)
+                todo.append(p)
+        if len(todo) < 2 * jobs:
+            return
+        global _PREFETCH
+        _PREFETCH = (self, lint_for)
+        try:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                for entries in pool.imap_unordered(_prefetch_chunk, [todo[i::jobs] for i in range(jobs)]):
+                    self._memo.update(entries)
+        except (OSError, multiprocessing.ProcessError):
+            pass   # linting simply happens in this process
+        finally:
+            _PREFETCH = None
 
     def flush(self) -> None:
         """Write the caches back (call once, at the end of a run)."""
@@ -144,6 +187,22 @@ def _read(path: str) -> SourceFile:
     return SourceFile.from_path(path)
 
 
+_PREFETCH = None
+
+
+def _prefetch_chunk(paths: List[str]) -> Dict[str, list]:
+    """In a worker forked by :meth:`Workspace.prefetch`: lint ``paths``, return the findings by key."""
+    ws, lint_for = _PREFETCH
+    ws._recording = {}
+    for p in paths:
+        try:
+            lint_for(p)(SourceFile.from_path(p))
+        except Exception:   # the parent lints this file again and reports the problem
+            pass
+        ws.done(p)
+    return ws._recording
+
+
 _PLUGIN_WORKSPACES: Dict[tuple, Workspace] = {}
 
 
@@ -161,10 +220,12 @@ def plugin_workspace(traced_functions: Sequence[str], exclude: Sequence[str]) ->
 
 
 def lint_files(paths: Iterable[str], rules: Sequence[Rule], settings: Optional[Settings] = None,
-               workspace: Optional[Workspace] = None):
+               workspace: Optional[Workspace] = None, jobs: int = 1):
     """``(path, findings)`` for each Python file, linted with its project's context
     (a convenience for scripts and benchmarks; the CLI adds fixes and reporting)."""
     ws = workspace or Workspace()
+    paths = list(paths)
+    ws.prefetch(paths, lambda p: ws.lint_function(p, rules, settings), jobs)
     for path in paths:
         lint = ws.lint_function(path, rules, settings)
         yield path, lint(SourceFile.from_path(path))

@@ -112,3 +112,14 @@ def test_a_notebook_traces_project_helpers(tmp_path):
     found = Workspace(use_cache=False).lint_function(helpers, RULES)(SourceFile.from_path(helpers))
     assert [f.code for f in found] == ["JAX101"]
     assert "explore.ipynb" in found[0].message
+
+
+def test_jobs_give_the_same_findings(tmp_path):
+    """--jobs: worker processes forked after the analysis find exactly what one process finds."""
+    project = _copy(tmp_path)
+    files = sorted(str(p) for p in project.rglob("*.py"))
+    one = {p: [f.to_dict() for f in found] for p, found in
+           lint_files(files, RULES, workspace=Workspace(use_cache=False))}
+    ws = Workspace(use_cache=False)
+    two = {p: [f.to_dict() for f in found] for p, found in lint_files(files, RULES, workspace=ws, jobs=2)}
+    assert two == one and any(one.values())
