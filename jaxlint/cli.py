@@ -118,6 +118,9 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write .jaxlint_cache/ (the results cache at the project root)")
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="worker processes for linting (default: the CPU count); the project analysis runs first, "
+                        "in this process")
 
 
 def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
@@ -476,6 +479,9 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
     # through the results cache unless --no-cache
     ws = Workspace(traced_functions=cfg.traced_functions, exclude=cfg.exclude,
                    use_cache=not args.no_cache)
+    if args.jobs > 1 and "jax" not in sys.modules:   # never fork a process that runs JAX's threads
+        ws.prefetch([p for p, exists in targets if exists],
+                    lambda p: _linter(cfg, rules, p, args.report_unused_noqa, ws), args.jobs)
     jobs = list(targets) + ([("-", True)] if "-" in args.paths else [])
     with _progress(args, len(targets)) as advance:
         for path, exists in jobs:

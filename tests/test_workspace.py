@@ -123,3 +123,11 @@ def test_jobs_give_the_same_findings(tmp_path):
     ws = Workspace(use_cache=False)
     two = {p: [f.to_dict() for f in found] for p, found in lint_files(files, RULES, workspace=ws, jobs=2)}
     assert two == one and any(one.values())
+
+
+def test_cli_jobs_match_one_process(tmp_path):
+    project = _copy(tmp_path)
+    one = _cli(["check", "--no-cache", "--format", "json", "--exit-zero", "-j", "1", "."], project)
+    two = _cli(["check", "--no-cache", "--format", "json", "--exit-zero", "-j", "2", "."], project)
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert one.stdout == two.stdout and one.stdout.count('"code"') == 5
