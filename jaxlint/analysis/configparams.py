@@ -1,0 +1,192 @@
+"""Which parameters carry Python configuration rather than arrays (a part of
+:class:`~jaxlint.analysis.model.SemanticModel`, used by the transforms when they
+decide what a module method, a contract or a seed traces).
+
+A parameter is configuration when it is declared so (annotated ``bool``/``int``/
+``str``/``Literal``/optional thereof, defaulted to a bool/str/int literal) or when
+how it is used says so: it has a Python use (a truth test, ``not``, a string
+comparison, a ``range()`` bound, overriding a scalar field of its module) and no
+array use (an attribute, a subscript, an argument of a jnp/lax/NumPy call,
+arithmetic).  When the evidence is mixed, it is an array.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, List, Optional
+
+from . import knowledge as K
+from .scopes import Function
+
+
+class ConfigParamsMixin:
+    def _is_config_param(self, fn: Function, p: str) -> bool:
+        """A parameter of a function traced with ``inferred`` confidence (a module
+        method, a library contract, another module's seed) or by an Equinox filter
+        transform that carries Python configuration rather than arrays: declared so
+        (:meth:`_declared_config`) or used so (:meth:`_config_by_use`)."""
+        return self._declared_config(fn, p) or self._config_by_use(fn, p)
+
+    def _config_by_use(self, fn: Function, p: str) -> bool:
+        """The body of ``fn`` uses parameter ``p`` as a Python value and never as an
+        array: at least one use that needs a Python value (a truth test, ``not``, the
+        left operand of ``and``/``or``, a comparison with a string, a ``range()``
+        bound), or ``p`` overrides a scalar field of the same name of its module
+        (``def __call__(self, x, seqhw=None)`` beside ``seqhw: Optional[int]``), or
+        defaults to an int literal; and no use that needs an array (an attribute or
+        method, a subscript, an argument of a ``jax.numpy``/``lax``/NumPy call,
+        arithmetic unless the default is a number)."""
+        got = self._param_uses(fn).get(p)
+        if got is None:
+            return False
+        python, array, arith, _neutral = got
+        default = fn.defaults.get(p)
+        if default is not None and default.__class__ is ast.UnaryOp and default.op.__class__ is ast.USub:
+            default = default.operand
+        int_default = default.__class__ is ast.Constant and isinstance(default.value, int)
+        if int_default or self._overrides_scalar_field(fn, p):
+            python += 1
+        if arith and not int_default:
+            array += arith
+        return python > 0 and array == 0
+
+    def _overrides_scalar_field(self, fn: Function, p: str) -> bool:
+        """``p`` is also a field of ``fn``'s module class annotated with a scalar type."""
+        info = fn.cls
+        if info is None or not info.module_kind or p not in info.fields:
+            return False
+        for stmt in info.node.body:
+            if stmt.__class__ is ast.AnnAssign and stmt.target.__class__ is ast.Name and stmt.target.id == p:
+                return self._scalar_annotation(stmt.annotation)
+        return False
+
+    def _param_uses(self, fn: Function) -> Dict[str, List[int]]:
+        """For each parameter of ``fn``: [python uses, array uses, arithmetic uses] of its
+        name in ``fn`` and the closures that see it (built once per function)."""
+        cache = getattr(self, "_use_evidence", None)
+        if cache is None:
+            cache = self._use_evidence = {}
+        got = cache.get(id(fn))
+        if got is not None:
+            return got
+        params = set(fn.all_params()) - ({fn.self_name} if fn.self_name else set())
+        got = {p: [0, 0, 0, 0] for p in params}
+        cache[id(fn)] = got
+        if not params or fn.is_lambda or fn.is_module:
+            return got
+        parents: Dict[int, ast.AST] = {}
+        stack: List[ast.AST] = list(fn.node.body)
+        while stack:
+            node = stack.pop()
+            if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+                shadowed = {a.arg for a in ast.walk(node.args) if a.__class__ is ast.arg}
+                if shadowed & params:
+                    continue
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                stack.append(child)
+                if child.__class__ is ast.Name and child.id in params and child.ctx.__class__ is ast.Load:
+                    got[child.id][self._use_of(child, node, parents, fn)] += 1
+        return got
+
+    def _use_of(self, name: ast.Name, parent: ast.AST, parents: Dict[int, ast.AST], fn: Function) -> int:
+        """0: a use that needs a Python value, 1: one that needs an array, 2: arithmetic,
+        3: neutral (passed on, tested for ``None``, compared with a number, stored)."""
+        t = parent.__class__
+        if t in (ast.If, ast.While, ast.IfExp, ast.Assert):
+            return 0 if parent.test is name else 3
+        if t is ast.UnaryOp:
+            return 0 if parent.op.__class__ is ast.Not else 2
+        if t is ast.BoolOp:
+            return 0 if parent.values[-1] is not name else 3
+        if t is ast.Compare:
+            others = [parent.left] + list(parent.comparators)
+            if any(o.__class__ is ast.Constant and isinstance(o.value, str) for o in others):
+                return 0
+            return 3
+        if t is ast.BinOp or t is ast.AugAssign:
+            return 2
+        if t is ast.Attribute or t is ast.Starred:
+            return 1
+        if t is ast.Subscript:
+            if parent.value is name:
+                return 1
+            box = parent.value
+            if box.__class__ is ast.Name and box.id in self.container_evidence(fn):
+                return 0   # a key of a dict (``tables[kind]``)
+            return 3
+        if t is ast.Call:
+            if parent.func is name:
+                return 1
+            q = self.qualname(parent.func, fn) if parent.func.__class__ in (ast.Name, ast.Attribute) else None
+            if q == "range":
+                return 0
+            if q in ("getattr", "hasattr", "setattr", "delattr") and len(parent.args) > 1 \
+                    and parent.args[1] is name:
+                return 0   # an attribute name
+            if q in K.SHAPE_FIRST_CALLS and parent.args and parent.args[0] is name:
+                return 0   # a shape or size: ``jnp.zeros(n)``
+            if q is not None and (q.startswith(K.ARRAY_MODULES) or q.startswith("numpy.")):
+                return 1
+            return 3
+        if t is ast.keyword:
+            if parent.arg == "shape":
+                return 0   # ``jax.random.normal(key, shape=n)``
+            call = parents.get(id(parent))
+            if call is not None and call.__class__ is ast.Call \
+                    and call.func.__class__ in (ast.Name, ast.Attribute):
+                q = self.qualname(call.func, fn)
+                if q is not None and (q.startswith(K.ARRAY_MODULES) or q.startswith("numpy.")):
+                    return 1
+            return 3
+        if t in (ast.Tuple, ast.List, ast.Assign, ast.AnnAssign, ast.Return, ast.FormattedValue,
+                 ast.NamedExpr, ast.Expr, ast.Slice):
+            return 3
+        return 1
+
+    @staticmethod
+    def _scalar_annotation(ann: Optional[ast.expr]) -> bool:
+        """A scalar annotation: ``bool``, ``int | None``, ``Optional[str]``, ``Literal[...]``."""
+        if ann is not None and isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                ann = None
+        if ann is None:
+            return False
+        names = set()
+        for n in ast.walk(ann):
+            if isinstance(n, ast.Name):
+                names.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                names.add(n.attr)
+        if "Literal" in names:
+            return True
+        return bool(names & K.SCALAR_ANNOTATIONS) and not names & {"Array", "ndarray", "ArrayLike", "Any"}
+
+    def _declared_config(self, fn: Function, p: str) -> bool:
+        """A parameter declared as Python configuration: annotated with a scalar type
+        (``bool``, ``int | None``, ``Optional[str]``, ``Literal[...]``) or defaulting to
+        a bool/str literal."""
+        a = fn.param_nodes.get(p)
+        if a is not None and a.annotation is not None:
+            ann = a.annotation
+            if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+                try:
+                    ann = ast.parse(ann.value, mode="eval").body
+                except SyntaxError:
+                    ann = None
+            if ann is not None:
+                names = set()
+                for n in ast.walk(ann):
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+                    elif isinstance(n, ast.Attribute):
+                        names.add(n.attr)
+                if "Literal" in names:
+                    return True
+                if names & K.SCALAR_ANNOTATIONS and not names & {"Array", "ndarray", "ArrayLike", "Any"}:
+                    return True
+        d = fn.defaults.get(p)
+        if isinstance(d, ast.Constant) and (isinstance(d.value, (bool, str))):
+            return True
+        return False
