@@ -479,7 +479,7 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
     # through the results cache unless --no-cache
     ws = Workspace(traced_functions=cfg.traced_functions, exclude=cfg.exclude,
                    use_cache=not args.no_cache)
-    if args.jobs > 1 and "jax" not in sys.modules:   # never fork a process that runs JAX's threads
+    if args.jobs > 1:
         ws.prefetch([p for p, exists in targets if exists],
                     lambda p: _linter(cfg, rules, p, args.report_unused_noqa, ws), args.jobs)
     jobs = list(targets) + ([("-", True)] if "-" in args.paths else [])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from .analysis import SourceFile
@@ -143,8 +144,8 @@ class Workspace:
         from memory.  ``lint_for(path)`` is the caller's own per-file lint function, so a
         worker computes exactly what the caller would.  Without ``fork`` (not Linux), or
         for a handful of files, it does nothing and linting stays in this process."""
-        if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-            return
+        if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods() or "jax" in sys.modules:
+            return   # never fork a process that runs JAX's threads (a forked child may deadlock)
         todo = []
         for p in paths:
             project = self.project_for(p) if p.endswith(".py") else None

@@ -1,6 +1,7 @@
 """The workspace: per-file lint functions with the project's context and the results cache."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -115,14 +116,26 @@ def test_a_notebook_traces_project_helpers(tmp_path):
 
 
 def test_jobs_give_the_same_findings(tmp_path):
-    """--jobs: worker processes forked after the analysis find exactly what one process finds."""
+    """--jobs: worker processes forked after the analysis find exactly what one process finds
+    (run in a fresh interpreter: this one has JAX loaded, and prefetch never forks such a process)."""
+    import subprocess
+    import sys
     project = _copy(tmp_path)
-    files = sorted(str(p) for p in project.rglob("*.py"))
-    one = {p: [f.to_dict() for f in found] for p, found in
-           lint_files(files, RULES, workspace=Workspace(use_cache=False))}
-    ws = Workspace(use_cache=False)
-    two = {p: [f.to_dict() for f in found] for p, found in lint_files(files, RULES, workspace=ws, jobs=2)}
-    assert two == one and any(one.values())
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from jaxlint.checkers import all_rules\n"
+        "from jaxlint.workspace import Workspace, lint_files\n"
+        "rules = [r for r in all_rules() if r.default_enabled]\n"
+        "files = sorted(str(p) for p in Path(sys.argv[1]).rglob('*.py'))\n"
+        "out = {}\n"
+        "for jobs in (1, 2):\n"
+        "    ws = Workspace(use_cache=False)\n"
+        "    out[jobs] = {p: [f.to_dict() for f in found] for p, found in lint_files(files, rules, workspace=ws, jobs=jobs)}\n"
+        "print(json.dumps([out[1] == out[2], sum(map(len, out[1].values())), 'jax' in sys.modules]))\n")
+    r = subprocess.run([sys.executable, "-c", script, str(project)], capture_output=True, text=True, timeout=120)
+    same, count, jax_loaded = json.loads(r.stdout)
+    assert same and count == 5 and not jax_loaded, r.stderr
 
 
 def test_cli_jobs_match_one_process(tmp_path):
