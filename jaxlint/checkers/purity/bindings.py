@@ -625,26 +625,34 @@ class BindingFacts:
 
     def changes_after_use(self, scope: Function, line: int, loops: Tuple, defined: ast.AST,
                           reach: Optional[Set[str]] = None) -> bool:
-        """Can a change at ``line`` of ``scope``'s own code (inside ``loops``) happen
-        after a function defined by ``defined`` was already traced?  Only when
-        some call of the file's functions that may reach it (named in ``reach``,
-        when given) runs after the definition and before the change, or in a
-        loop around the change."""
+        """Can a change at ``line`` of ``scope``'s own code (inside ``loops``) make a
+        function defined by ``defined`` run with a stale value?  Only when some call
+        of the file's functions that may reach it (named in ``reach``, when given)
+        runs in a loop around the change, or runs after the definition and before
+        the change (tracing it) and another runs after the change (using that
+        trace) — not after the function was defined anew under the same name."""
         end = getattr(defined, "end_lineno", None) or defined.lineno
         if line <= end:
             return False
         if any(lp.lineno <= defined.lineno <= (lp.end_lineno or lp.lineno) for lp in loops):
             return False   # the definition re-runs with it: a fresh function each time
-        for call in self.program_calls(scope):
+        name = getattr(defined, "name", None)
+        # later definitions of the same name (a notebook re-running an edited cell): calls after
+        # one of them run a new function, traced afresh
+        redefined = [b.line for b in self.scope(scope).get(name) if b.line > end] if name else []
+        traced_before = False
+        for call in sorted(self.program_calls(scope), key=lambda c: c.lineno):
             if reach is not None and call.func.id not in reach:
                 continue
             u = call.lineno
             if u <= end:
                 continue
-            if u < line:
-                return True
             if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops):
                 return True
+            if u < line:
+                traced_before = True
+            elif traced_before and not (call.func.id == name and any(r <= u for r in redefined)):
+                return True   # traced with the old value, called again after the change
         return False
 
     def rebinding_after(self, scope: Function, name: str, after) -> Optional[Binding]:
