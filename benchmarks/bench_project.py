@@ -26,7 +26,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from bench_lint import run_parse  # noqa: E402  (read + ast.parse, the baseline both benchmarks share)
 from jaxlint.checkers import all_rules  # noqa: E402
 from jaxlint.workspace import Workspace, lint_files  # noqa: E402
 
@@ -49,17 +51,6 @@ def python_files(root):
         dirnames[:] = sorted(d for d in dirnames if d != ".jaxlint_cache")
         out.extend(os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".py"))
     return out
-
-
-def run_parse(files):
-    t = time.perf_counter()
-    lines = 0
-    for path in files:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-        lines += text.count("\n")
-        ast.parse(text)
-    return time.perf_counter() - t, lines
 
 
 def run_lint(files, root, use_cache, jobs=1):

@@ -168,24 +168,8 @@ class ConfigParamsMixin:
         (``bool``, ``int | None``, ``Optional[str]``, ``Literal[...]``) or defaulting to
         a bool/str literal."""
         a = fn.param_nodes.get(p)
-        if a is not None and a.annotation is not None:
-            ann = a.annotation
-            if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-                try:
-                    ann = ast.parse(ann.value, mode="eval").body
-                except SyntaxError:
-                    ann = None
-            if ann is not None:
-                names = set()
-                for n in ast.walk(ann):
-                    if isinstance(n, ast.Name):
-                        names.add(n.id)
-                    elif isinstance(n, ast.Attribute):
-                        names.add(n.attr)
-                if "Literal" in names:
-                    return True
-                if names & K.SCALAR_ANNOTATIONS and not names & {"Array", "ndarray", "ArrayLike", "Any"}:
-                    return True
+        if a is not None and self._scalar_annotation(a.annotation):
+            return True
         d = fn.defaults.get(p)
         if isinstance(d, ast.Constant) and (isinstance(d.value, (bool, str))):
             return True

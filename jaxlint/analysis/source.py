@@ -73,18 +73,7 @@ class SourceFile:
 
     @classmethod
     def from_path(cls, path: str) -> "SourceFile":
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except FileNotFoundError:
-            raise SourceError("no such file or directory") from None
-        except IsADirectoryError:
-            raise SourceError("is a directory") from None
-        except PermissionError:
-            raise SourceError("permission denied") from None
-        except OSError as exc:
-            raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-        return cls.from_bytes(path, raw)
+        return cls.from_bytes(path, read_bytes(path))
 
     def parse(self) -> ast.Module:
         try:
@@ -192,3 +181,19 @@ class SourceFile:
         if not codes:
             return True
         return any(code == c or code.startswith(c) for c in codes)
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; raises :class:`SourceError` with one line (no path: callers add it)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise SourceError("no such file or directory") from None
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except PermissionError:
+        raise SourceError("permission denied") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+

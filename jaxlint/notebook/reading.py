@@ -20,21 +20,6 @@ def is_notebook(path: str) -> bool:
     return path.lower().endswith(SUFFIX)
 
 
-def read_bytes(path: str) -> bytes:
-    """The file's bytes; raises :class:`SourceError` with one line."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise SourceError("no such file or directory") from None
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except PermissionError:
-        raise SourceError("permission denied") from None
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-
-
 def parse_notebook(raw: bytes) -> Tuple[str, Dict[str, Any], int, List[Tuple[int, str]]]:
     """``(document, data, cell_total, code_cells)`` of the notebook bytes ``raw``: the JSON text
     (BOM removed), the JSON value as read, how many cells it has (all kinds) and

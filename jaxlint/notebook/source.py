@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..analysis.source import SourceError, SourceFile
 from .jsonedit import _normalise_sources, _replace_sources
 from .masking import _ending, _mask_cell, _split_lines
-from .reading import _one_line, parse_notebook, read_bytes
+from ..analysis.source import read_bytes
+from .reading import _one_line, parse_notebook
 
 _MARKER = "# %% [jaxlint cell {}]"
 _MARKER_LINE = re.compile(r"^# %% \[jaxlint cell (\d+)\]$")
