@@ -17,7 +17,6 @@ Targets (issue 9): cold <= 2.0x, warm <= 0.10x, one edited file <= 0.5 s.
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib.util
 import os
 import shutil
