@@ -65,15 +65,17 @@ def test_project_findings(project):
 
 @pytest.mark.parametrize("project", sorted(d for d in PROJECTS.iterdir() if d.is_dir()), ids=lambda d: d.name)
 def test_project_context_is_what_finds_them(project):
-    """Linted alone, the helper modules show (almost) nothing: the findings above
-    come from the project model, not from each file on its own."""
-    alone = 0
-    total = 0
+    """Linted alone, the files tell another story: most expected findings are missing
+    (the transform is in another module) or lookalikes are reported (the constants
+    that make a value static are in another module). The project is what decides."""
+    alone = extra = total = 0
     for p in _files(project):
         total += len(_expected(p))
         source = SourceFile.from_path(str(p))
-        alone += len({(f.line, f.code) for f in lint_source(source, RULES)} & _expected(p))
-    assert total and alone < total / 2
+        found = {(f.line, f.code) for f in lint_source(source, RULES)}
+        alone += len(found & _expected(p))
+        extra += len(found - _expected(p))
+    assert total and (alone < total / 2 or extra > 0)
 
 
 def test_cross_module_message_names_the_caller():

@@ -170,6 +170,10 @@ class KindsMixin:
             elems = self._carry_elements(fn, value.id, len(elts))
             if elems is not None:
                 return self._assign_each(elts, elems, kinds, fn)
+        if mode == "=" and isinstance(value, ast.Call):
+            elems = self._returned_tuple_kinds(value, fn, len(elts), k)
+            if elems is not None:
+                return self._assign_each(elts, elems, kinds, fn)
         # unpacking: the elements of a call's result (``q, r = jnp.linalg.qr(x)``)
         # share its array kind; elements of any other value (a carry tuple,
         # a pytree parameter) are only known to be traced
@@ -226,6 +230,31 @@ class KindsMixin:
         if isinstance(it.func, ast.Attribute) and it.func.attr == "items" and n == 2:
             return [0, self.kind(it.func.value, fn) & TRACED]
         return None
+
+    def _returned_tuple_kinds(self, call: ast.Call, fn: Function, n: int, k: int) -> Optional[List[int]]:
+        """``a, n = helper(x)`` where every ``return`` of the project function ``helper``
+        is a literal tuple of ``n`` items: an item that is a Python value in every
+        return (``x.shape[1]``, ``0``, a config int) stays one in the caller; the
+        others get the call's kind as usual.  Only for a callee the model analyses as
+        traced code (its parameters carry the caller's tracers), else None."""
+        if call.func.__class__ is not ast.Name or self.qualname(call.func, fn) is not None:
+            return None
+        target = self.resolve_callable(call.func, fn)
+        if target is None or target.function.is_lambda or not target.function.under_trace:
+            return None
+        callee = target.function
+        rets = [r.value for r in callee.of_type(ast.Return)]
+        if not rets or any(not isinstance(r, ast.Tuple) or len(r.elts) != n
+                           or any(isinstance(e, ast.Starred) for e in r.elts) for r in rets):
+            return None
+        fallback = k & ~CONTAINER if not (k & CONTAINER and not k & ARRAYISH) else k & TRACED
+        out = []
+        for i in range(n):
+            ki = 0
+            for r in rets:
+                ki |= self.kind(r.elts[i], callee)
+            out.append(0 if not ki & (TRACED | ARRAYISH | CONTAINER) else fallback)
+        return out if 0 in out else None
 
     def _carry_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
         """Kinds of the elements of a lax carry ``name`` whose initial value is a literal
@@ -376,6 +405,9 @@ class KindsMixin:
             return isinstance(e.value, str)
         if t is ast.JoinedStr:
             return True
+        if (t is ast.Name or t is ast.Attribute) and self.static_constants \
+                and self.qualname(e, fn) in self.static_constants:
+            return True   # a string constant or enum member another module of the project defines
         if t is ast.Name:
             s = self.resolve_scope(e.id, fn)
             if s is not None and s.is_module:

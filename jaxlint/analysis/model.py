@@ -74,12 +74,14 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
 
     def __init__(self, tree: ast.Module, source=None, *, module_name: Optional[str] = None,
                  is_package: bool = False, seeds: Iterable["Seed"] = (),
-                 static_attrs: Iterable[str] = (), static_methods: Iterable[str] = ()):
+                 static_attrs: Iterable[str] = (), static_methods: Iterable[str] = (),
+                 static_constants: Iterable[str] = ()):
         """``module_name`` (``pkg.sub.train``; ``is_package`` for an ``__init__.py``)
         resolves relative imports to absolute names; ``seeds`` are what the rest
         of the project knows about this module's functions (see
         :mod:`jaxlint.analysis.project`); ``static_attrs``/``static_methods``: names
-        the project's classes declare static (:mod:`jaxlint.analysis.statics`)."""
+        the project's classes declare static, ``static_constants`` the string constants and
+        enum members its modules define (:mod:`jaxlint.analysis.statics`)."""
         self.tree = tree
         self.source = source
         self.module_name = module_name
@@ -109,6 +111,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         local_fields, local_methods = statics.static_names(tree)
         self.static_fields |= local_fields
         self.static_methods |= local_methods
+        # qualified names of string constants and enum members other modules define
+        # (``common_types.MODEL_MODE_TRAIN``): comparing with one makes a Python value
+        self.static_constants: Set[str] = set(static_constants)
         self._index()
         self.mentions_jax = self.imports.mentions_any(("jax", "flax", "equinox", "optax"))
         if self.mentions_jax or self.seeds or self.imports.mentions_any(contracts.CONTRACT_MODULES):

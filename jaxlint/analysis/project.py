@@ -30,7 +30,7 @@ from . import knowledge as K
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
 from ..cache import digest, file_digest
 from .names import ImportTable
-from .statics import static_names
+from .statics import module_constants, static_names
 from .source import SourceError, SourceFile
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
@@ -102,6 +102,7 @@ class Module:
     aliases: Dict[str, str] = field(default_factory=dict)                 # top-level import aliases
     static_attrs: List[str] = field(default_factory=list)                 # see analysis/statics.py
     static_methods: List[str] = field(default_factory=list)
+    constants: List[str] = field(default_factory=list)          # string constants, enum members
     # facts other modules read about this module's functions: exporter -> function -> fact
     exports: Dict[str, Dict[str, object]] = field(default_factory=dict)
     indexed: bool = False
@@ -129,6 +130,7 @@ def _index_module(m: Module) -> None:
     m.aliases = dict(imports.aliases)
     fields, methods = static_names(m.tree)
     m.static_attrs, m.static_methods = sorted(fields), sorted(methods)
+    m.constants = sorted(module_constants(m.tree))
     m.indexed = True
 
 
@@ -190,7 +192,8 @@ class Project:
         if self._static_names is None:
             self._static_names = {
                 "static_attrs": frozenset(a for m in self.modules for a in m.static_attrs),
-                "static_methods": frozenset(a for m in self.modules for a in m.static_methods)}
+                "static_methods": frozenset(a for m in self.modules for a in m.static_methods),
+                "static_constants": frozenset(f"{m.name}.{c}" for m in self.modules for c in m.constants)}
         return self._static_names
 
     def _fingerprint(self, m: Module) -> None:
@@ -203,17 +206,18 @@ class Project:
             return
         m.sha = file_digest(raw)
         m.mentions_jax = any(w in raw for w in _JAX_WORDS)
-        key = digest("index", m.sha, m.name, m.is_package)
+        key = digest("index", 2, m.sha, m.name, m.is_package)
         entry = self.cache.get("index", key) if self.cache is not None else None
         if entry is not None:
             m.top_functions, m.classes, m.aliases = entry["functions"], entry["classes"], entry["aliases"]
             m.static_attrs, m.static_methods = entry.get("static_attrs", []), entry.get("static_methods", [])
+            m.constants = entry.get("constants", [])
             m.indexed = True
             return
         if self._load(m) and self.cache is not None:
             self.cache.put("index", key, {"functions": m.top_functions, "classes": m.classes,
                                           "aliases": m.aliases, "static_attrs": m.static_attrs,
-                                          "static_methods": m.static_methods}, m.path)
+                                          "static_methods": m.static_methods, "constants": m.constants}, m.path)
 
     def seeds_digest(self, path: str) -> str:
         """A key for what the project knows about ``path`` (part of every cache key):
@@ -223,7 +227,8 @@ class Project:
         if got is None:
             if self._statics_key is None:
                 st = self._statics()
-                self._statics_key = digest(sorted(st["static_attrs"]), sorted(st["static_methods"]))
+                self._statics_key = digest(sorted(st["static_attrs"]), sorted(st["static_methods"]),
+                                           sorted(st["static_constants"]))
             seeds = self.seeds.get(path, {})
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
                 (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform)

@@ -85,3 +85,26 @@ def static_names(tree: ast.Module) -> Tuple[Set[str], Set[str]]:
         elif isinstance(node, (ast.If, ast.Try)):
             todo.extend(node.body)
     return fields, methods
+
+
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+
+
+def module_constants(tree: ast.Module) -> Set[str]:
+    """Names (relative to the module) of its string constants (``MODE_TRAIN = "train"``)
+    and enum members (``Mode.TRAIN`` of ``class Mode(enum.Enum)``): values another module
+    compares configuration with, never arrays."""
+    out: Set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            out.add(stmt.targets[0].id)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            out.add(stmt.target.id)
+        elif isinstance(stmt, ast.ClassDef) and any(_terminal(b) in _ENUM_BASES for b in stmt.bases):
+            for item in stmt.body:
+                if isinstance(item, ast.Assign):
+                    out.update(f"{stmt.name}.{t.id}" for t in item.targets if isinstance(t, ast.Name))
+    return out
+
