@@ -100,3 +100,56 @@ def _filled_with_mutables(model, fn: Function, param: str, depth: int) -> bool:
                 return False
             found = True
     return found
+
+
+# builtins whose argument is walked as a Python sequence
+_SEQUENCE_CONSUMERS = frozenset({"enumerate", "zip", "list", "tuple", "reversed", "map"})
+# methods only Python lists have (a JAX array has none of them)
+_LIST_METHODS = frozenset({"append", "extend", "insert", "remove", "pop"})
+# container types an ``isinstance`` test names
+_CONTAINER_TYPES = frozenset({"list", "tuple", "dict", "Sequence", "Mapping", "MutableSequence",
+                              "MutableMapping"})
+
+
+def _root_name(e: ast.AST) -> Optional[str]:
+    while isinstance(e, ast.Subscript):
+        e = e.value
+    return e.id if isinstance(e, ast.Name) else None
+
+
+def held_as_sequence(e: ast.AST, fn: Function) -> bool:
+    """Does ``fn`` treat ``e`` (a name, or an item of one) as a Python container of arrays?
+
+    A pytree of arrays (a list of per-layer caches, the cotangent of a function
+    returning a list, the gradient of a list of parameters) is as traced as one
+    array, and item assignment into it is fine.  The evidence, any of: the name is
+    iterated (``for g in xs``, ``enumerate(xs)``, ``zip(xs, ...)``), has a list method
+    called on it (``xs.append``), is tested with ``isinstance(xs, dict|list|...)``, or
+    an item of it is updated functionally (``xs[i].at[...]``: an array holding arrays
+    would be written ``xs.at[i, ...]``)."""
+    name = _root_name(e)
+    if name is None:
+        return False
+
+    def is_name(n: ast.AST) -> bool:
+        return isinstance(n, ast.Name) and n.id == name
+
+    for n in fn.walk():
+        if isinstance(n, (ast.For, ast.comprehension)) and is_name(n.iter):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Name):
+                if f.id in _SEQUENCE_CONSUMERS and any(is_name(a) for a in n.args):
+                    return True
+                if f.id == "isinstance" and len(n.args) == 2 and is_name(n.args[0]):
+                    types = n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]]
+                    if any((t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute)
+                            else "") in _CONTAINER_TYPES for t in types):
+                        return True
+            elif isinstance(f, ast.Attribute) and f.attr in _LIST_METHODS and is_name(f.value):
+                return True
+        if isinstance(n, ast.Attribute) and n.attr == "at" and isinstance(n.value, ast.Subscript) \
+                and is_name(n.value.value):
+            return True
+    return False

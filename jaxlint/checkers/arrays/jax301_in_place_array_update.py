@@ -4,7 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CERTAIN, Function
-from ...analysis.objects import mutable_by_design
+from ...analysis.objects import held_as_sequence, mutable_by_design
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
 
@@ -23,7 +23,10 @@ class InPlaceArrayUpdate(Rule):
     Flags item assignment on a JAX array — `x[i] = v` and augmented forms such
     as `x[i] += v` — where `x` is a traced value or was produced by a
     `jax.numpy`/`jax` call, inside or outside `jax.jit`. NumPy arrays and
-    Python lists/dicts mutated in place are not flagged.
+    Python lists/dicts mutated in place are not flagged, nor is a traced value
+    the function treats as a Python container (iterated, tested with
+    `isinstance(x, dict)`, or with items updated by `x[i].at[...]`): a list of
+    arrays is traced too, and the rule cannot tell it from one array.
 
     ## Why is this bad?
     PyTorch tensors and NumPy arrays can be written in place (`t[0] = 1`,
@@ -94,7 +97,11 @@ class InPlaceArrayUpdate(Rule):
             return False   # an NNX Variable or a jax.Ref: `v[...] += 1` is its update API
         if isinstance(sl, ast.Constant) and sl.value is Ellipsis and not _made_here(m, base, fn):
             return False   # `x[...] = v`: the Variable/Ref idiom, on a value made elsewhere
-        return m.is_array(base, fn)
+        if not m.is_array(base, fn):
+            return False
+        # a pytree of arrays (a list of layer caches, a list's gradient) is traced too:
+        # when this function treats it as a Python container, it cannot tell -- silent
+        return _made_here(m, base, fn) or not held_as_sequence(base, fn)
 
     def _finding(self, ctx: Context, fn: Function, node: ast.stmt, t: ast.Subscript, op: str,
                  fix: Optional[Fix]) -> Finding:
