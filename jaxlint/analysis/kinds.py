@@ -243,6 +243,8 @@ class KindsMixin:
         if target is None or target.function.is_lambda or not target.function.under_trace:
             return None
         callee = target.function
+        if callee is fn:
+            return None
         rets = [r.value for r in callee.of_type(ast.Return)]
         if not rets or any(not isinstance(r, ast.Tuple) or len(r.elts) != n
                            or any(isinstance(e, ast.Starred) for e in r.elts) for r in rets):
@@ -526,6 +528,9 @@ class KindsMixin:
         if m in K.CONCRETIZING_METHODS:
             return 0
         recv_node = func.value
+        if m in K.SEQUENCE_INT_METHODS and 1 <= len(call.args) <= 3 and not call.keywords \
+                and self.resolve_callable(func, fn) is None:
+            return 0   # ``seq.index(x)``: arrays have no such method; a project method would resolve
         if recv_node.__class__ is ast.Name:
             owner = fn.enclosing_method()
             if owner is not None and owner.cls is not None and recv_node.id == owner.self_name \

@@ -470,6 +470,9 @@ SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
+# methods of Python sequences and strings (not of arrays) that return a Python int:
+# ``annotations.index("batch")``, ``names.count("x")``
+SEQUENCE_INT_METHODS = frozenset({"index", "count", "rindex", "find", "rfind"})
 
 # evidence that a name holds a Python container rather than an array
 CONTAINER_METHODS = frozenset({

@@ -361,10 +361,20 @@ class TransformsMixin(ConfigParamsMixin):
             return {params[i] for i in idx if -len(params) <= i < len(params)}
         if kind == "vmap":
             axes = self._kw(call, "in_axes") if call is not None else None
+            if axes is None and call is not None and tr.name == "jax.vmap" and len(call.args) >= 2:
+                axes = call.args[1]     # ``jax.vmap(f, (0, None), 0)``
             if isinstance(axes, (ast.Tuple, ast.List)):
                 return {p for p, ax in zip(params, axes.elts)
                         if not (isinstance(ax, ast.Constant) and ax.value is None)}
             return set(candidates)
+        if call is not None and tr.mesh_axes:
+            # ``shard_map(f, in_specs=(P("x"), None))``: an argument whose spec is
+            # ``None`` reaches the body as the Python value it was
+            specs = self._kw(call, "in_specs")
+            if isinstance(specs, (ast.Tuple, ast.List)) and len(specs.elts) == len(params) \
+                    and not any(isinstance(e, ast.Starred) for e in specs.elts):
+                return {p for p, sp in zip(params, specs.elts) if p in candidates
+                        and not (isinstance(sp, ast.Constant) and sp.value is None)}
         if kind == "filter":
             return {p for p in candidates if not self._is_config_param(fn, p)}
         if kind == "trace" and tr.operands_from is not None:
