@@ -24,8 +24,11 @@ class ArgumentMutationUnderTrace(Rule):
 
     Not flagged: item assignment on an array (that is JAX301), a parameter
     the function rebinds first (`state = dict(state)`), a parameter the
-    function returns, the carry of a `lax` loop body (JAX builds it fresh),
-    `**kwargs`, and Flax NNX code (`nnx.jit` propagates object mutations).
+    function returns, an entry the function reads back and returns under the
+    same key in a new dict, a `d.pop(k)` whose value is used (a read), an
+    attribute filled once under `if self.x is None:` (a cache), the carry of a
+    `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
+    (`nnx.jit` propagates object mutations).
 
     ## Why is this bad?
     In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
@@ -84,6 +87,8 @@ class ArgumentMutationUnderTrace(Rule):
         if facts.frozen_class(owner.cls) or facts.nnx_rooted(fn) or facts.setup_like(owner) \
                 or facts.variable_write(owner.cls, w.target):
             return None
+        if w.kind == "attr" and _filled_once(fn, w):
+            return None   # ``if self._fn is None: self._fn = jax.jit(...)``: a cache, filled once on purpose
         if w.kind == "attr" and value_traced(facts.model, fn, w.values[:1]) is not None:
             return None   # a traced value: JAX106
         return (f"`{w.describe()}` mutates `{w.root.id}` inside {fn.trace_description()}; it runs once at "
@@ -101,6 +106,10 @@ class ArgumentMutationUnderTrace(Rule):
             return None
         if not self._mutates_container_or_object(facts, fn, w):
             return None
+        if w.kind == "call" and w.method == "pop" and _result_used(fn, w.node):
+            return None   # ``x = d.pop("k")``: takes an entry out to use it, a read of the argument
+        if _returned_rebuilt(fn, p, w):
+            return None   # the updated entries are read back and returned under the same keys
         if facts.nnx_rooted(fn) or facts.returns_name(fn, p) or _read_later(fn, p, w) \
                 or mutable_by_design(facts.model, w.target if isinstance(w.target, ast.Attribute) else root, fn):
             return None
@@ -203,3 +212,89 @@ def _written_part(w: Write):
     if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant):
         return t.slice.value
     return None
+
+
+def _parents(fn: Function) -> dict:
+    parents = {}
+    for node in fn.walk():
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _filled_once(fn: Function, w: Write) -> bool:
+    """``w`` (``self.x = v``) sits under ``if self.x is None:`` or ``if not hasattr(self, "x"):``
+    in ``fn``: a lazily filled cache (a jitted function, static annotations), meant to be
+    set once, at whichever trace or call comes first."""
+    t = w.target
+    if not isinstance(t, ast.Attribute) or not isinstance(t.value, ast.Name):
+        return False
+    owner, attr = t.value.id, t.attr
+
+    def same(e: ast.AST) -> bool:
+        return isinstance(e, ast.Attribute) and e.attr == attr and isinstance(e.value, ast.Name) \
+            and e.value.id == owner
+
+    def unset_test(test: ast.AST) -> bool:
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+                and same(test.left) and isinstance(test.comparators[0], ast.Constant) \
+                and test.comparators[0].value is None:
+            return True
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            o = test.operand
+            if same(o):
+                return True
+            return isinstance(o, ast.Call) and isinstance(o.func, ast.Name) and o.func.id == "hasattr" \
+                and len(o.args) == 2 and isinstance(o.args[0], ast.Name) and o.args[0].id == owner \
+                and isinstance(o.args[1], ast.Constant) and o.args[1].value == attr
+        return False
+
+    parents = _parents(fn)
+    child, up = w.node, parents.get(id(w.node))
+    while up is not None:
+        if isinstance(up, ast.If) and child in up.body and unset_test(up.test):
+            return True
+        child, up = up, parents.get(id(up))
+    return False
+
+
+def _result_used(fn: Function, call: ast.AST) -> bool:
+    """The value of ``call`` is used (assigned, passed on), not dropped as a statement."""
+    up = _parents(fn).get(id(call))
+    return up is not None and not isinstance(up, ast.Expr)
+
+
+def _returned_rebuilt(fn: Function, p: str, w: Write) -> bool:
+    """``p["k"] = f(p["k"], ...)``, then ``y = g(p["k"])`` and ``return {..., "k": y}``:
+    the function rebuilds the state it was given (a jitted update of a donated dict)
+    and hands the entry it wrote back to the caller, under the same key, in the new
+    dict it returns."""
+    part = _written_part(w)
+    if not isinstance(part, str) or w.kind != "item" or not w.direct:
+        return False
+    end = getattr(w.node, "end_lineno", None) or w.node.lineno
+
+    def reads_back(e: ast.AST) -> bool:
+        return any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and n.lineno > end
+                   and isinstance(n.value, ast.Name) and n.value.id == p
+                   and isinstance(n.slice, ast.Constant) and n.slice.value == part for n in ast.walk(e))
+
+    bound = {}
+    for node in fn.walk():
+        if isinstance(node, ast.Assign) and node.lineno > end:
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    bound.setdefault(t.id, []).append(node.value)
+    for node in fn.walk():
+        if not (isinstance(node, ast.Return) and node.value is not None):
+            continue
+        outs = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        for o in outs:
+            if not isinstance(o, ast.Dict):
+                continue
+            for k, v in zip(o.keys, o.values):
+                if not (isinstance(k, ast.Constant) and k.value == part):
+                    continue
+                if reads_back(v) or (isinstance(v, ast.Name) and any(reads_back(b) for b in bound.get(v.id, ()))):
+                    return True
+    return False
