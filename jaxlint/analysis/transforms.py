@@ -159,10 +159,18 @@ class TransformsMixin(ConfigParamsMixin):
                 pairs.append((params[i], a))
             elif fn.vararg:
                 pairs.append((fn.vararg, a))
+        # ``**d`` can only fill parameters no other argument names (Python refuses a
+        # duplicate), never the bound receiver
+        explicit = {p for p, a in pairs if not any(a is s.value for s in call.args
+                                                    if isinstance(s, ast.Starred))}
+        explicit |= {kw.arg for kw in call.keywords if kw.arg is not None}
         for kw in call.keywords:
             if kw.arg is None:
-                for p in fn.params + fn.kwonly:
-                    pairs.append((p, kw.value))
+                for p in params + fn.kwonly:
+                    if p not in explicit:
+                        pairs.append((p, kw.value))
+                if fn.kwarg:
+                    pairs.append((fn.kwarg, kw.value))
                 continue
             if kw.arg in fn.param_nodes:
                 pairs.append((kw.arg, kw.value))
