@@ -33,7 +33,10 @@ class MutableGlobalReadUnderTrace(Rule):
     Names bound once and never changed — including `jnp` arrays built at
     import time, upper-case constants, optimizers and models — are not
     flagged, and neither are flags that are only parsed once at start-up:
-    they are constants by the time anything is traced.
+    they are constants by the time anything is traced. Nor is a global that
+    the one function tracing the reader sets first, from values that do not
+    depend on its arguments (`global BATCH; BATCH = n_devices * 8` and then
+    `jax.jit(gen_data)`): every trace sees the same value.
 
     ## Why is this bad?
     In PyTorch, `w - learning_rate * g` reads the current `learning_rate`
@@ -198,6 +201,8 @@ class MutableGlobalReadUnderTrace(Rule):
                     continue   # set up before anything could have traced the reader
             elif not scope.is_module and facts.in_traced(mut.fn):
                 continue   # a sibling traced during the same call of the enclosing function
+            if mut.kind == "global" and _set_before_own_trace(b, reader, mut):
+                continue   # set once by the function that then traces the reader
             if mut.kind in ("global", "nonlocal"):
                 return f"is rebound by {mut.fn.display()} (line {mut.line})"
             if mut.kind == "attr" and not _reads_written_attr(reader, name, mut):
@@ -271,3 +276,25 @@ def _inside(fn: Function, outer: Function) -> bool:
             return True
         s = s.parent
     return False
+
+
+def _set_before_own_trace(b, reader: Function, mut: Mutation) -> bool:
+    """``global BATCH; BATCH = len(jax.devices()) * 8`` and then ``jax.jit(gen_data)``
+    in the same function: the function that rebinds the global is the one that
+    traces the reader -- every transform of the reader is applied there, after
+    the rebinding -- and the new value does not depend on that function's
+    arguments, so every call sets the same value before the first trace."""
+    writer = mut.fn
+    if writer.is_module or not reader.contexts or b.loops_around(writer, mut.node):
+        return False
+    end = getattr(writer.node, "end_lineno", None) or writer.node.lineno
+    for c in reader.contexts:
+        line = getattr(c.node, "lineno", 0)
+        if c.caller not in (None, writer) or not mut.line < line <= end:
+            return False   # traced elsewhere too, or before the rebinding
+    node = mut.node
+    value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+    if value is None:
+        return False   # ``x += 1``, a loop target...: changes on every call
+    params = set(writer.param_nodes)
+    return not any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(value))
