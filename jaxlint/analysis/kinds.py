@@ -480,7 +480,10 @@ class KindsMixin:
         if q is None and ft is ast.Name:
             target = self.resolve_callable(func, fn)
             if target is not None:
-                return self.return_kind(target.function) | self._args_traced(call, fn)
+                k = self.return_kind(target.function)
+                if self._returns_python_value(target, fn):
+                    return k
+                return k | self._args_traced(call, fn)
         if ft is ast.Call:
             # ``jax.jit(f)(x)``: a transformed function returns arrays
             k = self._args_traced(call, fn)
@@ -561,6 +564,23 @@ class KindsMixin:
         k &= JAX | NUMPY | CONTAINER
         cache[id(fn)] = k
         return k
+
+    def _returns_python_value(self, target, fn: Function) -> bool:
+        """The project function ``target`` runs as traced code (its parameters carry
+        what its call sites pass) and no ``return`` of it gives a traced value:
+        ``make_config(x)`` builds its result from ``x.shape`` and Python values."""
+        callee = target.function
+        if callee is fn or callee.is_lambda or target.transforms or not callee.under_trace:
+            return False
+        key = ("traced", id(callee))
+        cache = self._return_kinds
+        got = cache.get(key)
+        if got is None:
+            cache[key] = True          # recursion guard: assume traced
+            got = any(ret.value is not None and self.kind(ret.value, callee) & TRACED
+                      for ret in callee.of_type(ast.Return))
+            cache[key] = got
+        return not got
 
     def _args_traced(self, call: ast.Call, fn: Function) -> int:
         for a in call.args:
