@@ -153,3 +153,15 @@ def held_as_sequence(e: ast.AST, fn: Function) -> bool:
                 and is_name(n.value.value):
             return True
     return False
+
+
+def ref_named(e: ast.AST) -> bool:
+    """Is ``e`` (a written target) reached through a name spelled like a Pallas or
+    state ref (``o_ref``, ``scratch_refs``, ``metadata_ref.offsets``)?  Kernels write
+    their refs in place on purpose, inside loops included; the name is the
+    convention Pallas code follows, since a kernel's parameters carry no type."""
+    while isinstance(e, (ast.Subscript, ast.Attribute)):
+        if isinstance(e, ast.Attribute) and e.attr.lower().endswith(("ref", "refs")):
+            return True
+        e = e.value
+    return isinstance(e, ast.Name) and e.id.lower().endswith(("ref", "refs"))

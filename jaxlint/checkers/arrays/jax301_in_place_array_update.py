@@ -4,7 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CERTAIN, Function
-from ...analysis.objects import held_as_sequence, mutable_by_design
+from ...analysis.objects import held_as_sequence, mutable_by_design, ref_named
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, Rule, register
 
@@ -89,8 +89,7 @@ class InPlaceArrayUpdate(Rule):
         if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
             return False
         base = t.value
-        name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
-        if name.lower().endswith(("ref", "refs")):
+        if isinstance(base, (ast.Name, ast.Attribute)) and ref_named(base):
             return False   # a Pallas/state ref: written through on purpose
         m = ctx.model
         if mutable_by_design(m, base, fn):

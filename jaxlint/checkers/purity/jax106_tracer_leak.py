@@ -4,6 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import Function
+from ...analysis.objects import ref_named
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
 from ..messages import short
@@ -20,7 +21,9 @@ class TracerLeak(Rule):
     container (`activations.append(x)`, `cache[k] = y`), into a `global` or
     `nonlocal` name, or on a class attribute. Storing the value of an inner
     transform (a `lax.scan` body, a function under `jax.grad`) into a
-    container of the jitted function around it is flagged too.
+    container of the jitted function around it is flagged too. Writes into a
+    Pallas or state ref (`o_ref[i] = v`, `meta_ref.offsets[i] = v`: names
+    ending in `ref`/`refs`) are how kernels produce output, and are not.
 
     ## Why is this bad?
     In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
@@ -78,6 +81,8 @@ class TracerLeak(Rule):
                     continue
                 if w.kind == "item" and m.is_array(w.target.value, fn):
                     continue   # item assignment on an array: JAX301
+                if w.kind == "item" and ref_named(w.target):
+                    continue   # a Pallas/state ref (or a field of one), written in place on purpose
                 where = self._escape(facts, fn, w, g, n, values)
                 if where is None:
                     continue
