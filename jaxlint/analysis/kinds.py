@@ -166,6 +166,10 @@ class KindsMixin:
             if elems is not None:
                 return self._assign_each(elts, elems, kinds, fn)
             k = self._iter_element_kind(value, fn, k)
+        if mode == "=" and isinstance(value, ast.Name) and value.id in fn.param_residuals:
+            elems = self._residual_elements(fn, value.id, len(elts))
+            if elems is not None:
+                return self._assign_each(elts, elems, kinds, fn)
         if mode == "=" and isinstance(value, ast.Name) and value.id in fn.param_inits:
             elems = self._carry_elements(fn, value.id, len(elts))
             if elems is not None:
@@ -257,6 +261,24 @@ class KindsMixin:
                 ki |= self.kind(r.elts[i], callee)
             out.append(0 if not ki & (TRACED | ARRAYISH | CONTAINER) else fallback)
         return out if 0 in out else None
+
+    def _residual_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
+        """Kinds of the elements of a custom_vjp residual tuple ``name`` of ``n`` items:
+        a Python value ``fwd`` put there (an int, ``x.shape``) stays one; the rest are
+        traced (arrays where ``fwd`` had arrays)."""
+        res, fwd = fn.param_residuals[name]
+        if len(res.elts) != n:
+            return None
+        out = []
+        for e in res.elts:
+            k = self.kind(e, fwd)
+            if not k & (ARRAYISH | CONTAINER):
+                out.append(0)
+            elif k & CONTAINER and not k & ARRAYISH:
+                out.append(TRACED | CONTAINER)
+            else:
+                out.append(TRACED | JAX)
+        return out
 
     def _carry_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
         """Kinds of the elements of a lax carry ``name`` whose initial value is a literal

@@ -60,6 +60,7 @@ class Function:
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
         "is_staticmethod", "binding_table", "param_kinds", "param_inits", "_comprehension_loads",
+        "param_residuals",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -92,6 +93,9 @@ class Function:
         self.param_kinds: Dict[str, int] = {}
         # lax body carries: parameter -> (initial value expression, scope it is evaluated in)
         self.param_inits: Dict[str, Tuple[ast.expr, "Function"]] = {}
+        # custom_vjp ``bwd`` rules: residual parameter -> (the tuple display ``fwd``
+        # returns as residuals, ``fwd``): Python values in it reach ``bwd`` unchanged
+        self.param_residuals: Dict[str, Tuple[ast.Tuple, "Function"]] = {}
         self.binding_table = None    # bindings.BindingTable, built on first use
         # id(Name load) -> the comprehension generator that binds it (built on first use)
         self._comprehension_loads: Optional[Dict[int, ast.comprehension]] = None

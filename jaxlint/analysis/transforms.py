@@ -271,16 +271,39 @@ class TransformsMixin(ConfigParamsMixin):
                     if base is None or id(base.function) not in custom:
                         continue
                     nondiff = custom[id(base.function)]
+                    rules = []
                     for i, a in enumerate(call.args[:2]):
                         tgt = self.resolve_callable(a, fn)
+                        rules.append(tgt)
                         if tgt is not None:
                             mark(tgt.function, call, nondiff, leading=(f.attr != "defvjp" or i == 1))
+                    if f.attr == "defvjp" and len(rules) == 2 and None not in rules:
+                        self._record_residuals(rules[0].function, rules[1].function, len(nondiff))
             for dec_fn in fn.children:
                 for d in dec_fn.decorators:
                     if isinstance(d, ast.Attribute) and d.attr in ("defjvp", "defvjp"):
                         base = self.resolve_callable(d.value, fn)
                         if base is not None and id(base.function) in custom:
                             mark(dec_fn, d, custom[id(base.function)], leading=True)
+
+    def _record_residuals(self, fwd: Function, bwd: Function, nondiff: int) -> None:
+        """``fwd`` returning ``out, (a, n, x.shape)`` (or a name bound once to that
+        tuple): remember the tuple for ``bwd``'s residual parameter."""
+        rets = fwd.of_type(ast.Return)
+        if len(rets) != 1 or nondiff >= len(bwd.params):
+            return
+        v = rets[0].value
+        if not isinstance(v, ast.Tuple) or len(v.elts) != 2:
+            return
+        res = v.elts[1]
+        if isinstance(res, ast.Name):
+            bound = [(t, val) for t, val, mode in self.binding_table(fwd).entries
+                     if t.__class__ is ast.Name and t.id == res.id]
+            if len(bound) != 1 or bound[0][1] is None:
+                return
+            res = bound[0][1]
+        if isinstance(res, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in res.elts):
+            bwd.param_residuals[bwd.params[nondiff]] = (res, fwd)
 
     # literal argnums/argnames (``literals.py``), also for rules that read them themselves
     _literal_ints = staticmethod(literal_ints)
