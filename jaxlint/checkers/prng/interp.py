@@ -55,6 +55,8 @@ class Interpreter:
         self.body_spec = body_spec
         self.carry = body_spec[1] if body_spec else None
         self.carry_vids: Set[object] = set()
+        self.agreeing = _agreeing(fn)
+        self.repeated_tests = _repeated_tests(fn, self.agreeing)
         self.carry_assigned = False
         if self.carry is not None:
             self.carry_assigned = any(self.carry in target_names(t)
@@ -107,6 +109,8 @@ class Interpreter:
         self.tick()
         t = s.__class__
         self.stmt = s
+        if self.repeated_tests and t in _REBINDING and any(st.conds for st in states):
+            _forget_conds(s, states)
         if t is ast.Expr:
             return self.expr(s.value, states)
         if t is ast.Assign:
@@ -136,8 +140,26 @@ class Interpreter:
             return []
         if t is ast.If:
             states = self.expr(s.test, states)
-            a = self.block(s.body, copy_all(states), frame)
-            b = self.block(s.orelse, states, frame)
+            cond = _cond_key(s.test, self.agreeing, s.lineno)
+            if cond is None or cond[0] not in self.repeated_tests:
+                a = self.block(s.body, copy_all(states), frame)
+                b = self.block(s.orelse, states, frame)
+                return dedupe(a + b)
+            # a test repeated later (``if cfg.nnx:`` twice): a path takes the same branch each time
+            text, taken = cond
+            into_body: List[State] = []
+            into_else: List[State] = []
+            for st in states:
+                known = st.conds.get(text)
+                if known is None or known == taken:
+                    c = st.copy() if known is None else st
+                    c.conds[text] = taken
+                    into_body.append(c)
+                if known is None or known != taken:
+                    st.conds[text] = not taken
+                    into_else.append(st)
+            a = self.block(s.body, into_body, frame)
+            b = self.block(s.orelse, into_else, frame)
             return dedupe(a + b)
         if t is ast.For or t is ast.AsyncFor:
             return self.loop(s, states, is_for=True)
@@ -691,3 +713,88 @@ def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: 
                 seen.add(id(c))
                 out.append((c, "call", None, display, ident, True))
     return out
+
+
+_REBINDING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
+              ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _chain(e: ast.AST) -> bool:
+    while isinstance(e, ast.Attribute):
+        e = e.value
+    return isinstance(e, ast.Name)
+
+
+def _cond_key(test: ast.AST, agreeing: Dict[str, Tuple[str, int]] = None,
+              line: int = 0) -> Optional[Tuple[str, bool]]:
+    """``cfg.pure_nnx`` -> ("cfg.pure_nnx", True), ``not x`` -> ("x", False): a test that is a
+    plain name or attribute chain, whose outcome stays the same until its root is rebound.
+    After ``if a.x != b.x: raise ...``, ``b.x`` is spelled ``a.x``."""
+    taken = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, taken = test.operand, not taken
+    if not _chain(test):
+        return None
+    text = ast.unparse(test)
+    if agreeing and text in agreeing and line > agreeing[text][1]:
+        text = agreeing[text][0]
+    return text, taken
+
+
+def _agreeing(fn: Function) -> Dict[str, Tuple[str, int]]:
+    """``if a.flag != b.flag: raise ...`` in ``fn``'s own body: past that line the two agree.
+    Maps the text of ``b.flag`` to that of ``a.flag`` and the guard's last line."""
+    out: Dict[str, Tuple[str, int]] = {}
+    body = getattr(fn.node, "body", None)
+    if not isinstance(body, list):
+        return out
+    for s in body:
+        if not (isinstance(s, ast.If) and not s.orelse and s.body and isinstance(s.body[-1], ast.Raise)):
+            continue
+        t = s.test
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.NotEq) \
+                and _chain(t.left) and _chain(t.comparators[0]):
+            out[ast.unparse(t.comparators[0])] = (ast.unparse(t.left), s.end_lineno or s.lineno)
+    return out
+
+
+def _repeated_tests(fn: Function, agreeing: Dict[str, Tuple[str, int]]) -> Set[str]:
+    """Texts of the ``if`` tests (names, attribute chains) that ``fn`` tests more than once."""
+    seen: Set[str] = set()
+    again: Set[str] = set()
+    for n in fn.of_type(ast.If):
+        c = _cond_key(n.test, agreeing, n.lineno)
+        if c is not None:
+            (again if c[0] in seen else seen).add(c[0])
+    return again
+
+
+def _forget_conds(s: ast.stmt, states: List[State]) -> None:
+    """``s`` rebinds or writes a name (or an attribute of it): tests rooted there may change."""
+    roots: Set[str] = set()
+    heads = [s] if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
+    for h in heads:
+        roots.add(h.name)
+    targets = []
+    if isinstance(s, ast.Assign):
+        targets = s.targets
+    elif isinstance(s, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [s.target]
+    elif isinstance(s, ast.Delete):
+        targets = s.targets
+    elif isinstance(s, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in s.items if i.optional_vars is not None]
+    for t in targets:
+        for n in ast.walk(t):
+            if isinstance(n, ast.Name):
+                roots.add(n.id)
+    if isinstance(s, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+        return _drop(states, roots)   # their bodies are walked statement by statement
+    _drop(states, roots)
+
+
+def _drop(states: List[State], roots: Set[str]) -> None:
+    for st in states:
+        if st.conds:
+            for text in [k for k in st.conds if k.split(".", 1)[0] in roots]:
+                del st.conds[text]

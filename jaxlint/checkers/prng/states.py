@@ -72,17 +72,21 @@ class Reuse:
 
 
 class State:
-    __slots__ = ("env", "used")
+    __slots__ = ("env", "used", "conds")
 
-    def __init__(self, env: Dict[str, object], used: Dict[object, tuple]):
+    def __init__(self, env: Dict[str, object], used: Dict[object, tuple],
+                 conds: Optional[Dict[str, bool]] = None):
         self.env = env
         self.used = used
+        # outcomes of ``if`` tests this path took that a later ``if`` tests again
+        # (``if cfg.nnx: ... else: ...`` twice): text of the test -> taken
+        self.conds = conds if conds is not None else {}
 
     def copy(self) -> "State":
-        return State(dict(self.env), dict(self.used))
+        return State(dict(self.env), dict(self.used), dict(self.conds))
 
     def sig(self):
-        return (frozenset(self.env.items()), frozenset(self.used.items()))
+        return (frozenset(self.env.items()), frozenset(self.used.items()), frozenset(self.conds.items()))
 
 
 class Budget(Exception):
