@@ -358,6 +358,9 @@ class KindsMixin:
             elems: Dict[str, int] = {}
             self._assign(gen.target, self.kind(gen.iter, fn), elems, fn, gen.iter, "for")
             return elems.get(e.id, 0)
+        narrowed = self.narrowed_kind(e, fn)
+        if narrowed is not None:
+            return narrowed     # under ``isinstance(e, int)``: a Python value
         return self.name_kind(e.id, fn)
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:

@@ -53,10 +53,11 @@ from typing import Optional
 
 from . import knowledge as K
 from .kinds import CONTAINER, JAX, NUMPY, TRACED
+from .narrowing import NarrowingMixin
 from .scopes import Function
 
 
-class TracednessMixin:
+class TracednessMixin(NarrowingMixin):
     @staticmethod
     def _truthiness_traced(k: int) -> bool:
         """``bool(v)`` needs a tracer's value: not for a container (its length decides)."""

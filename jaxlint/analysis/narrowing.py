@@ -1,0 +1,122 @@
+"""isinstance narrowing: where a name is known to hold a Python object, not a tracer.
+
+``if isinstance(x, int): ... x ...`` and ``if not isinstance(spec, P): return spec``
+followed by ``... spec ...``: inside the guarded region ``x`` is an ``int`` or a
+``PartitionSpec`` -- a Python value even when the function walks a traced pytree
+(``jax.tree.map(f, specs, is_leaf=...)`` over metadata, axis trees, masks).  The
+kind of such a load is the narrowed type's kind (``0``, or ``CONTAINER`` for a
+sequence or mapping), never ``TRACED``.
+
+Only types that no tracer is an instance of narrow: Python builtins, the
+``jax.sharding`` value types, and classes this module defines.  A region in which
+the name is rebound is not narrowed.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional
+
+from .kinds import CONTAINER
+from .scopes import Function
+
+# isinstance types whose instances are Python values: the kind a narrowed load gets
+_SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex", "type", "NoneType",
+                           "enum.Enum", "slice", "range"})
+_CONTAINER_TYPES = frozenset({"tuple", "list", "dict", "set", "frozenset",
+                              "jax.sharding.PartitionSpec", "jax.sharding.NamedSharding",
+                              "jax.sharding.Mesh", "jax.sharding.PositionalSharding",
+                              "collections.abc.Sequence", "collections.abc.Mapping", "typing.Sequence",
+                              "typing.Mapping"})
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+class NarrowingMixin:
+    def narrowed_kind(self, e: ast.Name, fn: Function) -> Optional[int]:
+        """The kind of the load ``e`` where an isinstance guard narrows it, else None."""
+        table = self._narrowed_loads(fn)
+        return table.get(id(e)) if table else None
+
+    def _narrowed_loads(self, fn: Function) -> Dict[int, int]:
+        cache = getattr(self, "_narrowing_cache", None)
+        if cache is None:
+            cache = self._narrowing_cache = {}
+        got = cache.get(id(fn))
+        if got is not None:
+            return got
+        got = {}
+        cache[id(fn)] = got
+        if fn.is_lambda or not any(c.func.__class__ is ast.Name and c.func.id == "isinstance"
+                                   for c in fn.of_type(ast.Call)):
+            return got
+        for node in fn.of_type(ast.If):
+            # if isinstance(x, T) [and ...]: body
+            for name, k in self._isinstance_tests(node.test, fn, positive=True):
+                self._narrow_region(node.body, name, k, got)
+            # if not isinstance(x, T): <exit>  -- the rest of the block
+            if not node.orelse and node.body and node.body[-1].__class__ in _EXITS:
+                for name, k in self._isinstance_tests(node.test, fn, positive=False):
+                    block = self._block_of(node, fn)
+                    if block is not None:
+                        i = next(j for j, s in enumerate(block) if s is node)
+                        self._narrow_region(block[i + 1:], name, k, got)
+        return got
+
+    def _block_of(self, stmt: ast.stmt, fn: Function):
+        parents = self._parent_map(fn)
+        parent = parents.get(id(stmt))
+        blocks = [getattr(fn.node, "body", [])] if parent is None else \
+            [getattr(parent, f, None) for f in ("body", "orelse", "finalbody")]
+        for b in blocks:
+            if isinstance(b, list) and any(s is stmt for s in b):
+                return b
+        return None
+
+    def _isinstance_tests(self, test: ast.expr, fn: Function, positive: bool):
+        """(name, kind) of the ``isinstance(name, T)`` facts ``test`` being true
+        (``positive``) or false establishes."""
+        if positive and test.__class__ is ast.BoolOp and test.op.__class__ is ast.And:
+            for v in test.values:
+                yield from self._isinstance_tests(v, fn, True)
+            return
+        if not positive:
+            if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+                yield from self._isinstance_tests(test.operand, fn, True)
+            return
+        if not (test.__class__ is ast.Call and test.func.__class__ is ast.Name and test.func.id == "isinstance"
+                and len(test.args) == 2 and test.args[0].__class__ is ast.Name):
+            return
+        k = self._static_type_kind(test.args[1], fn)
+        if k is not None:
+            yield test.args[0].id, k
+
+    def _static_type_kind(self, t: ast.expr, fn: Function) -> Optional[int]:
+        if t.__class__ is ast.Tuple:
+            k = 0
+            for e in t.elts:
+                ek = self._static_type_kind(e, fn)
+                if ek is None:
+                    return None
+                k |= ek
+            return k
+        if t.__class__ is ast.Name and t.id in self.classes and t.id not in fn.locals:
+            return 0       # a class this module defines: an object, not a tracer
+        if t.__class__ not in (ast.Name, ast.Attribute):
+            return None
+        q = self.qualname(t, fn)
+        if q in _SCALAR_TYPES:
+            return 0
+        if q in _CONTAINER_TYPES:
+            return CONTAINER
+        return None
+
+    @staticmethod
+    def _narrow_region(stmts, name: str, k: int, table: Dict[int, int]) -> None:
+        loads = []
+        for s in stmts:
+            for n in ast.walk(s):
+                if n.__class__ is ast.Name and n.id == name:
+                    if n.ctx.__class__ is not ast.Load:
+                        return      # rebound in the region: no narrowing
+                    loads.append(n)
+        for n in loads:
+            table[id(n)] = table[id(n)] & k if id(n) in table else k
