@@ -521,6 +521,10 @@ class KindsMixin:
         """The kind of a call of the imported or builtin callable ``q`` (None: no rule)."""
         if q in K.STATIC_RESULT_CALLS or q.startswith("math."):
             return 0
+        if q in K.HIGHER_ORDER and len(call.args) > K.HIGHER_ORDER[q]:
+            target = self.resolve_callable(call.args[K.HIGHER_ORDER[q]], fn)
+            if target is not None and self._maps_to_python_values(target.function):
+                return CONTAINER    # ``tree_map(is_zero, tree)``: a tree of Python bools
         if q in K.AXIS_SIZE_REDUCTIONS and call.args and call.args[0].__class__ is ast.Constant:
             return 0   # ``lax.psum(1, axis)``: the axis size, a Python int
         if q in K.CONTAINER_CALLS:
@@ -606,6 +610,16 @@ class KindsMixin:
                       for ret in callee.of_type(ast.Return))
             cache[key] = got
         return not got
+
+    def _maps_to_python_values(self, callee: Function) -> bool:
+        """A tree_map callback that returns only Python values (``not isinstance(x, Zero)``,
+        ``x is None``) whatever leaves it gets.  Before the callback is known to run
+        traced its parameters are not yet traced; the propagation rounds grow that."""
+        if callee.is_lambda:
+            return not self.kind(callee.node.body, callee) & (ARRAYISH | CONTAINER)
+        rets = callee.of_type(ast.Return)
+        return bool(rets) and all(r.value is not None and not self.kind(r.value, callee) & (ARRAYISH | CONTAINER)
+                                  for r in rets)
 
     def _args_traced(self, call: ast.Call, fn: Function) -> int:
         for a in call.args:

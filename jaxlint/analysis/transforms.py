@@ -579,9 +579,15 @@ class TransformsMixin(ConfigParamsMixin):
                         target = self.resolve_callable(call.args[ho], fn)
                         if target is not None:
                             rest = call.args[ho + 1:]
-                            traced = any(self.kind(a, fn) & TRACED for a in rest)
                             params = target.function.params[target.bound_positional:]
-                            tp = set(params) if traced else set()
+                            if q in K.PATH_FIRST:
+                                rest = [None] + list(rest)
+                            if any(isinstance(a, ast.Starred) for a in rest):
+                                traced = any(a is not None and self.kind(a, fn) & TRACED for a in rest)
+                                tp = set(params) if traced else set()
+                            else:
+                                # the i-th callback parameter takes the leaves of the i-th tree
+                                tp = {p for p, a in zip(params, rest) if a is not None and self.kind(a, fn) & TRACED}
                             static = None
                             if q in K.PATH_FIRST and params:
                                 # the key path of ``tree_map_with_path(f, tree)``: static
