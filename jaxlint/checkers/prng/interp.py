@@ -22,7 +22,7 @@ from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names,
 from .vocabulary import (COMPREHENSIONS, CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY,
                          DETERMINISTIC_INIT_LAYERS,
                          KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
-                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, key_argument,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, abstract_only, key_argument,
                          stores_state)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -481,6 +481,10 @@ class Interpreter:
             fq = self.m.qualname(f, fn)
             if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
                 return []
+        if f.__class__ in (ast.Name, ast.Attribute) and abstract_only(f.attr if f.__class__ is ast.Attribute else f.id):
+            return []       # get_abstract_state(cfg, init_fn, rng): shapes only, nothing drawn
+        if self._abstract_partial(call):
+            return []       # init = partial(init_state, ..., rng) only ever evaluated abstractly
         target = self.m.resolve_callable(f, fn)
         if target is None and f.__class__ in (ast.Name, ast.Attribute) \
                 and stores_state(f.attr if f.__class__ is ast.Attribute else f.id):
@@ -516,6 +520,58 @@ class Interpreter:
             return uniq
         return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
                 if not self._draws_nothing(call, c)]
+
+    def _abstract_partial(self, call: ast.Call) -> bool:
+        """``init = functools.partial(f, ..., key)`` where every later use of ``init`` in this
+        function is an argument of a callee that only evaluates abstractly
+        (``get_abstract_state(cfg, mesh, init)``): the key is never drawn from."""
+        f = call.func
+        if not (f.__class__ in (ast.Name, ast.Attribute) and self.m.qualname(f, self.fn) == "functools.partial"):
+            return False
+        stmt = self.stmt
+        if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            return False
+        name = stmt.targets[0].id
+        parents = {}
+        for n in ast.walk(self.fn.node):
+            for c in ast.iter_child_nodes(n):
+                parents[id(c)] = n
+        seen_use = False
+        # the code that can see this binding: the rest of its block, then the rest of each
+        # enclosing block (an ``if``'s other branch excluded), until the name is rebound
+        child, up = stmt, parents.get(id(stmt))
+        while up is not None:
+            if isinstance(up, (ast.For, ast.AsyncFor, ast.While, ast.comprehension, ast.Try, ast.Lambda)) \
+                    or up.__class__.__name__ == "TryStar":
+                return False   # a loop (earlier code sees it next time round), a try (its handlers)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(up, field, None)
+                if not isinstance(block, list) or child not in block:
+                    continue
+                for later in block[block.index(child) + 1:]:
+                    if isinstance(later, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                             for t in later.targets):
+                        return seen_use
+                    for n in ast.walk(later):
+                        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+                            if not self._abstract_argument(n, parents):
+                                return False
+                            seen_use = True
+            if up is self.fn.node:
+                break
+            child, up = up, parents.get(id(up))
+        return seen_use
+
+    @staticmethod
+    def _abstract_argument(n: ast.Name, parents: dict) -> bool:
+        up = parents.get(id(n))
+        if isinstance(up, ast.keyword):
+            up = parents.get(id(up))
+        if not (isinstance(up, ast.Call) and n is not up.func and up.func.__class__ in (ast.Name, ast.Attribute)):
+            return False
+        g = up.func
+        return abstract_only(g.attr if g.__class__ is ast.Attribute else g.id)
 
     def _draws_nothing(self, call: ast.Call, key: ast.AST) -> bool:
         """Flax calls known not to draw from ``key``: ``LayerNorm().init(key, x)``

@@ -29,7 +29,12 @@ class PrngKeyReuse(Rule):
     its key parameter when the parameter reaches a `jax.random` function,
     `init`/`initialize_carry`, `apply(..., rngs=...)` or an initializer, so
     `add_noise(images, key)` then `add_noise(labels, key)` is a reuse, while a
-    helper that only stores the key (a checkpoint restore) is not a consumer.
+    helper that only stores the key (a checkpoint restore) is not a consumer,
+    nor is one whose name says it only evaluates abstractly
+    (`get_abstract_state`, `create_abstract_model`, `get_kv_cache_annotations`,
+    or a `functools.partial` only ever handed to such a function). Two `if`
+    tests of the same flag (`if cfg.nnx:` ... `if cfg.nnx:` ... `else:`) take
+    the same branch on every path.
 
     ## Why is this bad?
     In PyTorch, `torch.randn(3)` advances a hidden global generator, so two

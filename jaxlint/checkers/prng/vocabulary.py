@@ -101,6 +101,18 @@ def stores_state(callee: str) -> bool:
     return any(w in _STORAGE_WORDS for w in last.lower().strip("_").split("_"))
 
 
+# words in a callee's name that say it only computes shapes, specs or annotations (an abstract
+# evaluation under ``jax.eval_shape``): the key handed to it shapes the result, no value is drawn
+_ABSTRACT_WORDS = frozenset({"abstract", "annotations", "annotation"})
+
+
+def abstract_only(callee: str) -> bool:
+    """A callee whose name says it evaluates abstractly (``get_abstract_state``,
+    ``create_abstract_model``, ``get_kv_cache_annotations``): no random value is drawn."""
+    last = callee.rsplit(".", 1)[-1]
+    return any(w in _ABSTRACT_WORDS for w in last.lower().strip("_").split("_"))
+
+
 def key_argument(call: ast.Call) -> Optional[ast.expr]:
     """The key a ``jax.random`` call takes: its first argument or ``key=``."""
     if call.args and not isinstance(call.args[0], ast.Starred):
