@@ -82,6 +82,10 @@ class KindsMixin:
             parts = inner.elts if inner.__class__ is ast.Tuple else [inner]
             parts = [x for x in parts if not (x.__class__ is ast.Constant and x.value is None)]
             return self.annotation_kind(parts[0], scope, _depth + 1) if len(parts) == 1 else 0
+        if t is ast.Name and q is None and ann.id in self.classes:
+            methods = self.classes[ann.id].methods
+            if "__bool__" not in methods and "__len__" not in methods:
+                return CONTAINER   # an object of a class this module defines: truthy, never a tracer
         if t is ast.Name and q is None:
             s = self.resolve_scope(ann.id, scope)
             if s is not None and s.is_module:
