@@ -50,7 +50,11 @@ class JitRecreatedPerCall(Rule):
     jit created once — at module level, in `__init__`, in a factory that
     returns it, or in a `functools.lru_cache`d builder — is fine and is not
     flagged, nor is a call made on one chosen iteration only
-    (`if epoch == num_epochs - 1:`).
+    (`if epoch == num_epochs - 1:`), nor a jit whose program differs per
+    iteration anyway: its shardings, static arguments or axes come from the
+    loop variable (`jax.jit(stack, out_shardings=shardings[name])`), or, in a
+    loop over a literal set of configurations, the function captures a value
+    the loop derives from them.
 
     ## Example
     ```python
@@ -136,6 +140,11 @@ class JitRecreatedPerCall(Rule):
         m = ctx.model
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
+        loop_vars = _loop_derived(loop)
+        call = b.site.call
+        if call is not None and any(kw.arg in _PROGRAM_KEYWORDS and _free_names(kw.value) & loop_vars
+                                    for kw in call.keywords):
+            return True   # ``jax.jit(f, out_shardings=sharding[name])``: a different program per iteration
         it = loop.iter
         if isinstance(it, ast.Name):   # ``configs = itertools.product(...)``; ``for c in configs``
             it = m.single_value(it.id, scope) or it
@@ -149,7 +158,6 @@ class JitRecreatedPerCall(Rule):
             if isinstance(a, ast.Call) and (m.qualname(a.func, scope) or "").startswith("itertools."):
                 continue
             return False
-        loop_vars = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         if b.kind == "def" and b.target is not None:
             captured = set()
             for n in b.target.walk():
@@ -535,6 +543,30 @@ def _root_name(e: ast.expr) -> Optional[str]:
     while isinstance(e, (ast.Attribute, ast.Subscript)):
         e = e.value
     return e.id if isinstance(e, ast.Name) else None
+
+
+# arguments of a jit/pmap call that change the compiled program itself
+_PROGRAM_KEYWORDS = frozenset({"in_shardings", "out_shardings", "static_argnums", "static_argnames",
+                               "axis_name", "in_axes", "out_axes", "devices", "backend", "device"})
+
+
+def _loop_derived(loop: ast.AST) -> Set[str]:
+    """The loop's target names and the names its body binds from them (``f_wrap = wrapper(f)``,
+    ``vf = transform(partial(fn, axis_name=axis_name))``): values that differ per iteration."""
+    out = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    assigns = [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            if not (_free_names(a.value) & out):
+                continue
+            for t in a.targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and n.id not in out:
+                        out.add(n.id)
+                        changed = True
+    return out
 
 
 def _free_names(e: ast.AST) -> Set[str]:
