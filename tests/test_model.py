@@ -591,3 +591,60 @@ def test_string_comparisons_and_psum_of_a_constant_are_python_values():
     k = m.kinds(fn)
     assert not (k.get("a", 0) | k.get("b", 0) | k.get("n", 0)) & TRACED
     assert k["c"] & TRACED
+
+
+def test_structure_items_of_split_and_flatten_are_static():
+    m = build("""
+        import jax
+        from flax import nnx
+
+        @jax.jit
+        def f(model, x):
+            graphdef, state = nnx.split(model)
+            leaves, treedef = jax.tree.flatten(x)
+            return state, leaves
+    """)
+    assert not name_traced(m, "f", "graphdef")
+    assert not name_traced(m, "f", "treedef")
+    assert name_traced(m, "f", "state")
+    assert name_traced(m, "f", "leaves")
+
+
+def test_custom_vjp_residual_python_values_stay_static():
+    m = build("""
+        import jax
+
+        @jax.custom_vjp
+        def f(x):
+            return x * 2
+
+        def f_fwd(x):
+            res = (x, x.shape[0], x.shape)
+            return x * 2, res
+
+        def f_bwd(res, g):
+            x, n, shape = res
+            return (g * n,)
+
+        f.defvjp(f_fwd, f_bwd)
+    """)
+    assert name_traced(m, "f_bwd", "x")
+    assert not name_traced(m, "f_bwd", "n")
+    assert not name_traced(m, "f_bwd", "shape")
+
+
+def test_double_star_fills_only_unnamed_parameters():
+    m = build("""
+        import jax
+
+        def helper(y, start, stop, **extra):
+            return y
+
+        @jax.jit
+        def f(y, scale):
+            kw = {"scale": scale}
+            return helper(y, start=0, stop=3, **kw)
+    """)
+    h = fn(m, "helper")
+    assert "start" not in h.traced_params and "stop" not in h.traced_params
+    assert "extra" in h.traced_params

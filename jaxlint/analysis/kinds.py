@@ -189,7 +189,12 @@ class KindsMixin:
             ek = k & ~CONTAINER
         else:
             ek = k & TRACED
-        return self._assign_each(elts, [ek] * len(elts), kinds, fn)
+        elems = [ek] * len(elts)
+        if isinstance(value, ast.Call) and value.func.__class__ in (ast.Name, ast.Attribute):
+            for i in K.STATIC_RESULT_ITEMS.get(self.qualname(value.func, fn), ()):
+                if i < len(elems):
+                    elems[i] = 0    # a GraphDef / treedef: structure, never a tracer
+        return self._assign_each(elts, elems, kinds, fn)
 
     def _assign_each(self, elts: List[ast.expr], element_kinds: List[int], kinds: Dict[str, int],
                      fn: Function) -> bool:

@@ -470,6 +470,16 @@ SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
+# calls returning a tuple some of whose items are static structure, not arrays:
+# ``graphdef, state = nnx.split(model)``, ``leaves, treedef = jax.tree.flatten(x)``
+STATIC_RESULT_ITEMS = {
+    "flax.nnx.split": (0,),
+    "flax.nnx.graph.split": (0,),
+    "jax.tree.flatten": (1,),
+    "jax.tree_util.tree_flatten": (1,),
+    "jax.tree.flatten_with_path": (1,),
+    "jax.tree_util.tree_flatten_with_path": (1,),
+}
 # methods of Python sequences and strings (not of arrays) that return a Python int:
 # ``annotations.index("batch")``, ``names.count("x")``
 SEQUENCE_INT_METHODS = frozenset({"index", "count", "rindex", "find", "rfind"})
