@@ -23,7 +23,9 @@ class GlobalWriteUnderTrace(Rule):
     Writes that store a *traced* value are reported as JAX106 (`tracer-leak`)
     instead. Containers created inside the same trace (a list built up in the
     jitted function itself, or in the jitted function around a scan body) are
-    fine and not flagged.
+    fine and not flagged, nor is an enclosing-scope counter the enclosing
+    function asserts on (`assert num_traces == 1`): a test counting traces
+    wants the trace-time effect.
 
     ## Why is this bad?
     In PyTorch the body of your training step runs on every call, so
@@ -89,7 +91,7 @@ class GlobalWriteUnderTrace(Rule):
                 where = "rebinds global"
             elif root.id in n:
                 scope = b.resolve(root.id, fn)
-                if scope is None or not _outlives(facts, fn, scope):
+                if scope is None or not _outlives(facts, fn, scope) or _asserted(scope, root.id):
                     return None
                 where = "rebinds nonlocal"
             else:
@@ -117,7 +119,7 @@ class GlobalWriteUnderTrace(Rule):
         else:
             if facts.self_root(fn, root) is not None:
                 return None   # attributes of an object: JAX105/JAX106
-            if not _outlives(facts, fn, scope):
+            if not _outlives(facts, fn, scope) or _asserted(scope, root.id):
                 return None
             owner = "enclosing-scope"
         if w.kind == "call":
@@ -140,6 +142,30 @@ class GlobalWriteUnderTrace(Rule):
         if w.kind == "item" and not isinstance(w.node, ast.AugAssign) and _memo(fn, root.id):
             return None   # memoization: ``if key not in CACHE: CACHE[key] = ...``
         return f"mutates {owner} `{root.id}`"
+
+
+def _asserted(scope: Function, name: str) -> bool:
+    """Does ``scope`` (the function owning ``name``) assert on it -- ``assert num_traces == 1``,
+    ``self.assertEqual(len(witness), 1)``?  Then the trace-time effect is what it checks:
+    a test counting traces, where running once per trace is the point.  A name bound from
+    it (``count = len(witness)``) stands for it."""
+    names = {name}
+    for node in scope.walk():
+        if isinstance(node, ast.Assign) and any(isinstance(x, ast.Name) and x.id == name
+                                                for x in ast.walk(node.value)):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in scope.walk():
+        if isinstance(node, ast.Assert):
+            exprs = [node.test]
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and \
+                (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id).lstrip("_") \
+                .lower().startswith("assert"):
+            exprs = list(node.args) + [k.value for k in node.keywords]
+        else:
+            continue
+        if any(isinstance(x, ast.Name) and x.id in names for e in exprs for x in ast.walk(e)):
+            return True
+    return False
 
 
 def _memo(fn: Function, name: str) -> bool:
