@@ -165,4 +165,5 @@ DETERMINISTIC_INIT_LAYERS = frozenset({
     "flax.linen.InstanceNorm", "flax.linen.Dropout",
 })
 # keyword values of ``apply`` that switch stochastic layers off
-DETERMINISTIC_APPLY = (("deterministic", True), ("train", False), ("training", False), ("is_training", False))
+DETERMINISTIC_APPLY = (("deterministic", True), ("train", False), ("training", False), ("is_training", False),
+                      ("enable_dropout", False))
