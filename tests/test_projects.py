@@ -158,3 +158,13 @@ def test_cached_project_reads_no_source(tmp_path):
     assert third.cache_key(str(utils)) != key
     train = str(project / "src" / "trainer" / "train.py")
     assert third.cache_key(train) == second.cache_key(train)
+
+
+def test_namespace_packages_inside_a_package(tmp_path):
+    """PEP 420: a folder without __init__.py below a package is a namespace package."""
+    (tmp_path / "src" / "app" / "common").mkdir(parents=True)
+    (tmp_path / "src" / "app" / "__init__.py").write_text("")
+    f = tmp_path / "src" / "app" / "common" / "types.py"
+    f.write_text("MODE = 'train'\n")
+    assert module_name_for(str(f), str(tmp_path))[0] == "app.common.types"
+    assert module_name_for(str(f))[0] == "types"   # without the project: the __init__ chain only

@@ -54,10 +54,13 @@ def find_root(path: str) -> Optional[str]:
         d = parent
 
 
-def module_name_for(path: str) -> Tuple[str, bool, str]:
+def module_name_for(path: str, root: Optional[str] = None) -> Tuple[str, bool, str]:
     """``(dotted name, is_package, import folder)`` of a Python file, the way
     Python imports it: the chain of folders holding ``__init__.py`` above the
-    file makes the package; the first folder without one is on ``sys.path``."""
+    file makes the package; the first folder without one is on ``sys.path``.
+    With the project ``root``, a folder without ``__init__.py`` below a package
+    is a namespace package (PEP 420: ``maxtext/common/types.py`` under a
+    ``maxtext/__init__.py`` is ``maxtext.common.types``)."""
     path = os.path.abspath(path)
     folder, base = os.path.split(path)
     stem = base[:-3] if base.endswith(".py") else base
@@ -68,6 +71,17 @@ def module_name_for(path: str) -> Tuple[str, bool, str]:
         parts.insert(0, pkg)
         if not pkg:
             break
+    if root is not None:
+        root = os.path.abspath(root)
+        top, d = None, folder
+        while d.startswith(root + os.sep):   # the top-most package folder above, inside the project
+            if os.path.exists(os.path.join(d, "__init__.py")):
+                top = d
+            d = os.path.dirname(d)
+        if top is not None:
+            extra = os.path.relpath(folder, os.path.dirname(top)).split(os.sep)
+            parts = extra + parts
+            folder = os.path.dirname(top)
     return ".".join(parts), is_package, folder
 
 
@@ -155,7 +169,7 @@ class Project:
         self.by_path: Dict[str, Module] = {}
         self.by_name: Dict[str, List[Module]] = {}
         for p in paths:
-            name, is_package, folder = module_name_for(p)
+            name, is_package, folder = module_name_for(p, self.root)
             if not name:
                 continue
             m = Module(os.path.abspath(p), name, is_package, folder)
