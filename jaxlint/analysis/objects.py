@@ -165,3 +165,43 @@ def ref_named(e: ast.AST) -> bool:
             return True
         e = e.value
     return isinstance(e, ast.Name) and e.id.lower().endswith(("ref", "refs"))
+
+
+def tuple_tree(model, fn: Function, value: ast.AST, depth: int = 0) -> bool:
+    """``tree_map(lambda x: tuple(x.logical_axes) if ... else (), cache)``: a ``tree_map`` whose
+    function returns only Python tuples or constants (logical axis names, partition specs),
+    or a call such as ``to_pure_dict(v)`` on a name bound once in ``fn`` to one.  Static
+    metadata, the same on every trace: setting it on ``self`` at trace time is harmless."""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    q = model.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+    if q in ("jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map") and value.args:
+        mapped = value.args[0]
+        if isinstance(mapped, ast.Lambda):
+            returns = [mapped.body]
+        elif isinstance(mapped, ast.Name):
+            inner = next((c for c in fn.children if not c.is_lambda and c.name == mapped.id), None)
+            if inner is None:
+                return False
+            returns = [r.value for r in inner.of_type(ast.Return)]
+            if not returns or any(r is None for r in returns):
+                return False
+        else:
+            return False
+        return all(_tuple_expr(r) for r in returns)
+    if depth == 0 and len(value.args) == 1 and not value.keywords and isinstance(value.args[0], ast.Name):
+        bound = model.single_value(value.args[0].id, fn)
+        return bound is not None and tuple_tree(model, fn, bound, 1)
+    return False
+
+
+def _tuple_expr(e: ast.AST) -> bool:
+    """A Python tuple or constant: ``()``, ``(name,)``, ``tuple(x.names)``, a conditional of those."""
+    if isinstance(e, ast.IfExp):
+        return _tuple_expr(e.body) and _tuple_expr(e.orelse)
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.Tuple):
+        return all(isinstance(x, (ast.Constant, ast.Name, ast.Attribute)) for x in e.elts)
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "tuple"

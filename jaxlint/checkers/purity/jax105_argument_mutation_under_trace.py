@@ -4,7 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CONTAINER, NUMPY, Function
-from ...analysis.objects import mutable_by_design
+from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, Write, traced_writes, value_traced)
 from ..base import Context, Finding, Rule, register
@@ -26,7 +26,9 @@ class ArgumentMutationUnderTrace(Rule):
     the function rebinds first (`state = dict(state)`), a parameter the
     function returns, an entry the function reads back and returns under the
     same key in a new dict, a `d.pop(k)` whose value is used (a read), an
-    attribute filled once under `if self.x is None:` (a cache), the carry of a
+    attribute filled once under `if self.x is None:` (a cache) or set to a
+    tree of axis-name tuples (`tree_map(lambda x: tuple(x.names), cache)`:
+    static metadata, the same on every trace), the carry of a
     `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
     (`nnx.jit` propagates object mutations).
 
@@ -89,6 +91,8 @@ class ArgumentMutationUnderTrace(Rule):
             return None
         if w.kind == "attr" and _filled_once(fn, w):
             return None   # ``if self._fn is None: self._fn = jax.jit(...)``: a cache, filled once on purpose
+        if w.kind == "attr" and w.values and tuple_tree(facts.model, fn, w.values[0]):
+            return None   # a tree of axis-name tuples: the same static metadata on every trace
         if w.kind == "attr" and value_traced(facts.model, fn, w.values[:1]) is not None:
             return None   # a traced value: JAX106
         return (f"`{w.describe()}` mutates `{w.root.id}` inside {fn.trace_description()}; it runs once at "
@@ -298,3 +302,4 @@ def _returned_rebuilt(fn: Function, p: str, w: Write) -> bool:
                 if reads_back(v) or (isinstance(v, ast.Name) and any(reads_back(b) for b in bound.get(v.id, ()))):
                     return True
     return False
+

@@ -4,7 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import Function
-from ...analysis.objects import ref_named
+from ...analysis.objects import ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
 from ..messages import short
@@ -89,6 +89,8 @@ class TracerLeak(Rule):
                 culprit = value_traced(m, fn, values)
                 if culprit is None:
                     continue
+                if w.kind == "attr" and tuple_tree(m, fn, values[0]):
+                    continue   # ``tree_map(lambda x: tuple(x.names), tree)``: axis-name tuples, no tracer
                 shown = ast.unparse(culprit)
                 if len(shown) > 30:
                     shown = shown[:27] + "..."
