@@ -487,7 +487,9 @@ class Project:
         traced, kinds = set(), {}
         for slot, kind in out.args:
             p = params[slot] if isinstance(slot, int) and slot < len(params) else slot
-            if isinstance(p, str) and p in params and kind & TRACED:
+            # only values the model knows to be arrays (or containers of them): the result of a call
+            # it cannot see into is traced-but-unknown (a PartitionSpec, a config) and stays home
+            if isinstance(p, str) and p in params and kind & TRACED and kind & (ARRAYISH | CONTAINER):
                 traced.add(p)
                 kinds[p] = kinds.get(p, 0) | (kind & _KIND_BITS)
         return target, Seed(name, frozenset(traced), kinds,
@@ -535,8 +537,9 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
             continue
         nums, names = model.static_spec(tr, call)
         out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names)))
+    rooted: Dict[int, bool] = {}
     for fn in model.functions:
-        if not fn.contexts:
+        if not fn.contexts or not _rooted_in_transform(fn, rooted):
             continue
         for call in fn.of_type(ast.Call):
             q = model.call_qualname(call, fn)
@@ -554,6 +557,29 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
                     args.append((kw.arg, model.kind(kw.value, fn)))
             out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display()))
     return out
+
+
+def _rooted_in_transform(fn, memo: Dict[int, bool]) -> bool:
+    """Is ``fn`` traced because of a transform someone applies (here, or in another
+    module: a seed), not only because it is a library module's method or contract
+    function?  Those are traced with every parameter an unknown object (a sharding,
+    a config record...); carrying their guesses into other modules made more noise
+    than findings, so calls from them do not cross module boundaries."""
+    key = id(fn)
+    if key in memo:
+        return memo[key]
+    memo[key] = False   # recursion guard
+    result = False
+    for c in fn.contexts:
+        if c.transform == "call":
+            if c.caller is not None and _rooted_in_transform(c.caller, memo):
+                result = True
+                break
+        elif K.transform_for(c.transform) is not None or c.transform in ("project", "config"):
+            result = True
+            break
+    memo[key] = result
+    return result
 
 
 # Facts a rule family computes about the functions of a module and other modules read:
