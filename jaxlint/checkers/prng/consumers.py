@@ -1,0 +1,262 @@
+"""What a call does to the keys passed to it (a part of the PRNG interpreter,
+:class:`~.interp.Interpreter`): which arguments it consumes, whether it draws
+random numbers from them, and which calls only look at a key or draw nothing
+(predicates, deterministic Flax layers, abstract-only callees, NNX ``rngs``
+streams, functions of other project modules that do not draw from that parameter).
+"""
+from __future__ import annotations
+
+import ast
+
+from ...analysis import knowledge as K
+from ..messages import short
+from .states import contains
+from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
+                         KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, abstract_only, key_argument,
+                         stores_state)
+
+
+class KeyCalls:
+    """Mixin of :class:`~.interp.Interpreter`: the consumption side of a call."""
+
+    def call_info(self, call: ast.Call) -> list:
+        """[(key expression, kind, fold data, callee display)] consumed by ``call``."""
+        got = self.call_infos.get(id(call))
+        if got is not None:
+            return got
+        out = self._call_info(call)
+        self.call_infos[id(call)] = out
+        return out
+
+    def _candidate(self, a: ast.AST) -> bool:
+        if isinstance(a, ast.Name):
+            return a.id in self.keys
+        if isinstance(a, ast.Subscript):
+            return isinstance(a.value, ast.Name) and a.value.id in self.keys and isinstance(a.slice, ast.Constant)
+        return False
+
+    def _call_info(self, call: ast.Call) -> list:
+        fn = self.fn
+        an = self.an
+        q = an.random_qualname(call, fn)
+        if q is not None:
+            if q in RANDOM_NON_CONSUMING:
+                return []
+            a = key_argument(call)
+            if a is None or not self._candidate(a):
+                return []
+            if q == "jax.random.split":
+                kind = "split"
+            elif q == "jax.random.fold_in":
+                kind = "fold_in"
+            else:
+                kind = "sample"
+            data = None
+            if kind == "fold_in":
+                d = call.args[1] if len(call.args) > 1 else next(
+                    (k.value for k in call.keywords if k.arg == "data"), None)
+                data = ("const", repr(d.value)) if isinstance(d, ast.Constant) else None
+            return [(a, kind, data, q, None, True)]
+        # any argument that mentions a key
+        args = [a.value if isinstance(a, ast.Starred) else a for a in call.args] + \
+               [kw.value for kw in call.keywords]
+        cands = []
+        for a in args:
+            self._collect(a, cands)
+        if not cands:
+            return []
+        f = call.func
+        if isinstance(f, ast.Attribute) and (f.attr in CONTAINER_METHODS or f.attr in PRODUCER_METHODS
+                                             or f.attr in LOOK_ONLY_METHODS or f.attr.startswith("assert")):
+            return []
+        if f.__class__ in (ast.Name, ast.Attribute):
+            fq = self.m.qualname(f, fn)
+            if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
+                return []
+        if f.__class__ in (ast.Name, ast.Attribute) and abstract_only(f.attr if f.__class__ is ast.Attribute else f.id):
+            return []       # get_abstract_state(cfg, init_fn, rng): shapes only, nothing drawn
+        if self._abstract_partial(call):
+            return []       # init = partial(init_state, ..., rng) only ever evaluated abstractly
+        target = self.m.resolve_callable(f, fn)
+        if target is None and f.__class__ in (ast.Name, ast.Attribute) \
+                and stores_state(f.attr if f.__class__ is ast.Attribute else f.id):
+            return []       # restore_checkpoint(dir, state, rng): the key is kept, not drawn from
+        init = self.an.initializer(f, self.fn) if target is None else None
+        if init is not None and init.rsplit(".", 1)[1] in CONSTANT_INITIALIZERS:
+            return []       # nn.initializers.zeros(key, shape) ignores its key
+        display = short(f)
+        ident = self._callee_identity(f)
+        if target is None and f.__class__ in (ast.Name, ast.Attribute):
+            ext = self.m.external_facts(self.m.qualname(f, fn))
+            if ext is not None and "prng" in ext:
+                return _external_uses(call, cands, ext, display, ident)
+        if target is not None:
+            # a function of this module consumes a key only through a parameter it treats as
+            # a key (draws from it, splits it, passes it on to a key consumer)
+            callee = target.function
+            kp = an.key_params(callee)
+            pairs, _ = self.m.bind_arguments(target, call)
+            out = []
+            for p, a in pairs:
+                for c in cands:
+                    if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c)):
+                        if p in kp and not an.only_folded(callee, p):
+                            out.append((c, "call", None, display, ident, True))
+            # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
+            seen = set()
+            uniq = []
+            for item in out:
+                if id(item[0]) not in seen:
+                    seen.add(id(item[0]))
+                    uniq.append(item)
+            return uniq
+        return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
+                if not self._draws_nothing(call, c)]
+
+    def _abstract_partial(self, call: ast.Call) -> bool:
+        """``init = functools.partial(f, ..., key)`` where every later use of ``init`` in this
+        function is an argument of a callee that only evaluates abstractly
+        (``get_abstract_state(cfg, mesh, init)``): the key is never drawn from."""
+        f = call.func
+        if not (f.__class__ in (ast.Name, ast.Attribute) and self.m.qualname(f, self.fn) == "functools.partial"):
+            return False
+        stmt = self.stmt
+        if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)):
+            return False
+        name = stmt.targets[0].id
+        parents = {}
+        for n in ast.walk(self.fn.node):
+            for c in ast.iter_child_nodes(n):
+                parents[id(c)] = n
+        seen_use = False
+        # the code that can see this binding: the rest of its block, then the rest of each
+        # enclosing block (an ``if``'s other branch excluded), until the name is rebound
+        child, up = stmt, parents.get(id(stmt))
+        while up is not None:
+            if isinstance(up, (ast.For, ast.AsyncFor, ast.While, ast.comprehension, ast.Try, ast.Lambda)) \
+                    or up.__class__.__name__ == "TryStar":
+                return False   # a loop (earlier code sees it next time round), a try (its handlers)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(up, field, None)
+                if not isinstance(block, list) or child not in block:
+                    continue
+                for later in block[block.index(child) + 1:]:
+                    if isinstance(later, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                             for t in later.targets):
+                        return seen_use
+                    for n in ast.walk(later):
+                        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+                            if not self._abstract_argument(n, parents):
+                                return False
+                            seen_use = True
+            if up is self.fn.node:
+                break
+            child, up = up, parents.get(id(up))
+        return seen_use
+
+    @staticmethod
+    def _abstract_argument(n: ast.Name, parents: dict) -> bool:
+        up = parents.get(id(n))
+        if isinstance(up, ast.keyword):
+            up = parents.get(id(up))
+        if not (isinstance(up, ast.Call) and n is not up.func and up.func.__class__ in (ast.Name, ast.Attribute)):
+            return False
+        g = up.func
+        return abstract_only(g.attr if g.__class__ is ast.Attribute else g.id)
+
+    def _draws_nothing(self, call: ast.Call, key: ast.AST) -> bool:
+        """Flax calls known not to draw from ``key``: ``LayerNorm().init(key, x)``
+        (a deterministic initialiser), ``apply(..., rngs={"params": key})`` (the
+        params stream is drawn only by ``init``), ``apply(..., deterministic=True,
+        rngs={"dropout": key})`` (stochastic layers switched off)."""
+        f = call.func
+        term = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if term.lstrip("_").startswith(("is_", "has_", "check_", "valid")):
+            return True       # `scope._is_valid_rng(key)`: a predicate only looks at the key
+        q = self.m.qualname(f, self.fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        if q is not None and q.startswith("flax.nnx.") and any(
+                kw.arg == "rngs" and kw.value is key for kw in call.keywords):
+            return True       # NNX takes an `nnx.Rngs` stream there, advanced by every use
+        if not isinstance(f, ast.Attribute):
+            return False
+        if f.attr in ("init", "init_with_output"):
+            ctor = f.value
+            if isinstance(ctor, ast.Name):   # `module = nn.LayerNorm(); module.init(key, x)`
+                ctor = self.m.single_value(ctor.id, self.fn)
+            return isinstance(ctor, ast.Call) and self.m.qualname(ctor.func, self.fn) in DETERMINISTIC_INIT_LAYERS
+        if f.attr != "apply":
+            return False
+        for kw in call.keywords:
+            if isinstance(kw.value, ast.Constant) and (kw.arg, kw.value.value) in DETERMINISTIC_APPLY:
+                return True
+            if kw.arg == "rngs" and isinstance(kw.value, ast.Dict) and any(v is key for v in kw.value.values):
+                streams = [k.value for k, v in zip(kw.value.keys, kw.value.values)
+                           if v is key and isinstance(k, ast.Constant)]
+                if streams and all(s == "params" for s in streams):
+                    return True
+        return False
+
+    def _draws(self, call: ast.Call, key: ast.AST) -> bool:
+        """A call outside this module known to draw from ``key``: ``model.init(key, x)``,
+        ``cell.initialize_carry(key, shape)``, ``apply(..., rngs={...: key})``, an initializer
+        (``nn.initializers.normal()(key, shape)``, ``init_fn(key, shape)`` with ``init_fn`` one)."""
+        f = call.func
+        first = call.args[0] if call.args else None
+        if isinstance(f, ast.Attribute) and f.attr in KEY_FIRST_METHODS and first is not None \
+                and (first is key or (isinstance(first, ast.Dict) and contains(first, key))):
+            return True
+        for kw in call.keywords:
+            if kw.arg == "rngs" and (kw.value is key or contains(kw.value, key)):
+                return True
+        return first is key and self.an.initializer(f, self.fn) is not None
+
+    def _callee_identity(self, f: ast.AST) -> str:
+        """The function a call runs, seen through ``jax.jit``/``grad``/``partial`` wrappers:
+        ``f(key)`` and ``jax.grad(f)(key)`` evaluate one randomized function with one key."""
+        e = f
+        for _ in range(6):
+            if not isinstance(e, ast.Call) or not isinstance(e.func, (ast.Name, ast.Attribute)):
+                break
+            q = self.m.qualname(e.func, self.fn)
+            if q is None or not (q in WRAPPERS or q in K.TRANSFORMS or q in K.PARTIAL):
+                break
+            if not e.args or isinstance(e.args[0], ast.Starred):
+                break
+            e = e.args[0]
+        return ast.dump(e)
+
+    def _collect(self, a: ast.AST, out: list) -> None:
+        if self._candidate(a):
+            out.append(a)
+        elif isinstance(a, (ast.Tuple, ast.List, ast.Set)):
+            for e in a.elts:
+                self._collect(e.value if isinstance(e, ast.Starred) else e, out)
+        elif isinstance(a, ast.Dict):
+            for v in a.values:
+                self._collect(v, out)
+
+
+def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: str) -> list:
+    """A call of another project module's function: like a local helper, it consumes
+    a key only through a parameter that draws from it there (``ext``: the facts the
+    project exported for it, see ``keys.export_key_params``)."""
+    params = ext["params"]
+    draws = set(ext["prng"]["key"]) - set(ext["prng"]["folded"])
+    pairs = []
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return [(c, "call", None, display, ident, False) for c in cands]   # unknown binding
+        if i < len(params):
+            pairs.append((params[i], a))
+    pairs.extend((kw.arg, kw.value) for kw in call.keywords if kw.arg in params)
+    out, seen = [], set()
+    for p, a in pairs:
+        if p not in draws:
+            continue
+        for c in cands:
+            if (c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c))) and id(c) not in seen:
+                seen.add(id(c))
+                out.append((c, "call", None, display, ident, True))
+    return out
