@@ -14,28 +14,8 @@ import pytest
 
 from jaxlint.cli import main
 
-BAD = textwrap.dedent("""\
-    import jax
-    import jax.numpy as jnp
+from test_cli import BAD, CLEAN  # the same two sources the CLI tests use
 
-
-    @jax.jit
-    def step(x):
-        y = jnp.sin(x)
-        print("y", y)
-        if y.sum() > 0:
-            y = -y
-        return y
-""")
-CLEAN = textwrap.dedent("""\
-    import jax
-    import jax.numpy as jnp
-
-
-    @jax.jit
-    def step(x):
-        return jnp.where(x > 0, x, -x)
-""")
 FIXED_PRINT = "jax.debug.print('y {y}', y=y)"
 
 
