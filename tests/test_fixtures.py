@@ -16,7 +16,6 @@ fixture, and on a fix fixture whose rule produces no fix.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from pathlib import Path
 

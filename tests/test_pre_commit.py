@@ -11,7 +11,6 @@ access to an index and runs only with JAXLINT_NETWORK_TESTS=1.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -8,7 +8,6 @@ findings: that is what the project adds.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
