@@ -95,10 +95,8 @@ class Workspace:
             key = None
             if project is not None:
                 self._analysed(project)
-                if project.module_for(source.path) is not None:
-                    key = digest("findings", file_digest(source.text.encode("utf-8")),
-                                 os.path.relpath(os.path.abspath(source.path), project.root),
-                                 project.seeds_digest(source.path), project.exports_digest(), config)
+                key = project.cache_key(source.path, "findings", project.exports_digest(), config,
+                                        sha=file_digest(source.text.encode("utf-8")))
             if key is not None:
                 hit = self._memo.pop(key, None)
                 if hit is not None and cache is not None:

@@ -249,14 +249,20 @@ class Project:
                 for s in seeds.values()))
         return got
 
-    def cache_key(self, path: str, *extra) -> Optional[str]:
-        """A cache key for results about ``path`` (its bytes, its seeds, ``extra``),
-        None when the file is not part of the project or was not read."""
+    def cache_key(self, path: str, *extra, sha: Optional[str] = None) -> Optional[str]:
+        """The one recipe for cache keys of results about ``path``: its content
+        (``sha``: of an edited text; default: the file as read), its place in the
+        project, what the project knows about it, and ``extra``.  None when the file
+        is not part of the project or was not read."""
         self.analyse()
         m = self.module_for(path)
-        if m is None or m.sha is None:
+        return None if m is None else self._key(m, *extra, sha=sha)
+
+    def _key(self, m: Module, *extra, sha: Optional[str] = None) -> Optional[str]:
+        sha = sha or m.sha
+        if sha is None:
             return None
-        return digest(m.sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path), *extra)
+        return digest(sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path), *extra)
 
     def module_for(self, path: str) -> Optional[Module]:
         return self.by_path.get(os.path.abspath(path))
@@ -393,9 +399,8 @@ class Project:
         """What the registered exporters say about ``m``'s functions (cached like outgoing calls)."""
         if not EXPORTERS:
             return {}
-        key = digest("exports", sorted(EXPORTERS), m.sha, os.path.relpath(m.path, self.root),
-                     self.seeds_digest(m.path))
-        if self.cache is not None and m.sha is not None:
+        key = self._key(m, "exports", sorted(EXPORTERS))
+        if self.cache is not None and key is not None:
             entry = self.cache.get("exports", key)
             if entry is not None:
                 return entry
@@ -405,7 +410,7 @@ class Project:
         out = {name: exporter(model) for name, exporter in sorted(EXPORTERS.items())}
         model.forget_facts()   # computed before every module's exports were known: recompute when linting
         out = {k: v for k, v in out.items() if v}
-        if self.cache is not None and m.sha is not None:
+        if self.cache is not None and key is not None:
             self.cache.put("exports", key, out, m.path)
         return out
 
@@ -438,8 +443,8 @@ class Project:
     def _outgoing_of(self, m: Module) -> List[Outgoing]:
         """``m``'s outgoing calls under its current seeds: from the cache, or from its model."""
         step = self._rounds_of(m)
-        key = digest("outgoing", m.sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path))
-        if self.cache is not None and m.sha is not None:
+        key = self._key(m, "outgoing")
+        if self.cache is not None and key is not None:
             entry = self.cache.get("outgoing", key)
             if entry is not None:
                 return [Outgoing(e[0], tuple((a, k) for a, k in e[1]), e[2], e[3], e[4],
@@ -448,7 +453,7 @@ class Project:
         if model is None:
             return []
         found = outgoing(model, self._where(model))
-        if self.cache is not None and m.sha is not None:
+        if self.cache is not None and key is not None:
             self.cache.put("outgoing", key, [[o.qualname, [list(a) for a in o.args], o.where, o.caller,
                                               o.transform, list(o.static_nums), list(o.static_names)]
                                              for o in found], f"{m.path}#{step}")
