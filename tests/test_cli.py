@@ -45,14 +45,6 @@ def run(args, capsys):
     return code, out, err
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.py").write_text(BAD)
-    (tmp_path / "clean.py").write_text(CLEAN)
-    return tmp_path
-
-
 def test_exit_codes(project, capsys):
     assert run(["check", "clean.py"], capsys)[0] == 0
     assert run(["check", "bad.py"], capsys)[0] == 1

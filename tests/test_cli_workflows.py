@@ -14,23 +14,11 @@ import pytest
 
 from jaxlint.cli import main
 
-from test_cli import BAD, CLEAN  # the same two sources the CLI tests use
+from test_cli import BAD, CLEAN, run  # the CLI tests' sources and runner
 
 FIXED_PRINT = "jax.debug.print('y {y}', y=y)"
 
 
-def run(args, capsys):
-    code = main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.py").write_text(BAD)
-    (tmp_path / "clean.py").write_text(CLEAN)
-    return tmp_path
 
 
 class _Stdin:
