@@ -152,6 +152,36 @@ def _package(m: Module) -> str:
     return m.name if m.is_package else m.name.rpartition(".")[0]
 
 
+def index_entry(m: Module) -> Dict[str, object]:
+    """A module's index as JSON-able data (the cache entry, and what ``--jobs`` workers send)."""
+    return {"functions": m.top_functions, "classes": m.classes, "aliases": m.aliases,
+            "static_attrs": m.static_attrs, "static_methods": m.static_methods, "constants": m.constants}
+
+
+def set_index(m: Module, entry: Dict[str, object]) -> None:
+    m.top_functions, m.classes, m.aliases = entry["functions"], entry["classes"], entry["aliases"]
+    m.static_attrs, m.static_methods = entry.get("static_attrs", []), entry.get("static_methods", [])
+    m.constants = entry.get("constants", [])
+    m.indexed = True
+
+
+class _Serial:
+    """The per-module steps of the analysis, run in this process."""
+
+    def __init__(self, project: "Project"):
+        self.p = project
+
+    def index(self, mods: List[Module]) -> None:
+        for m in mods:
+            self.p._fingerprint(m)
+
+    def outgoing(self, mods: List[Module]) -> List[List[Outgoing]]:
+        return [self.p._outgoing_of(m) for m in mods]
+
+    def exports(self, mods: List[Module]) -> List[Dict[str, Dict[str, object]]]:
+        return [self.p._exports_of(m) for m in mods]
+
+
 class Project:
     """The modules of one project and the seeds that cross between them."""
 
@@ -223,15 +253,10 @@ class Project:
         key = digest("index", 2, m.sha, m.name, m.is_package)
         entry = self.cache.get("index", key) if self.cache is not None else None
         if entry is not None:
-            m.top_functions, m.classes, m.aliases = entry["functions"], entry["classes"], entry["aliases"]
-            m.static_attrs, m.static_methods = entry.get("static_attrs", []), entry.get("static_methods", [])
-            m.constants = entry.get("constants", [])
-            m.indexed = True
+            set_index(m, entry)
             return
         if self._load(m) and self.cache is not None:
-            self.cache.put("index", key, {"functions": m.top_functions, "classes": m.classes,
-                                          "aliases": m.aliases, "static_attrs": m.static_attrs,
-                                          "static_methods": m.static_methods, "constants": m.constants}, m.path)
+            self.cache.put("index", key, index_entry(m), m.path)
 
     def seeds_digest(self, path: str) -> str:
         """A key for what the project knows about ``path`` (part of every cache key):
@@ -357,7 +382,7 @@ class Project:
             m.released = True
 
     # ---------------------------------------------------------- fixpoint
-    def analyse(self) -> None:
+    def analyse(self, driver=None) -> None:
         if self._analysed:
             return
         self._analysed = True
@@ -367,14 +392,18 @@ class Project:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            self._analyse()
+            self._analyse(driver)
         finally:
             if was_enabled:
                 gc.enable()
 
-    def _analyse(self) -> None:
-        for m in self.modules:
-            self._fingerprint(m)
+    def _analyse(self, driver=None) -> None:
+        """The fixpoint.  ``driver`` does the per-module work (index, outgoing calls,
+        exports) for a list of modules: this process by default, or the worker processes
+        of ``--jobs`` (:mod:`jaxlint.jobs`).  Each step depends on nothing but the module
+        and the seeds it is given, so every driver reaches the same seeds and exports."""
+        driver = driver or _Serial(self)
+        driver.index(self.modules)
         dirty = {m.path for m in self.modules if m.mentions_jax and m.error is None}
         for m in self.modules:
             if self._config_seeds(m):
@@ -382,17 +411,20 @@ class Project:
         for _round in range(MAX_ROUNDS):
             if not dirty:
                 break
+            # every dirty module's calls under the seeds it has at the start of the round
+            # (a seed planted in this round is seen in the next one, whatever the order)
+            mods = [self.by_path[p] for p in sorted(dirty)]
             changed = set()
-            for path in sorted(dirty):
-                m = self.by_path[path]
-                for out in self._outgoing_of(m):
+            for m, found in zip(mods, driver.outgoing(mods)):
+                for out in found:
                     planted = self._plant(m, out)
                     if planted is not None and self._add_seed(*planted):
                         changed.add(planted[0].path)
             dirty = changed
-        for m in self.modules:
-            if m.error is None and (m.mentions_jax or m.path in self.seeds):
-                m.exports = self._exports_of(m)
+        # exporters read no other module's exports: all are computed, then published
+        mods = [m for m in self.modules if m.error is None and (m.mentions_jax or m.path in self.seeds)]
+        for m, exports in zip(mods, driver.exports(mods)):
+            m.exports = exports
         self._exports_key = digest(sorted((m.path, m.exports) for m in self.modules if m.exports))
 
     def _exports_of(self, m: Module) -> Dict[str, Dict[str, object]]:
