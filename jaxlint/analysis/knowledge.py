@@ -415,6 +415,15 @@ STATIC_RESULT_CALLS = frozenset({
     "jax.core.is_concrete", "jax.dtypes.canonicalize_dtype", "jax.dtypes.result_type",
     "jax.debug.print", "jax.debug.callback", "jax.debug.breakpoint",
     "math.prod", "jax.lax.axis_size", "jax.core.valid_jaxtype",
+    # sharding descriptions are Python objects, whatever they are built from
+    "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec", "jax.sharding.Mesh",
+    "jax.sharding.AbstractMesh", "jax.sharding.PositionalSharding",
+    "jax.sharding.SingleDeviceSharding", "jax.sharding.get_abstract_mesh", "jax.make_mesh",
+    "jax.experimental.mesh_utils.create_device_mesh", "jax.typeof",
+    "flax.linen.logical_to_mesh_axes", "flax.linen.logical_to_mesh_sharding",
+    "flax.linen.get_logical_axis_rules", "flax.linen.partitioning.logical_to_mesh_axes",
+    "flax.linen.get_partition_spec", "flax.linen.get_sharding", "flax.nnx.get_partition_spec",
+    "flax.nnx.get_named_sharding", "flax.nnx.get_abstract_model",
 })
 
 # array constructors whose first argument is a shape or a size (a Python value under a trace)

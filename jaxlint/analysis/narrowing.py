@@ -20,11 +20,15 @@ from .kinds import CONTAINER
 from .scopes import Function
 
 # isinstance types whose instances are Python values: the kind a narrowed load gets
+# (a sharding description, tuple-like or not, holds only Python values: mesh axis names,
+# devices, specs)
 _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex", "type", "NoneType",
-                           "enum.Enum", "slice", "range"})
+                           "enum.Enum", "slice", "range",
+                           "jax.sharding.PartitionSpec", "jax.sharding.NamedSharding",
+                           "jax.sharding.Mesh", "jax.sharding.AbstractMesh",
+                           "jax.sharding.PositionalSharding", "jax.sharding.SingleDeviceSharding",
+                           "jax.sharding.Sharding"})
 _CONTAINER_TYPES = frozenset({"tuple", "list", "dict", "set", "frozenset",
-                              "jax.sharding.PartitionSpec", "jax.sharding.NamedSharding",
-                              "jax.sharding.Mesh", "jax.sharding.PositionalSharding",
                               "collections.abc.Sequence", "collections.abc.Mapping", "typing.Sequence",
                               "typing.Mapping"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -111,12 +115,22 @@ class NarrowingMixin:
 
     @staticmethod
     def _narrow_region(stmts, name: str, k: int, table: Dict[int, int]) -> None:
-        loads = []
+        """Narrow the loads of ``name`` in ``stmts`` up to its first rebinding there
+        (``spec = NamedSharding(spec.mesh, adj)`` ends the region at that line);
+        a rebinding inside a loop of the region ends it at the loop."""
+        loads, end = [], None
         for s in stmts:
             for n in ast.walk(s):
                 if n.__class__ is ast.Name and n.id == name:
-                    if n.ctx.__class__ is not ast.Load:
-                        return      # rebound in the region: no narrowing
-                    loads.append(n)
+                    if n.ctx.__class__ is ast.Load:
+                        loads.append(n)
+                    else:
+                        at = (n.lineno, n.col_offset)
+                        end = at if end is None or at < end else end
+            if s.__class__ in (ast.For, ast.AsyncFor, ast.While) and end is not None \
+                    and (s.lineno, s.col_offset) <= end:
+                end = (s.lineno, s.col_offset)
         for n in loads:
+            if end is not None and (n.lineno, n.col_offset) >= end:
+                continue
             table[id(n)] = table[id(n)] & k if id(n) in table else k
