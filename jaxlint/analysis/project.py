@@ -572,7 +572,7 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
         q = model.qualname(arg, site.scope) if arg is not None else None
         if q is None or q.startswith(_LIBRARY_PREFIXES):
             continue
-        nums, names = model.static_spec(tr, call)
+        nums, names = model.untraced_spec(tr, call)
         out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names)))
     rooted: Dict[int, bool] = {}
     for fn in model.functions:

@@ -326,6 +326,25 @@ class TransformsMixin(ConfigParamsMixin):
                 names.extend(v or [])
         return nums, names
 
+    def untraced_spec(self, tr: K.Transform, call: Optional[ast.Call]):
+        """(positional indices, names) of the arguments the transform call does not
+        trace: the declared static ones, and those it passes through as they are
+        (``jax.vmap(f, in_axes=(0, None))``, ``shard_map(f, in_specs=(P("x"), None))``)."""
+        nums, names = self.static_spec(tr, call)
+        if call is None:
+            return nums, names
+        axes = None
+        if tr.kind == "vmap":
+            axes = self._kw(call, "in_axes")
+            if axes is None and tr.name == "jax.vmap" and len(call.args) >= 2:
+                axes = call.args[1]
+        elif tr.mesh_axes:
+            axes = self._kw(call, "in_specs")
+        if isinstance(axes, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in axes.elts):
+            nums = nums + [i for i, ax in enumerate(axes.elts)
+                           if isinstance(ax, ast.Constant) and ax.value is None]
+        return nums, names
+
     def _mark(self, target: CallTarget, tr: K.Transform, node: ast.AST, call: Optional[ast.Call],
               scope: Function) -> None:
         """Mark ``target`` as traced by transform ``tr`` applied at ``node``."""
