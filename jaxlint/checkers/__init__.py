@@ -14,7 +14,7 @@ import importlib
 import pkgutil
 from typing import List
 
-from .base import DOC_SECTIONS, REGISTRY, Context, Finding, Rule, Settings, register
+from .base import DOC_SECTIONS, REGISTRY, Context, Finding, FixOffer, Rule, Settings, TracedCodeRule, register
 
 def _is_rule_module(name: str) -> bool:
     return name.startswith("jax") and name[3:6].isdigit()
@@ -49,5 +49,5 @@ def get_rule(key: str):
     return None
 
 
-__all__ = ["DOC_SECTIONS", "REGISTRY", "Context", "Finding", "Rule", "Settings", "register",
+__all__ = ["DOC_SECTIONS", "REGISTRY", "Context", "Finding", "FixOffer", "Rule", "Settings", "TracedCodeRule", "register",
            "all_rules", "get_rule"]

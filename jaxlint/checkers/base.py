@@ -1,8 +1,13 @@
 """The rule contract and the one registry every front end reads.
 
-A rule is a class with a stable ``code`` (``JAX101``), a ``symbol``
-(``print-under-trace``, read as "allow print under trace"), a one-line
-``summary``, an optional declared fix (``fix_applicability``), and its
+A rule is a class in its own module, ``<family>/jaxNNN_symbol.py`` (or the
+package ``<family>/jaxNNN_symbol/`` with the class in ``rule.py``). The module
+name is the rule's identity: :func:`register` derives the stable ``code``
+(``JAX101``) and ``symbol`` (``print-under-trace``, read as "allow print under
+trace") from it, so file, code and symbol cannot disagree. The class declares
+the rest once: a one-line ``summary``, the fix it offers, if any
+(``fix = FixOffer("Use `jax.debug.print`", SAFE)``, read back as ``fix_title`` and
+``fix_applicability``), its runtime evidence (``confirm``), and its
 documentation in the class docstring, in fixed sections::
 
     ## What it does
@@ -11,7 +16,9 @@ documentation in the class docstring, in fixed sections::
     ## Use instead
     ## Fix safety
 
-``check(ctx)`` yields findings by asking the semantic model questions.
+``findings(ctx, m)`` yields findings by asking the semantic model ``m``
+questions; :meth:`Rule.check`, what the engine calls, skips a file that imports
+no JAX-ecosystem library unless the rule is a :class:`TracedCodeRule`.
 The CLI, the flake8 and pylint plugins, ``jaxlint rule CODE``, the generated
 docs and the fixture tests are all derived from :data:`REGISTRY`.
 """
@@ -21,7 +28,7 @@ import ast
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..fixes.edits import Edit, Fix
@@ -117,18 +124,50 @@ class Context:
                        confidence, fix, rule.fix_title if fix is not None else None)
 
 
+@dataclass(frozen=True)
+class FixOffer:
+    """The fix a rule offers, declared once on the class: its title and its
+    applicability (``SAFE`` or ``UNSAFE``, see ``fixes/edits.py``)."""
+
+    title: str
+    applicability: str
+
+
+class _FromFixOffer:
+    """``Rule.fix_title`` / ``Rule.fix_applicability``: read from the class's
+    :class:`FixOffer` (None without one), on the class and on an instance alike."""
+
+    def __init__(self, field: str):
+        self.field = field
+
+    def __get__(self, obj, cls) -> Optional[str]:
+        offer = cls.fix
+        return getattr(offer, self.field) if offer is not None else None
+
+
 class Rule:
-    code: str = ""
-    symbol: str = ""
+    code: str = ""            # JAX101: set by register() from the module name
+    symbol: str = ""          # print-under-trace: likewise
     summary: str = ""
-    fix_title: Optional[str] = None
-    fix_applicability: Optional[str] = None   # the applicability of the fix this rule offers, if any
+    fix: Optional[FixOffer] = None
+    fix_title = _FromFixOffer("title")
+    fix_applicability = _FromFixOffer("applicability")
     default_enabled: bool = True
     # how runtime confirmation (jaxlint/confirm/) shows this rule's findings with JAX:
     # a strategy name, or a tuple of the name and the evidence it looks for; None: not confirmable
     confirm: Optional[object] = None
+    # a rule about how a program uses JAX's API has nothing to say about a file that imports
+    # no JAX-ecosystem library (``SemanticModel.mentions_jax``); TracedCodeRule lifts this
+    jax_files_only: bool = True
 
-    def check(self, ctx: Context) -> Iterable[Finding]:  # pragma: no cover - interface
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        """The findings in one file: what the engine calls."""
+        m = ctx.model
+        if self.jax_files_only and not m.mentions_jax:
+            return ()
+        return self.findings(ctx, m)
+
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
 
     # ------------------------------------------------------------ docs
@@ -170,11 +209,40 @@ def _rule_fix_title(code: str) -> Optional[str]:
     return rule.fix_title if rule is not None else None
 
 
+class TracedCodeRule(Rule):
+    """A rule about what code does while a transform traces it (the purity and
+    concrete-value families). It reads every module with traced functions, also a
+    helper module that imports no JAX library and is traced only from another
+    module (a project seed)."""
+
+    jax_files_only = False
+
+
+_RULE_MODULE = re.compile(r"jax(\d{3})_([a-z0-9]+(?:_[a-z0-9]+)*)")
+
+
+def rule_identity(module: str) -> Tuple[str, str]:
+    """``(code, symbol)`` of the rule defined in ``module``:
+    ``...purity.jax101_print_under_trace`` -> ``("JAX101", "print-under-trace")``; a rule
+    split into a package declares its class in ``rule.py``
+    (``...jit.jax504_unrolled_python_loop.rule`` -> ``("JAX504", "unrolled-python-loop")``)."""
+    parts = module.split(".")
+    name = parts[-2] if parts[-1] == "rule" and len(parts) > 1 else parts[-1]
+    m = _RULE_MODULE.fullmatch(name)
+    if m is None:
+        raise ValueError(f"{module}: a rule lives in a module named jaxNNN_symbol (or jaxNNN_symbol/rule.py)")
+    return "JAX" + m.group(1), m.group(2).replace("_", "-")
+
+
 def register(cls):
-    """Class decorator: add a rule to the registry (codes must be unique)."""
+    """Class decorator: add a rule to the registry under the code and symbol its
+    module's name gives it (codes and symbols must be unique)."""
+    for derived in ("code", "symbol", "fix_title", "fix_applicability"):
+        if derived in vars(cls):
+            raise ValueError(f"{cls.__name__} declares {derived!r}: it is derived "
+                             f"({'from the module name' if derived in ('code', 'symbol') else 'from fix = FixOffer(...)'})")
+    cls.code, cls.symbol = rule_identity(cls.__module__)
     inst = cls()
-    if not re.fullmatch(r"JAX\d{3}", cls.code):
-        raise ValueError(f"bad rule code {cls.code!r}")
     if cls.code in REGISTRY:
         raise ValueError(f"duplicate rule code {cls.code}")
     if any(r.symbol == cls.symbol for r in REGISTRY.values()):

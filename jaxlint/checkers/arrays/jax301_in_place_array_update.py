@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import CERTAIN, Function
+from ...analysis import CERTAIN, Function, SemanticModel
 from ...analysis.objects import held_as_sequence, mutable_by_design, ref_named
 from ...fixes.edits import SAFE, Edit, Fix
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 
 _AUG_METHODS = {
     ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power",
@@ -59,17 +59,11 @@ class InPlaceArrayUpdate(Rule):
     a fix.
     """
 
-    code = "JAX301"
     confirm = ("trace-error", "TypeError: immutable", "TypeError: does not support item assignment")
-    symbol = "in-place-array-update"
     summary = "item assignment on an immutable JAX array raises `TypeError`"
-    fix_title = "Use the functional `.at[...]` update"
-    fix_applicability = SAFE
+    fix = FixOffer("Use the functional `.at[...]` update", SAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         for fn in m.functions:
             for node in fn.of_type(ast.Assign):
                 for t in node.targets:

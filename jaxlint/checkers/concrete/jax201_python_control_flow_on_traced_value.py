@@ -3,8 +3,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Set
 
-from ...analysis import Function
-from ..base import Context, Finding, Rule, register, traced_functions
+from ...analysis import Function, SemanticModel
+from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 _SUGGEST = {
     "if": "use `jnp.where` or `jax.lax.cond`",
@@ -20,7 +20,7 @@ _SUGGEST = {
 
 
 @register
-class PythonControlFlowOnTracedValue(Rule):
+class PythonControlFlowOnTracedValue(TracedCodeRule):
     """
     ## What it does
     Flags Python control flow whose condition depends on a traced value inside
@@ -61,13 +61,10 @@ class PythonControlFlowOnTracedValue(Rule):
     `lax.cond` and a static argument depends on intent.
     """
 
-    code = "JAX201"
     confirm = ("trace-error", "ConcretizationTypeError", "ValueError: truth value of an array")
-    symbol = "python-control-flow-on-traced-value"
     summary = "Python `if`/`while`/`assert`/`and`/`or`/`not` on a traced value fails at trace time"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         for fn in traced_functions(ctx):
             covered: Set[int] = set()
             tests = []

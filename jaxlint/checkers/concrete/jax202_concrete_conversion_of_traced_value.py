@@ -5,11 +5,11 @@ import math as _math
 import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ...analysis import JAX, TRACED, Function
+from ...analysis import JAX, TRACED, Function, SemanticModel
 from .values import (at_compile_time, culprit, output_nodes, traced_array, traced_value,
                                  unreliable_param)
 from ..messages import short
-from ..base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 _ALL = -1   # every positional argument
 
@@ -64,7 +64,7 @@ _SUGGEST_CONVERSION = {
 
 
 @register
-class ConcreteConversionOfTracedValue(Rule):
+class ConcreteConversionOfTracedValue(TracedCodeRule):
     """
     ## What it does
     Flags, inside a traced function, code that needs the concrete Python value
@@ -122,12 +122,10 @@ class ConcreteConversionOfTracedValue(Rule):
     array or move code outside `jit` depends on intent.
     """
 
-    code = "JAX202"
     confirm = ("trace-error", "ConcretizationTypeError", "TracerIntegerConversionError", "TracerArrayConversionError")
-    symbol = "concrete-conversion-of-traced-value"
     summary = "`int()`/`.item()`/`range()`/shape or slice from a traced value needs a concrete value under tracing"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         for fn in traced_functions(ctx):
             found = list(self._calls(ctx, fn)) + list(self._slices(ctx, fn)) + list(self._formatting(ctx, fn))
             found.sort(key=lambda p: (p[0].line, p[0].col))

@@ -3,12 +3,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from .values import at_compile_time, culprit, traced_value, unreliable_param
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ...fixes.imports import module_alias
 from ..messages import short
-from ..base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, FixOffer, TracedCodeRule, register, traced_functions
 
 # ---------------------------------------------------------------------------
 # Vocabulary: the functions of ``jax.numpy`` (and its ``linalg``/``fft``
@@ -92,7 +92,7 @@ def jnp_equivalent(qualname: str) -> Optional[str]:
 
 
 @register
-class NumpyOnTracedValue(Rule):
+class NumpyOnTracedValue(TracedCodeRule):
     """
     ## What it does
     Flags a `numpy` function applied to a traced value inside a traced
@@ -144,15 +144,11 @@ class NumpyOnTracedValue(Rule):
     without a fix.
     """
 
-    code = "JAX203"
     confirm = ("trace-error", "ConcretizationTypeError", "TracerIntegerConversionError", "TracerArrayConversionError")
-    symbol = "numpy-on-traced-value"
     summary = "a `numpy` function on a traced value converts a tracer to a NumPy array"
-    fix_title = "Use the `jax.numpy` function of the same name"
-    fix_applicability = UNSAFE
+    fix = FixOffer("Use the `jax.numpy` function of the same name", UNSAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         if "numpy" not in m.imports.modules:
             return
         for fn in traced_functions(ctx):

@@ -3,11 +3,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import JAX, TRACED, Function
+from ...analysis import JAX, TRACED, Function, SemanticModel
 from .values import at_compile_time, culprit, traced_operand
 from .dtypes import BoolAnalysis
 from ..messages import short
-from ..base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 _JNP = "jax.numpy."
 
@@ -28,7 +28,7 @@ _ARG_KEYWORDS = ("a", "ar", "x", "condition", "ar1", "ar2")
 
 
 @register
-class DataDependentShape(Rule):
+class DataDependentShape(TracedCodeRule):
     """
     ## What it does
     Flags, inside a traced function, operations whose result *shape* depends on
@@ -85,13 +85,10 @@ class DataDependentShape(Rule):
     result's shape, and choosing `size=` needs a bound only you know.
     """
 
-    code = "JAX204"
     confirm = ("trace-error", "NonConcreteBooleanIndexError", "ConcretizationTypeError")
-    symbol = "data-dependent-shape"
     summary = "boolean-mask indexing or `nonzero`/`unique`/... without `size=` on a traced value: the shape is unknown"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         bools = None
         for fn in traced_functions(ctx):
             for sub in fn.of_type(ast.Subscript):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Set
 
-from ...analysis import CERTAIN, ClassInfo, Function
+from ...analysis import CERTAIN, ClassInfo, Function, SemanticModel
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 
@@ -57,15 +57,10 @@ class FlaxModuleAttributeAssignment(Rule):
     `setup`, or a variable collection depends on what the code means.
     """
 
-    code = "JAX611"
     confirm = ("trace-error", "SetAttributeFrozenModuleError")
-    symbol = "flax-module-attribute-assignment"
     summary = "`self.x = ...` in a Flax linen module method other than `setup` raises: linen modules are frozen"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         for info in m.class_list:
             if info.module_kind != "linen":
                 continue

@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ...analysis import CERTAIN, INFERRED
+from ...analysis import CERTAIN, INFERRED, SemanticModel
 from ...fixes.edits import SAFE, Edit, Fix
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .linen import flax_facts
 from .variables import FULL, INNER
@@ -80,16 +80,10 @@ class FlaxApplyVariables(Rule):
     is reported without a fix.
     """
 
-    code = "JAX612"
-    symbol = "flax-apply-variables"
     summary = "`model.apply(params, ...)` given the inner parameter dict instead of `{\"params\": params}`"
-    fix_title = "Wrap in `{\"params\": ...}`"
-    fix_applicability = SAFE
+    fix = FixOffer("Wrap in `{\"params\": ...}`", SAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts = flax_facts(m)
         for site in facts.apply_sites():
             if site.method == "init" or site.variables is None:

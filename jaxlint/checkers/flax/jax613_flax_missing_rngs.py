@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set
 
-from ...analysis import CERTAIN, INFERRED, Function
+from ...analysis import CERTAIN, INFERRED, Function, SemanticModel
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from ..prng.keys import key_analysis
@@ -79,14 +79,9 @@ class FlaxMissingRngs(Rule):
     with the step number) is the caller's design.
     """
 
-    code = "JAX613"
-    symbol = "flax-missing-rngs"
     summary = "a linen module with active dropout applied without a fresh `rngs={\"dropout\": key}`"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts = flax_facts(m)
         fed: List = []      # (site, need, key name) for rngs={"dropout": name}
         for site, needs in facts.sites_needing("rng", ignore=(FALLBACK_STREAM,)):

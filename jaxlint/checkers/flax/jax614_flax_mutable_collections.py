@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import CERTAIN, Function
+from ...analysis import CERTAIN, Function, SemanticModel
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from .linen import ApplySite, FlaxFacts, flax_facts
@@ -74,14 +74,9 @@ class FlaxMutableCollections(Rule):
     field, the variables dict, the loss function's `aux`) is the caller's design.
     """
 
-    code = "JAX614"
-    symbol = "flax-mutable-collections"
     summary = "a linen module that updates `batch_stats` applied without `mutable=[...]`, or its updates discarded"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts = flax_facts(m)
         for site, needs in facts.sites_needing("collection"):
             need = needs[0]

@@ -3,13 +3,13 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from ...analysis import knowledge as K
 from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, in_traced_code, jit_index
 from .steps import GRAD_NAMES, TREE_MAPS, arithmetic_callable, contains_update, eager_grad, \
     optimizer_update, tree_update
 from ...fixes.edits import UNSAFE, Edit, Fix
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 
 # calls that cannot run under jit (Python side effects, host conversion)
@@ -74,15 +74,11 @@ class JitOnInnerFunction(Rule):
     (printing, logging, `.item()`) would then run only at trace time.
     """
 
-    code = "JAX501"
     confirm = ("compiles", "caller")
-    symbol = "jit-on-inner-function"
     summary = "`jax.jit` on an inner piece of a step whose caller runs the rest (the update) eagerly"
-    fix_title = "Move `@jax.jit` to the outer step"
-    fix_applicability = UNSAFE
+    fix = FixOffer("Move `@jax.jit` to the outer step", UNSAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         idx = jit_index(m)
         if idx is None:
             return

@@ -4,11 +4,11 @@ import ast
 import re
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from ...analysis import knowledge as K
 from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, in_traced_code, jit_index
 from ...fixes.edits import SAFE, Edit, Fix
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 
 # names of functions that run once per training/eval step
@@ -84,15 +84,12 @@ class JitRecreatedPerCall(Rule):
     (module level, `__init__`) is a design choice.
     """
 
-    code = "JAX502"
     confirm = ("compiles", "enclosing")
-    symbol = "jit-recreated-per-call"
     summary = "`jax.jit` re-created in a loop or per step on a new callable: retraces and recompiles every time"
-    fix_title = "Create the jitted function once, before the loop"
-    fix_applicability = SAFE
+    fix = FixOffer("Create the jitted function once, before the loop", SAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        idx = jit_index(ctx.model, pmap=True)
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
+        idx = jit_index(m, pmap=True)
         if idx is None:
             return
         for b in idx.bindings:

@@ -62,13 +62,10 @@ class RedundantNestedJit(Rule):
     callers in other modules).
     """
 
-    code = "JAX503"
-    symbol = "redundant-nested-jit"
     summary = "a jitted function only ever called from traced code: the inner `jax.jit` does nothing"
     default_enabled = False
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         idx = jit_index(m)
         if idx is None:
             return

@@ -108,14 +108,9 @@ class BadStaticArgument(Rule):
     register the class as a pytree depends on intent.
     """
 
-    code = "JAX505"
-    symbol = "bad-static-argument"
     summary = "static argument that is unhashable, changes every loop iteration, or names no parameter; non-static `self`"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         sites = [s for s in m.transform_sites if s.transform.name in _STATIC_TRANSFORMS and s.target is not None]
         if not sites:
             return

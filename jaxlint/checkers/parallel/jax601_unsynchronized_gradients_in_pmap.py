@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ...fixes.imports import module_alias
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .axes import REPLICATING, axis_index, collective_axis, iter_collectives, literal_names
 from .gradflow import GradFlow, Unsynced
@@ -68,15 +68,11 @@ class UnsynchronizedGradientsInPmap(Rule):
     must not get it. Unbound axis names get no fix.
     """
 
-    code = "JAX601"
-    symbol = "unsynchronized-gradients-in-pmap"
     summary = "gradients applied inside `pmap` without `lax.pmean` over the axis; collective over an unbound axis"
-    fix_title = "Average the gradients over the devices with `jax.lax.pmean`"
-    fix_applicability = UNSAFE
+    fix = FixOffer("Average the gradients over the devices with `jax.lax.pmean`", UNSAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax or not m.transform_sites:
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
+        if not m.transform_sites:
             return
         axes = axis_index(m)
         # 1. gradients applied without a reduction inside a replicating pmap

@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional
 
-from ...analysis import CERTAIN, INFERRED
+from ...analysis import CERTAIN, INFERRED, SemanticModel
 from ...fixes.edits import UNSAFE, Edit, Fix
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .keys import Reuse, Use, rule_analysis
 from .naming import split_spelling, subkey_name
@@ -78,14 +78,11 @@ class PrngKeyReuse(Rule):
     a fix.
     """
 
-    code = "JAX401"
     confirm = "key-reuse"
-    symbol = "prng-key-reuse"
     summary = "a PRNG key consumed twice gives the same random numbers twice"
-    fix_title = "Split the key before each use"
-    fix_applicability = UNSAFE
+    fix = FixOffer("Split the key before each use", UNSAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         ka = rule_analysis(ctx)
         for r in ka.reuses() if ka is not None else ():
             yield self._finding(ctx, r)

@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ...analysis import CERTAIN, Function
+from ...analysis import CERTAIN, Function, SemanticModel
 from ...fixes.edits import UNSAFE, Edit, Fix
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from ...analysis import knowledge as K
 from .keys import rule_analysis
@@ -81,19 +81,15 @@ class ConstantPrngKey(Rule):
     seeds are reported without a fix: the caller must pass a key in.
     """
 
-    code = "JAX402"
     confirm = "key-reuse"
-    symbol = "constant-prng-key"
     summary = "a PRNG key created from a constant in a loop or traced function repeats the same numbers"
-    fix_title = "Create the key once before the loop and split it per iteration"
-    fix_applicability = UNSAFE
+    fix = FixOffer("Create the key once before the loop and split it per iteration", UNSAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         text = ctx.source.text
         ka = rule_analysis(ctx) if "PRNGKey" in text or "key(" in text else None
         if ka is None:
             return
-        m = ctx.model
         aliases = [local for local, q in m.imports.aliases.items() if q in KEY_FROM_SEED]
         terms = frozenset(["PRNGKey", "key"] + aliases)
         for fn in functions_mentioning(m, tuple(["PRNGKey", "key("] + aliases)):

@@ -4,16 +4,16 @@ import ast
 import re
 from typing import Iterator, List, Optional, Tuple
 
-from ...analysis import TRACED, Function
+from ...analysis import TRACED, Function, SemanticModel
 from ...analysis import knowledge as K
 from ...fixes.edits import SAFE, Edit, Fix
 from ...fixes.imports import module_alias
 from ..messages import short
-from ..base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, FixOffer, TracedCodeRule, register, traced_functions
 
 
 @register
-class PrintUnderTrace(Rule):
+class PrintUnderTrace(TracedCodeRule):
     """
     ## What it does
     Flags `print(...)`, and `logging` / `logger` calls, that show a traced value
@@ -65,15 +65,11 @@ class PrintUnderTrace(Rule):
     without a fix.
     """
 
-    code = "JAX101"
     confirm = "print"
-    symbol = "print-under-trace"
     summary = "`print`/logging of a traced value inside a traced function runs once, at trace time"
-    fix_title = "Use `jax.debug.print`"
-    fix_applicability = SAFE
+    fix = FixOffer("Use `jax.debug.print`", SAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         loggers = None
         for fn in traced_functions(ctx):
             for call in fn.of_type(ast.Call):

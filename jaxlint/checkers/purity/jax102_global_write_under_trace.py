@@ -3,14 +3,14 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS
 from .facts import (PurityFacts, STORING_METHODS, Write, traced_writes, value_traced)
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, TracedCodeRule, register
 
 
 @register
-class GlobalWriteUnderTrace(Rule):
+class GlobalWriteUnderTrace(TracedCodeRule):
     """
     ## What it does
     Flags side effects on state outside the function inside a staged traced
@@ -64,13 +64,11 @@ class GlobalWriteUnderTrace(Rule):
     changes its signature and every caller.
     """
 
-    code = "JAX102"
     confirm = "global-write"
-    symbol = "global-write-under-trace"
     summary = "rebinding a global or mutating an outer container inside a traced function runs only at trace time"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        for facts, fn, writes in traced_writes(ctx.model, staged=True):
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
+        for facts, fn, writes in traced_writes(m, staged=True):
             g, n = facts.bindings.declarations(fn)
             for w in writes:
                 what = self._outer_write(facts, fn, w, g, n)

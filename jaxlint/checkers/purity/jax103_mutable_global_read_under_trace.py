@@ -4,16 +4,16 @@ import ast
 import re
 from typing import Dict, Iterator, Optional, Set, Tuple
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname, store_targets
 from .facts import PurityFacts, purity_for
-from ..base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @register
-class MutableGlobalReadUnderTrace(Rule):
+class MutableGlobalReadUnderTrace(TracedCodeRule):
     """
     ## What it does
     Flags a staged traced context (`jax.jit`, a `lax` loop body, `vmap`, a
@@ -74,13 +74,10 @@ class MutableGlobalReadUnderTrace(Rule):
     and every call site.
     """
 
-    code = "JAX103"
     confirm = "global-read"
-    symbol = "mutable-global-read-under-trace"
     summary = "a traced function reads a global or closed-over value that changes later; the traced value is stale"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts: Optional[PurityFacts] = None
         variables: Optional[Set[str]] = None
         cache: Dict[Tuple[int, str, int], Optional[str]] = {}

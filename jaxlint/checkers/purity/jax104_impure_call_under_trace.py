@@ -3,9 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Tuple
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from .facts import PurityFacts, purity_for
-from ..base import Context, Finding, Rule, register, traced_functions
+from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 # constructors of host random generators: seeded ones are deterministic, and the
 # draws made from them are what this rule reports
@@ -45,7 +45,7 @@ CLOCK_WITHOUT_ARGS = frozenset({"time.localtime", "time.gmtime", "time.ctime", "
 
 
 @register
-class ImpureCallUnderTrace(Rule):
+class ImpureCallUnderTrace(TracedCodeRule):
     """
     ## What it does
     Flags calls whose result differs from call to call — Python `random.*`,
@@ -92,13 +92,10 @@ class ImpureCallUnderTrace(Rule):
     the function's arguments.
     """
 
-    code = "JAX104"
     confirm = "impure-call"
-    symbol = "impure-call-under-trace"
     summary = "Python/NumPy randomness, clocks or I/O inside a traced function are evaluated once and baked in"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts: Optional[PurityFacts] = None
         generators = None
         for fn in traced_functions(ctx):

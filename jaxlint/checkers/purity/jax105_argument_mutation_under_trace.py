@@ -3,15 +3,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import CONTAINER, NUMPY, Function
+from ...analysis import CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, Write, traced_writes, value_traced)
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, TracedCodeRule, register
 
 
 @register
-class ArgumentMutationUnderTrace(Rule):
+class ArgumentMutationUnderTrace(TracedCodeRule):
     """
     ## What it does
     Flags a traced function that mutates one of its parameters when that
@@ -64,13 +64,11 @@ class ArgumentMutationUnderTrace(Rule):
     and every caller.
     """
 
-    code = "JAX105"
     confirm = "arg-mutation"
-    symbol = "argument-mutation-under-trace"
     summary = "a traced function mutates a container or object argument; the caller never sees the change"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        for facts, fn, writes in traced_writes(ctx.model):
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
+        for facts, fn, writes in traced_writes(m):
             for w in writes:
                 msg = self._self_mutation(facts, fn, w)
                 if msg is None:

@@ -3,16 +3,16 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import Function
+from ...analysis import Function, SemanticModel
 from ...analysis.objects import ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
 from ..messages import short
-from ..base import Context, Finding, Rule, register
+from ..base import Context, Finding, TracedCodeRule, register
 
 
 @register
-class TracerLeak(Rule):
+class TracerLeak(TracedCodeRule):
     """
     ## What it does
     Flags a traced value that is stored somewhere that outlives the trace:
@@ -64,13 +64,10 @@ class TracerLeak(Rule):
     its callers.
     """
 
-    code = "JAX106"
     confirm = "tracer-leak"
-    symbol = "tracer-leak"
     summary = "a traced value stored on `self`, a global, an outer container or a class escapes the trace"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         for facts, fn, writes in traced_writes(m):
             g, n = facts.bindings.declarations(fn)
             for w in writes:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional
 
-from ...analysis import CERTAIN, INFERRED, Function
+from ...analysis import CERTAIN, INFERRED, Function, SemanticModel
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from .boundary import boundary_transform, crossings, lax_operands
@@ -72,13 +72,10 @@ class NonPytreeArgument(Rule):
     pytree or making the argument static are design choices.
     """
 
-    code = "JAX621"
-    symbol = "non-pytree-argument"
     summary = "plain Python object passed to or returned from a jitted/grad/vmapped function (not a pytree)"
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax or not m.classes or not m.transform_sites:
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
+        if not m.classes or not m.transform_sites:
             return
         plain = plain_classes(m)
         if not any(plain.is_plain(info) for info in m.classes.values()):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ....analysis import TRACED, Function
+from ....analysis import TRACED, Function, SemanticModel
 from ....fixes.edits import UNSAFE
-from ...base import Context, Finding, Rule, register, traced_functions
+from ...base import Context, Finding, FixOffer, Rule, register, traced_functions
 from .rewrite import LoopFix, NoFix, carry_names
 from .trips import for_trip, while_trip
 
@@ -71,17 +71,11 @@ class UnrolledPythonLoop(Rule):
     without a fix.
     """
 
-    code = "JAX504"
     confirm = "unrolled-loop"
-    symbol = "unrolled-python-loop"
     summary = "a long Python loop inside a traced function is unrolled into the compiled program"
-    fix_title = "Rewrite the loop with `jax.lax.fori_loop` / `jax.lax.scan`"
-    fix_applicability = UNSAFE
+    fix = FixOffer("Rewrite the loop with `jax.lax.fori_loop` / `jax.lax.scan`", UNSAFE)
 
-    def check(self, ctx: Context) -> Iterator[Finding]:
-        m = ctx.model
-        if not m.mentions_jax:
-            return
+    def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         threshold = ctx.settings.unrolled_loop_threshold
         for fn in traced_functions(ctx):
             loops = fn.of_type(ast.For, ast.While)
