@@ -72,6 +72,8 @@ class NonPytreeArgument(Rule):
     pytree or making the argument static are design choices.
     """
 
+    confirm = ("raises", "TypeError: is not a valid JAX type", "TypeError: as an abstract array",
+               "TypeError: returned a value of type")
     summary = "plain Python object passed to or returned from a jitted/grad/vmapped function (not a pytree)"
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
@@ -89,12 +91,10 @@ class NonPytreeArgument(Rule):
                 if info is None or id(cr.call) in seen:
                     continue
                 seen.add(id(cr.call))   # one finding per call: the first plain argument
-                msg = (f"`{short(a)}` is a plain `{info.name}` object passed as traced argument `{p}` of "
-                       f"`{cr.function.qualname}` ({cr.transform.verb} `{cr.transform.label}`): JAX only "
-                       f"sees through pytrees and raises `TypeError`; register `{info.name}` as a pytree "
-                       f"(`flax.struct.dataclass`, `eqx.Module`, `jax.tree_util.register_dataclass`) or make "
-                       f"`{p}` static")
-                yield ctx.finding(self, a, msg, confidence=CERTAIN if certain else INFERRED)
+                yield self._plain(ctx, a, info, certain,
+                                  f"`{short(a)}` is a plain `{info.name}` object passed as traced argument `{p}` "
+                                  f"of `{cr.function.qualname}` ({cr.transform.verb} `{cr.transform.label}`): "
+                                  f"JAX only sees through pytrees and raises `TypeError`", f"make `{p}` static")
         yield from self._lax(ctx, plain)
         yield from self._returns(ctx, plain)
 
@@ -106,11 +106,10 @@ class NonPytreeArgument(Rule):
                     info, certain = plain.evidence(a, scope)
                     if info is None:
                         continue
-                    msg = (f"`{short(a)}` is a plain `{info.name}` object passed to `{short(call.func)}`, whose "
-                           f"carry and operands must be pytrees of arrays (JAX raises `TypeError`); register "
-                           f"`{info.name}` as a pytree (`flax.struct.dataclass`, `eqx.Module`, "
-                           f"`jax.tree_util.register_dataclass`) or pass its arrays")
-                    yield ctx.finding(self, a, msg, confidence=CERTAIN if certain else INFERRED)
+                    yield self._plain(ctx, a, info, certain,
+                                      f"`{short(a)}` is a plain `{info.name}` object passed to `{short(call.func)}`, "
+                                      f"whose carry and operands must be pytrees of arrays (JAX raises `TypeError`)",
+                                      "pass its arrays")
                     break
 
     def _returns(self, ctx: Context, plain) -> Iterator[Finding]:
@@ -124,11 +123,16 @@ class NonPytreeArgument(Rule):
                     info, certain = plain.evidence(e, fn)
                     if info is None:
                         continue
-                    msg = (f"{fn.trace_description()} returns `{short(e)}`, a plain `{info.name}` object: "
-                           f"outputs of a transformed function must be pytrees of arrays (JAX raises "
-                           f"`TypeError`); register `{info.name}` as a pytree (`flax.struct.dataclass`, "
-                           f"`eqx.Module`, `jax.tree_util.register_dataclass`) or return its arrays")
-                    yield ctx.finding(self, e, msg, confidence=CERTAIN if certain else INFERRED)
+                    yield self._plain(ctx, e, info, certain,
+                                      f"{fn.trace_description()} returns `{short(e)}`, a plain `{info.name}` object: "
+                                      f"outputs of a transformed function must be pytrees of arrays (JAX raises "
+                                      f"`TypeError`)", "return its arrays")
+
+    def _plain(self, ctx: Context, node: ast.expr, info, certain: bool, problem: str, remedy: str) -> Finding:
+        """The finding for a plain object at ``node``: what JAX does with it, then the one advice."""
+        msg = (f"{problem}; register `{info.name}` as a pytree (`flax.struct.dataclass`, `eqx.Module`, "
+               f"`jax.tree_util.register_dataclass`) or {remedy}")
+        return ctx.finding(self, node, msg, confidence=CERTAIN if certain else INFERRED)
 
     @staticmethod
     def _direct_transform(ctx: Context, fn: Function):
