@@ -295,6 +295,7 @@ class TransformsMixin(ConfigParamsMixin):
         v = rets[0].value
         if not isinstance(v, ast.Tuple) or len(v.elts) != 2:
             return
+        self._record_cotangent(fwd, v.elts[0], bwd, nondiff + 1)
         res = v.elts[1]
         if isinstance(res, ast.Name):
             bound = [(t, val) for t, val, mode in self.binding_table(fwd).entries
@@ -304,6 +305,26 @@ class TransformsMixin(ConfigParamsMixin):
             res = bound[0][1]
         if isinstance(res, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in res.elts):
             bwd.param_residuals[bwd.params[nondiff]] = (res, fwd)
+
+    def _record_cotangent(self, fwd: Function, out: ast.expr, bwd: Function, index: int) -> None:
+        """The cotangent parameter of ``bwd`` has the structure of the primal output
+        ``out`` (what ``fwd`` returns first): unless that is plainly one array (an
+        arithmetic result or a ``jax.numpy``/``lax`` call, or a name bound once to
+        one), it may be a tuple or list of arrays -- ``g[1] = ...`` can be a list
+        update."""
+        if index >= len(bwd.params):
+            return
+        if out.__class__ is ast.Name:
+            v = self.single_value(out.id, fwd)
+            out = v if v is not None else out
+        if out.__class__ is ast.BinOp:
+            return
+        if out.__class__ is ast.Call and out.func.__class__ in (ast.Name, ast.Attribute):
+            q = self.qualname(out.func, fwd) or ""
+            if q.startswith(K.SINGLE_ARRAY_MODULES) and q not in K.MULTI_ARRAY_RESULTS:
+                return
+        p = bwd.params[index]
+        bwd.param_kinds[p] = bwd.param_kinds.get(p, 0) | TRACED | CONTAINER
 
     # literal argnums/argnames (``literals.py``), also for rules that read them themselves
     _literal_ints = staticmethod(literal_ints)
