@@ -4,7 +4,7 @@ registration call, a class defined elsewhere) counts as a pytree: the rule stays
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from ...analysis import ClassInfo, Function, SemanticModel
 
@@ -165,16 +165,8 @@ class PlainClasses:
             return self.instance_of(value, fn, depth + 1, seen) if value is not None else None
         if fn.of_type(ast.Yield, ast.YieldFrom) or isinstance(fn.node, ast.AsyncFunctionDef):
             return None
-        rets = fn.of_type(ast.Return)
-        if not rets:
-            return None
-        found = None
-        for r in rets:
-            got = self.instance_of(r.value, fn, depth + 1, seen) if r.value is not None else None
-            if got is None or (found is not None and got is not found):
-                return None
-            found = got
-        return found
+        return _one_class(self.instance_of(r.value, fn, depth + 1, seen) if r.value is not None else None
+                          for r in fn.of_type(ast.Return))
 
     def _param_class(self, fn: Function, name: str, depth: int, seen) -> Optional[ClassInfo]:
         if fn.is_module or name in (fn.vararg, fn.kwarg):
@@ -186,22 +178,20 @@ class PlainClasses:
             return None      # ``self``
         sites = self.call_sites(fn)
         if sites:
-            found = None
-            for call, caller, target in sites:
-                if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                    return None
-                pairs, _ = self.m.bind_arguments(target, call)
-                given = [a for p, a in pairs if p == name]
-                if not given:
-                    return None
-                got = self.instance_of(given[0], caller, depth + 1, seen)
-                if got is None or (found is not None and got is not found):
-                    return None
-                found = got
-            return found
+            return _one_class(self._argument_class(call, caller, target, name, depth, seen)
+                              for call, caller, target in sites)
         if self._referenced(fn):
             return None
         return self._read_like(fn, name)
+
+    def _argument_class(self, call: ast.Call, caller: Function, target, name: str, depth: int,
+                        seen) -> Optional[ClassInfo]:
+        """The plain class of the argument ``call`` passes to parameter ``name``."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        pairs, _ = self.m.bind_arguments(target, call)
+        given = [a for p, a in pairs if p == name]
+        return self.instance_of(given[0], caller, depth + 1, seen) if given else None
 
     def call_sites(self, fn: Function) -> List[Tuple[ast.Call, Function, object]]:
         """Every call of this module that resolves to ``fn`` (through transforms and aliases)."""
@@ -227,6 +217,13 @@ class PlainClasses:
                             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         return fn.name in self._loaded
 
+    def _built_by(self, ret: ast.Return, fn: Function) -> Optional[ClassInfo]:
+        """The one plain class ``ret`` builds a new instance of (``return C(...)``, or one
+        class per tuple: ``return C(...), aux``)."""
+        parts = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
+        built = {id(c): c for c in (self._constructed(e, fn) for e in parts if e is not None) if c is not None}
+        return next(iter(built.values())) if len(built) == 1 else None
+
     def _read_like(self, fn: Function, name: str) -> Optional[ClassInfo]:
         """``name`` is a parameter of ``fn`` that nothing here calls: the plain class ``C`` when
         every ``return`` of ``fn`` builds a new ``C(...)``, ``name`` has no default and is not
@@ -234,19 +231,9 @@ class PlainClasses:
         or passed on whole as an argument.  (``return C(...), aux`` counts: one class per tuple.)"""
         if name in fn.defaults or len(self.m.bindings(name, fn)) != 1:
             return None
-        rets = fn.of_type(ast.Return)
-        if not rets:
+        found = _one_class(self._built_by(r, fn) for r in fn.of_type(ast.Return))
+        if found is None:
             return None
-        found = None
-        for r in rets:
-            parts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
-            built = {id(c): c for c in (self._constructed(e, fn) for e in parts if e is not None) if c is not None}
-            if len(built) != 1:
-                return None
-            got = next(iter(built.values()))
-            if found is not None and got is not found:
-                return None
-            found = got
         attrs = self.attributes(found)
         parents = {}
         names = []
@@ -295,3 +282,14 @@ class PlainClasses:
 
 def plain_classes(model: SemanticModel) -> PlainClasses:
     return model.facts(PlainClasses)
+
+
+def _one_class(found: Iterable[Optional[ClassInfo]]) -> Optional[ClassInfo]:
+    """The class every one of ``found`` names; None when one names none or another, or
+    there are none (read lazily: it stops at the first disagreement)."""
+    one = None
+    for got in found:
+        if got is None or (one is not None and got is not one):
+            return None
+        one = got
+    return one
