@@ -84,36 +84,38 @@ class _Doc:
 
     def members(self, i: int):
         """``(key, value_start, value_end)`` of the object starting at ``i``."""
-        s = self.s
-        self.expect(i, "{")
-        i = self.ws(i + 1)
-        if s[i] == "}":
-            return
-        while True:
-            end = _string_end(s, i)
-            key = json.loads(s[i:end])
-            i = self.ws(end)
-            self.expect(i, ":")
-            start = self.ws(i + 1)
-            end = self.skip(start)
-            yield key, start, end
-            i = self.ws(end)
-            if s[i] == "}":
-                return
-            self.expect(i, ",")
-            i = self.ws(i + 1)
+        return self._entries(i, "{", "}", self._member)
 
     def items(self, i: int):
+        """``(start, end)`` of each item of the array starting at ``i``."""
+        return self._entries(i, "[", "]", self._item)
+
+    def _item(self, i: int):
+        end = self.skip(i)
+        return (i, end), end
+
+    def _member(self, i: int):
+        end = _string_end(self.s, i)
+        key = json.loads(self.s[i:end])
+        i = self.ws(end)
+        self.expect(i, ":")
+        start = self.ws(i + 1)
+        end = self.skip(start)
+        return (key, start, end), end
+
+    def _entries(self, i: int, opening: str, closing: str, entry):
+        """The comma-separated entries of the container ``opening ... closing`` starting at
+        ``i``: ``entry(start) -> (what to yield, end)`` reads one."""
         s = self.s
-        self.expect(i, "[")
+        self.expect(i, opening)
         i = self.ws(i + 1)
-        if s[i] == "]":
+        if s[i] == closing:
             return
         while True:
-            end = self.skip(i)
-            yield i, end
+            found, end = entry(i)
+            yield found
             i = self.ws(end)
-            if s[i] == "]":
+            if s[i] == closing:
                 return
             self.expect(i, ",")
             i = self.ws(i + 1)
