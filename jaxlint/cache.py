@@ -12,7 +12,12 @@ Kinds of entry (one JSON file each):
 
 ``index``     a module's top-level functions, classes and import aliases
 ``outgoing``  the calls its traced code makes into other modules
+``exports``   the facts other modules read about its functions
 ``findings``  the findings of one file under one configuration
+
+``--jobs`` workers (:mod:`jaxlint.jobs`) read a copy of the tables forked from
+the parent and send what they store back in a journal, which the parent
+replays: one process writes the folder.
 """
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import __version__
 
 CACHE_DIR = ".jaxlint_cache"
+KINDS = ("index", "outgoing", "exports", "findings")
 
 
 def digest(*parts: Any) -> str:
@@ -54,6 +60,18 @@ class Cache:
         self._tables: Dict[str, Dict[str, Any]] = {}
         self._tags: Dict[str, Dict[str, str]] = {}
         self._dirty = False
+        # set in a --jobs worker: every put is also recorded here, for the parent to replay
+        self.journal: Optional[List[Tuple[str, str, Any, str]]] = None
+
+    def load(self) -> None:
+        """Read every table now (before forking workers, so that they share the copy)."""
+        for kind in KINDS:
+            self._table(kind)
+
+    def tags(self, kind: str) -> Dict[str, str]:
+        """tag (the file an entry is about) -> key of its entry."""
+        self._table(kind)
+        return self._tags[kind]
 
     def _table(self, kind: str) -> Dict[str, Any]:
         table = self._tables.get(kind)
@@ -86,6 +104,8 @@ class Cache:
         table[key] = {"t": tag, "v": value}
         self._tags[kind][tag] = key
         self._dirty = True
+        if self.journal is not None:
+            self.journal.append((kind, key, value, tag))
 
     def flush(self) -> None:
         """Write the tables back (nothing when this run only read)."""

@@ -14,9 +14,7 @@ is not parsed again.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
-import sys
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from .analysis import SourceFile
@@ -25,6 +23,7 @@ from .cache import Cache, digest, file_digest
 from .checkers import Finding, Rule, Settings
 from .discovery import iter_python_files
 from .engine import lint_source
+from .jobs import can_fork as jobs_can_fork, run as run_jobs
 
 # a project with more Python files than this is linted file by file (no cross-module index)
 MAX_PROJECT_FILES = 20000
@@ -49,7 +48,7 @@ class Workspace:
         self._frozen = False
         # findings computed by prefetch workers, by cache key, until the file is linted here
         self._memo: Dict[str, list] = {}
-        self._recording: Optional[Dict[str, list]] = None   # set in a prefetch worker
+        self._recording: Optional[Dict[str, list]] = None   # set in a --jobs worker
 
     # ------------------------------------------------------------ projects
     def root_for(self, path: str) -> Optional[str]:
@@ -136,32 +135,24 @@ class Workspace:
 
     def prefetch(self, paths: Sequence[str], lint_for: Callable[[str], Callable[[SourceFile], List[Finding]]],
                  jobs: int) -> None:
-        """``--jobs N``: lint the project modules among ``paths`` in ``jobs`` worker
-        processes, forked once their projects are analysed here (so the workers share the
-        analysis and its models), and keep what they found; the lint functions then answer
-        from memory.  ``lint_for(path)`` is the caller's own per-file lint function, so a
-        worker computes exactly what the caller would.  Without ``fork`` (not Linux), or
-        for a handful of files, it does nothing and linting stays in this process."""
-        if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods() or "jax" in sys.modules:
-            return   # never fork a process that runs JAX's threads (a forked child may deadlock)
-        todo = []
+        """``--jobs N``: analyse each project of ``paths`` and lint its modules among them
+        in ``jobs`` forked worker processes (:mod:`jaxlint.jobs`), and keep what they
+        found; the lint functions then answer from memory.  ``lint_for(path)`` is the
+        caller's own per-file lint function, so a worker computes exactly what the caller
+        would.  Without ``fork`` (not Linux), in a process that has imported JAX (a forked
+        child of JAX's threads may deadlock), for a handful of files, or when the cache
+        already holds most results, it does nothing and all happens in this process."""
+        if jobs <= 1 or not jobs_can_fork():
+            return
+        groups: Dict[str, List[str]] = {}
         for p in paths:
             project = self.project_for(p) if p.endswith(".py") else None
             if project is not None and project.module_for(p) is not None:
-                self._analysed(project)
-                todo.append(p)
-        if len(todo) < 2 * jobs:
-            return
-        global _PREFETCH
-        _PREFETCH = (self, lint_for)
-        try:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                for entries in pool.imap_unordered(_prefetch_chunk, [todo[i::jobs] for i in range(jobs)]):
-                    self._memo.update(entries)
-        except (OSError, multiprocessing.ProcessError):
-            pass   # linting simply happens in this process
-        finally:
-            _PREFETCH = None
+                groups.setdefault(project.root, []).append(p)
+        for root, todo in groups.items():
+            if len(todo) >= 2 * jobs:
+                found = run_jobs(self, self.projects[root], todo, lint_for, jobs)
+                self._memo.update(found or {})
 
     def flush(self) -> None:
         """Write the caches back (call once, at the end of a run)."""
@@ -184,22 +175,6 @@ def _read(path: str) -> SourceFile:
         from .notebook import load_source
         return load_source(path)
     return SourceFile.from_path(path)
-
-
-_PREFETCH = None
-
-
-def _prefetch_chunk(paths: List[str]) -> Dict[str, list]:
-    """In a worker forked by :meth:`Workspace.prefetch`: lint ``paths``, return the findings by key."""
-    ws, lint_for = _PREFETCH
-    ws._recording = {}
-    for p in paths:
-        try:
-            lint_for(p)(SourceFile.from_path(p))
-        except Exception:   # the parent lints this file again and reports the problem
-            pass
-        ws.done(p)
-    return ws._recording
 
 
 _PLUGIN_WORKSPACES: Dict[tuple, Workspace] = {}

@@ -115,27 +115,127 @@ def test_a_notebook_traces_project_helpers(tmp_path):
     assert "explore.ipynb" in found[0].message
 
 
-def test_jobs_give_the_same_findings(tmp_path):
-    """--jobs: worker processes forked after the analysis find exactly what one process finds
-    (run in a fresh interpreter: this one has JAX loaded, and prefetch never forks such a process)."""
+_JOBS_SCRIPT = """
+import json, sys
+from pathlib import Path
+import jaxlint.workspace as W
+from jaxlint.checkers import all_rules
+from jaxlint.workspace import Workspace, lint_files
+ran = []
+real = W.run_jobs
+def run_jobs(*args):
+    found = real(*args)
+    ran.append(found is not None)
+    return found
+W.run_jobs = run_jobs
+if len(sys.argv) > 2 and sys.argv[2] == 'fail':
+    import jaxlint.jobs as J
+    def broken(*args):
+        raise RuntimeError('a worker fails')
+    J._HANDLERS['outgoing'] = broken
+rules = [r for r in all_rules() if r.default_enabled]
+root = sys.argv[1]
+files = sorted(str(p) for p in Path(root).rglob('*.py'))
+out = {}
+for jobs in (1, 2):
+    ws = Workspace(use_cache=False, root=root)
+    out[jobs] = {p: [f.to_dict() for f in found] for p, found in lint_files(files, rules, workspace=ws, jobs=jobs)}
+print(json.dumps([out[1] == out[2], sum(map(len, out[1].values())), ran, 'jax' in sys.modules]))
+"""
+
+
+def _jobs_1_and_2(root, *extra):
+    """Lint ``root`` with --jobs 1 and 2 in a fresh interpreter (this one has JAX
+    loaded, and jaxlint never forks such a process)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _JOBS_SCRIPT, str(root), *extra], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def _chain_project(dest, depth=12):
+    """A jitted step whose helpers call each other across ``depth`` modules (deeper than
+    the fixpoint's rounds), each with a print and a Python ``if`` on its argument."""
+    pkg = dest / "chain"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "step.py").write_text("import jax\nimport jax.numpy as jnp\nfrom chain import m0\n\n\n"
+                                 "@jax.jit\ndef train_step(x):\n    return m0.helper(jnp.sin(x))\n")
+    for i in range(depth):
+        nxt = f"from chain import m{i + 1}\n" if i + 1 < depth else ""
+        call = f"m{i + 1}.helper(x * 2)" if i + 1 < depth else "x"
+        (pkg / f"m{i}.py").write_text(f"import jax.numpy as jnp\n{nxt}\n\ndef helper(x):\n    print(x)\n"
+                                      f"    if x.sum() > 0:\n        x = -x\n    return {call}\n")
+
+
+@pytest.mark.parametrize("name", ["trainer", "physics", "rl", "scripts", "serving"])
+def test_jobs_give_the_same_findings(tmp_path, name):
+    """--jobs 2: the workers analyse and lint the project and find exactly what one process finds
+    (a project of 2-3 files is not worth two workers: it stays in one process)."""
+    project = _copy(tmp_path, name)
+    same, count, ran, jax_loaded = _jobs_1_and_2(project)
+    assert same and count and not jax_loaded
+    small = len(list(project.rglob("*.py"))) < 4
+    assert ran == ([] if small else [True])     # the workers did the work (no fallback)
+
+
+def test_jobs_give_the_same_findings_on_a_larger_tree(tmp_path):
+    """Every fixture project and the examples under one root, with a call chain deeper than
+    the fixpoint's rounds: the seeds, their descriptions, the exports and every finding match."""
+    root = tmp_path / "all"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'all'\n")
+    for p in PROJECTS.iterdir():
+        if p.is_dir():
+            shutil.copytree(p, root / p.name)
+    shutil.copytree(Path(__file__).parent.parent / "examples", root / "examples")
+    _chain_project(root)
+    same, count, ran, _ = _jobs_1_and_2(root)
+    assert same and ran == [True] and count > 30
+
+
+def test_a_failing_worker_falls_back_to_one_process(tmp_path):
+    project = _copy(tmp_path)
+    same, count, ran, _ = _jobs_1_and_2(project, "fail")
+    assert same and count == 5 and ran == [False]
+
+
+def test_jobs_never_fork_a_process_with_jax(tmp_path, monkeypatch):
+    import multiprocessing
+    import sys
+    import jaxlint.jobs
+    monkeypatch.setitem(sys.modules, "jax", sys.modules.get("jax") or object())
+
+    def no_fork(*args, **kw):
+        raise AssertionError("forked with JAX loaded")
+    monkeypatch.setattr(multiprocessing, "get_context", no_fork)
+    monkeypatch.setattr(jaxlint.jobs.multiprocessing, "get_context", no_fork)
+    project = _copy(tmp_path)
+    files = sorted(str(p) for p in project.rglob("*.py"))
+    found = dict(lint_files(files, RULES, workspace=Workspace(use_cache=False), jobs=2))
+    assert sum(len(v) for v in found.values()) == 5
+
+
+def test_jobs_fill_the_cache_one_process_reads(tmp_path):
+    """What the workers store comes back to the parent, which writes the cache: a later
+    run in one process answers every file from it, with the same findings."""
     import subprocess
     import sys
     project = _copy(tmp_path)
-    script = (
-        "import json, sys\n"
-        "from pathlib import Path\n"
-        "from jaxlint.checkers import all_rules\n"
-        "from jaxlint.workspace import Workspace, lint_files\n"
-        "rules = [r for r in all_rules() if r.default_enabled]\n"
-        "files = sorted(str(p) for p in Path(sys.argv[1]).rglob('*.py'))\n"
-        "out = {}\n"
-        "for jobs in (1, 2):\n"
-        "    ws = Workspace(use_cache=False)\n"
-        "    out[jobs] = {p: [f.to_dict() for f in found] for p, found in lint_files(files, rules, workspace=ws, jobs=jobs)}\n"
-        "print(json.dumps([out[1] == out[2], sum(map(len, out[1].values())), 'jax' in sys.modules]))\n")
+    script = ("import sys\nfrom pathlib import Path\nfrom jaxlint.checkers import all_rules\n"
+              "from jaxlint.workspace import Workspace, lint_files\n"
+              "rules = [r for r in all_rules() if r.default_enabled]\n"
+              "files = sorted(str(p) for p in Path(sys.argv[1]).rglob('*.py'))\n"
+              "print(sum(len(f) for _, f in lint_files(files, rules, workspace=Workspace(), jobs=2)))\n")
     r = subprocess.run([sys.executable, "-c", script, str(project)], capture_output=True, text=True, timeout=120)
-    same, count, jax_loaded = json.loads(r.stdout)
-    assert same and count == 5 and not jax_loaded, r.stderr
+    assert r.returncode == 0 and r.stdout.strip() == "5", r.stderr
+    ws, warm = _run(project)
+    cache = next(iter(ws.caches.values()))
+    assert sum(map(len, warm.values())) == 5 and cache.hits and not cache.misses
+    for kind in ("index", "outgoing", "exports", "findings"):
+        assert list((project / ".jaxlint_cache").rglob(f"{kind}.json")), kind
 
 
 def test_cli_jobs_match_one_process(tmp_path):

@@ -1,0 +1,296 @@
+"""``--jobs N``: one project analysed and linted by N forked worker processes.
+
+Each worker owns a share of the project's modules (balanced by file size) for
+the whole run.  It reads, hashes, parses and indexes its modules, builds their
+models, computes their outgoing calls and exported facts, and at the end lints
+them; only small summaries travel through the pipes:
+
+1. ``index``: each worker's modules' hashes and indexes; the parent merges them
+   and sends every worker the others' (the project's static names and
+   ``resolve_function`` need the whole index);
+2. ``outgoing``, once per round of the fixpoint: the dirty modules' calls into
+   other modules under the seeds the parent sends; the parent plants the seeds
+   (:meth:`Project._analyse` drives both this and the serial analysis, so the
+   seeds and exports are the same);
+3. ``exports``: the exporters' facts about each module's functions;
+4. ``lint``: with every module's exports, each worker lints its files among
+   those asked for and returns the findings by cache key; the parent's lint
+   functions answer from them.
+
+A worker keeps its models between the steps (the analysis's model of a file is
+the one its lint uses, as in one process).  What a worker stores in the cache
+comes back as a journal the parent replays, so one process writes the cache.
+Workers are forked (Linux) and never from a process that has imported JAX (a
+forked child of JAX's threads may deadlock); any failure falls back to one
+process.
+"""
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import pickle
+import sys
+import traceback
+from typing import Callable, Dict, List, Optional, Sequence
+
+from .analysis import SourceFile
+from .analysis.project import Module, Project, index_entry, set_index
+
+# below this many modules per worker, forking costs more than it saves
+MIN_MODULES_PER_JOB = 2
+# a project whose cache already holds findings for this share of the files is linted
+# in one process: answering from the cache is faster than starting workers
+WARM_SHARE = 0.9
+
+
+class WorkerFailed(Exception):
+    pass
+
+
+def can_fork() -> bool:
+    """Forking is available and safe: Linux-style ``fork``, and JAX not imported here."""
+    return "fork" in multiprocessing.get_all_start_methods() and "jax" not in sys.modules
+
+
+def run(ws, project: Project, paths: Sequence[str], lint_for: Callable, jobs: int) -> Optional[Dict[str, list]]:
+    """Analyse ``project`` (unless it is already) and lint its modules among ``paths`` in
+    ``jobs`` workers; the findings by cache key, or None when it was not worth it or
+    failed (the caller then lints in this process; a failed analysis is forgotten)."""
+    mods = project.modules
+    jobs = min(jobs, len(mods) // MIN_MODULES_PER_JOB)
+    if jobs <= 1 or not can_fork() or _warm(project, paths):
+        return None
+    shares = _shares(mods, jobs)
+    owner = {p: w for w, share in enumerate(shares) for p in share}
+    pool = None
+    analysed = project._analysed
+    try:
+        pool = _Pool(ws, project, shares, lint_for)
+        if not analysed:
+            project.analyse(_Driver(project, pool, owner))
+        seeds = [{p: project.seeds[p] for p in share if p in project.seeds} for share in shares]
+        exports = {m.path: m.exports for m in project.modules if m.exports}
+        todo = [[] for _ in shares]
+        for p in paths:
+            w = owner.get(os.path.abspath(p))
+            if w is not None:
+                todo[w].append(p)
+        found: Dict[str, list] = {}
+        for entries in _replay(project, pool.call([("lint", (seeds[w], exports, project._exports_key, todo[w]))
+                                                   for w in range(len(shares))])):
+            found.update(entries)
+        return found
+    except (WorkerFailed, OSError, EOFError, pickle.PickleError, multiprocessing.ProcessError):
+        if not analysed and ws.projects.get(project.root) is project:
+            del ws.projects[project.root]   # half analysed: the next lookup starts again
+        return None
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _warm(project: Project, paths: Sequence[str]) -> bool:
+    if project.cache is None:
+        return False
+    tags = project.cache.tags("findings")
+    mine = [p for p in paths if project.module_for(p) is not None]
+    return bool(mine) and sum(os.path.abspath(p) in tags for p in mine) >= WARM_SHARE * len(mine)
+
+
+def _shares(mods: List[Module], jobs: int) -> List[List[str]]:
+    """Modules dealt to ``jobs`` workers, biggest file first to the least loaded one."""
+    sizes = {}
+    for m in mods:
+        try:
+            sizes[m.path] = os.path.getsize(m.path)
+        except OSError:
+            sizes[m.path] = 0
+    load = [0] * jobs
+    shares: List[List[str]] = [[] for _ in range(jobs)]
+    for m in sorted(mods, key=lambda m: (-sizes[m.path], m.path)):
+        w = load.index(min(load))
+        shares[w].append(m.path)
+        load[w] += sizes[m.path] + 1
+    return shares
+
+
+class _Pool:
+    """The parent's end: one pipe per worker, requests answered in worker order."""
+
+    def __init__(self, ws, project: Project, shares: List[List[str]], lint_for: Callable):
+        if project.cache is not None:
+            project.cache.load()      # read once here; the workers share the copy
+        ctx = multiprocessing.get_context("fork")
+        self.conns, self.procs = [], []
+        try:
+            for share in shares:
+                mine, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_serve, args=(theirs, ws, project, share, lint_for), daemon=True)
+                proc.start()
+                theirs.close()
+                self.conns.append(mine)
+                self.procs.append(proc)
+        except BaseException:
+            self.close()
+            raise
+
+    def call(self, requests: List[tuple]) -> List[object]:
+        """Send each worker its request, then collect the answers (and replay the
+        cache entries the workers stored)."""
+        for conn, req in zip(self.conns, requests):
+            conn.send(req)
+        return [self._answer(conn) for conn in self.conns]
+
+    def broadcast(self, request: tuple) -> List[object]:
+        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        for conn in self.conns:
+            conn.send_bytes(data)
+        return [self._answer(conn) for conn in self.conns]
+
+    def _answer(self, conn) -> object:
+        status, value, journal = conn.recv()
+        if status != "ok":
+            raise WorkerFailed(value)
+        return value, journal
+
+    def close(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(("stop", None))
+                conn.close()
+            except OSError:
+                pass
+        for proc in self.procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(1)
+        self.conns, self.procs = [], []
+
+
+class _Driver:
+    """The per-module steps of :meth:`Project._analyse`, run by the workers."""
+
+    def __init__(self, project: Project, pool: _Pool, owner: Dict[str, int]):
+        self.p, self.pool, self.owner = project, pool, owner
+
+    def _replay(self, answers) -> List[object]:
+        return _replay(self.p, answers)
+
+    def index(self, mods: List[Module]) -> None:
+        summaries = [s for part in self._replay(self.pool.broadcast(("index", None))) for s in part]
+        _apply_index(self.p, summaries)
+        self._replay(self.pool.broadcast(("others", summaries)))
+
+    def _per_module(self, cmd: str, mods: List[Module]) -> List[object]:
+        asks: List[list] = [[] for _ in self.pool.conns]
+        for m in mods:
+            asks[self.owner[m.path]].append((m.path, self.p.seeds.get(m.path)))
+        got: Dict[str, object] = {}
+        for ask, values in zip(asks, self._replay(self.pool.call([(cmd, ask) for ask in asks]))):
+            got.update(zip((path for path, _ in ask), values))
+        return [got[m.path] for m in mods]
+
+    def outgoing(self, mods: List[Module]):
+        return self._per_module("outgoing", mods)
+
+    def exports(self, mods: List[Module]):
+        return self._per_module("exports", mods)
+
+
+def _replay(project: Project, answers) -> List[object]:
+    """The workers' answers; the cache entries they stored are stored here."""
+    values = []
+    for value, journal in answers:
+        if project.cache is not None:
+            for kind, key, entry, tag in journal:
+                project.cache.put(kind, key, entry, tag)
+        values.append(value)
+    return values
+
+
+def _apply_index(project: Project, summaries) -> None:
+    for path, sha, mentions_jax, error, entry in summaries:
+        m = project.by_path[path]
+        m.sha, m.mentions_jax, m.error = sha, mentions_jax, error
+        if entry is not None and not m.indexed:
+            set_index(m, entry)
+
+
+def _set_seeds(project: Project, seeds) -> None:
+    for path, per in seeds:
+        if per:
+            project.seeds[path] = dict(per)
+        else:
+            project.seeds.pop(path, None)
+        project._seed_keys.pop(path, None)
+
+
+# ------------------------------------------------------------------ the worker
+def _serve(conn, ws, project: Project, share: List[str], lint_for: Callable) -> None:
+    """A worker's loop: answer the parent's requests about the modules of ``share``."""
+    gc.disable()    # the worker's models live until its files are linted (as in one process)
+    if project.cache is not None:
+        project.cache.journal = []
+    mods = [project.by_path[p] for p in share]
+    while True:
+        try:
+            cmd, arg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if cmd == "stop":
+            break
+        try:
+            value = _HANDLERS[cmd](ws, project, mods, arg, lint_for)
+            journal = project.cache.journal if project.cache is not None else []
+            conn.send(("ok", value, journal or []))
+        except BaseException:   # the parent falls back to one process
+            conn.send(("error", traceback.format_exc(), []))
+            break
+        if project.cache is not None:
+            project.cache.journal = []
+    conn.close()
+
+
+def _index(ws, project, mods, arg, lint_for):
+    for m in mods:
+        project._fingerprint(m)
+    return [(m.path, m.sha, m.mentions_jax, m.error, index_entry(m) if m.indexed else None) for m in mods]
+
+
+def _others(ws, project, mods, summaries, lint_for):
+    _apply_index(project, summaries)
+
+
+def _outgoing(ws, project, mods, ask, lint_for):
+    _set_seeds(project, ask)
+    return [project._outgoing_of(project.by_path[path]) for path, _ in ask]
+
+
+def _exports(ws, project, mods, ask, lint_for):
+    _set_seeds(project, ask)
+    return [project._exports_of(project.by_path[path]) for path, _ in ask]
+
+
+def _lint(ws, project, mods, arg, lint_for):
+    seeds, exports, exports_key, paths = arg
+    _set_seeds(project, [(m.path, seeds.get(m.path)) for m in mods])
+    for m in project.modules:
+        m.exports = exports.get(m.path, {})
+    project._exports_key = exports_key
+    project._analysed = True
+    ws._recording = {}
+    for p in paths:
+        m = project.module_for(p)
+        try:
+            source = m.source if m is not None and m.source is not None else SourceFile.from_path(p)
+            lint_for(p)(source)
+        except Exception:   # the parent lints this file again and reports the problem
+            pass
+        ws.done(p)
+    found, ws._recording = ws._recording, None
+    return found
+
+
+_HANDLERS = {"index": _index, "others": _others, "outgoing": _outgoing, "exports": _exports, "lint": _lint}
