@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 
 from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS
-from .facts import (PurityFacts, STORING_METHODS, Write, traced_writes, value_traced)
+from .facts import (PurityFacts, STORING_METHODS, Write, lazy_init, traced_writes, value_traced)
 from ..base import Context, Finding, TracedCodeRule, register
 
 
@@ -86,6 +86,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
         root = w.root
         if w.kind in ("name", "del") and w.target is root:
             if root.id in g:
+                if lazy_init(m, fn, w.node, root.id):
+                    return None   # a lazily built singleton
                 where = "rebinds global"
             elif root.id in n:
                 scope = b.resolve(root.id, fn)
