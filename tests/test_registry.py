@@ -124,3 +124,19 @@ def test_the_traced_code_families_read_a_helper_module_that_imports_no_jax(tmp_p
     assert {(2, "JAX101"), (3, "JAX201")} <= found
     assert {type(r).__module__.split(".")[2] for r in all_rules() if isinstance(r, TracedCodeRule)} \
         == {"purity", "concrete"}
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if r.fix is not None], ids=lambda r: r.code)
+def test_the_fixes_a_rule_builds_are_the_fix_it_declares(rule):
+    """Title and applicability are declared once (``fix = FixOffer(...)``): every fix the
+    rule builds on its fix fixtures carries them, so the docs, `jaxlint rule` and `--fix`
+    (which applies only safe fixes unless asked) agree."""
+    built = []
+    for path in sorted((ROOT / "tests" / "fixtures" / rule.code / "fix").glob("*.py")):
+        if path.name.endswith(".fixed.py"):
+            continue
+        built += [f for f in lint_source(SourceFile.from_path(str(path)), [rule]) if f.fix is not None]
+    assert built, f"{rule.code}: no fix built on its fix fixtures"
+    for f in built:
+        assert (f.fix.title, f.fix.applicability, f.fix_title) == (rule.fix_title, rule.fix_applicability,
+                                                                   rule.fix_title)

@@ -132,6 +132,10 @@ class FixOffer:
     title: str
     applicability: str
 
+    def make(self, edits: Iterable[Edit]) -> Fix:
+        """The fix, with these edits, that the rule offers."""
+        return Fix(self.title, tuple(edits), self.applicability)
+
 
 class _FromFixOffer:
     """``Rule.fix_title`` / ``Rule.fix_applicability``: read from the class's

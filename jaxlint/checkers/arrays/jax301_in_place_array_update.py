@@ -124,7 +124,7 @@ class InPlaceArrayUpdate(Rule):
             value_text = f"({value_text})"
         new = f"{base_text} = {base_text}.at{index_text}.{method}({value_text})"
         start, end = src.node_span(node)
-        return Fix(self.fix_title, (Edit(start, end, new),), SAFE)
+        return self.fix.make([Edit(start, end, new)])
 
 
 def _made_here(m, base: ast.AST, fn: Function) -> bool:

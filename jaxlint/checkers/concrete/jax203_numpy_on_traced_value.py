@@ -199,4 +199,4 @@ class NumpyOnTracedValue(TracedCodeRule):
     def _fix(self, ctx: Context, call: ast.Call, equivalent: str) -> Fix:
         jnp, import_edits = module_alias(ctx.model, ctx.source, "jax.numpy", "jnp")
         start, end = ctx.source.node_span(call.func)
-        return Fix(self.fix_title, tuple([Edit(start, end, f"{jnp}.{equivalent}")] + import_edits), UNSAFE)
+        return self.fix.make([Edit(start, end, f"{jnp}.{equivalent}")] + import_edits)

@@ -245,7 +245,7 @@ class JitOnInnerFunction(Rule):
         if not moved.endswith(("\n", "\r")):
             moved += src.newline()
         at = src.offset(caller.node.lineno, 0)
-        return Fix(self.fix_title, (Edit.delete(start, end), Edit.insert(at, moved)), UNSAFE)
+        return self.fix.make([Edit.delete(start, end), Edit.insert(at, moved)])
 
 
 def _bound_names(fn: Function, call: ast.Call) -> Set[str]:

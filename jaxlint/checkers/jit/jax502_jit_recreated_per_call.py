@@ -292,7 +292,7 @@ class JitRecreatedPerCall(Rule):
         if not moved.endswith(("\n", "\r")):
             moved += src.newline()
         at = src.offset(loop.lineno, 0)
-        return Fix(self.fix_title, (Edit.insert(at, moved), Edit.delete(start, end)), SAFE)
+        return self.fix.make([Edit.insert(at, moved), Edit.delete(start, end)])
 
 
 def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,

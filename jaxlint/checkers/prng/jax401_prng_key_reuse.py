@@ -156,7 +156,7 @@ def _split_fix(ctx: Context, r: Reuse) -> Optional[Fix]:
         edits.append(Edit.insert(at, f"{indent}{name}, {sub} = {spelling}({name}){nl}"))
         start, end = src.node_span(u.arg)
         edits.append(Edit(start, end, sub))
-    return Fix(PrngKeyReuse.fix_title, tuple(edits), UNSAFE)
+    return PrngKeyReuse.fix.make(edits)
 
 
 def _fixable_stmt(ctx: Context, u: Use) -> bool:

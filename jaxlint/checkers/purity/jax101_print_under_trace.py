@@ -258,7 +258,7 @@ def _debug_print(ctx: Context, call: ast.Call, fmt: str, args: List[str], kwargs
     parts = [repr(fmt)] + args + [f"{k}={v}" for k, v in kwargs]
     new = f"{jax_name}.debug.print({', '.join(parts)})"
     start, end = ctx.source.node_span(call)
-    return Fix(PrintUnderTrace.fix_title, tuple([Edit(start, end, new)] + import_edits), SAFE)
+    return PrintUnderTrace.fix.make([Edit(start, end, new)] + import_edits)
 
 
 def build_logging_fix(ctx: Context, call: ast.Call, fn: Function) -> Optional[Fix]:

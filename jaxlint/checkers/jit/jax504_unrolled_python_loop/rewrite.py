@@ -10,10 +10,10 @@ import tokenize
 from typing import List, Optional, Set, Tuple
 
 from ....analysis import CONTAINER, JAX, TRACED, Function
-from ....fixes.edits import UNSAFE, Edit, Fix
+from ....fixes.edits import Edit, Fix
 from ....fixes.imports import module_alias
 from ....fixes.names import fresh_name, names_in_scope
-from ...base import Context
+from ...base import Context, FixOffer
 
 
 def _reads(node: ast.AST) -> List[ast.Name]:
@@ -84,13 +84,13 @@ class LoopFix:
     """Rewrites the simple loop shapes: carry-only ``range`` loops to ``fori_loop``,
     append-then-stack loops to ``scan``."""
 
-    def __init__(self, ctx: Context, fn: Function, loop: ast.For, title: str):
+    def __init__(self, ctx: Context, fn: Function, loop: ast.For, offer: FixOffer):
         self.ctx = ctx
         self.m = ctx.model
         self.src = ctx.source
         self.fn = fn
         self.loop = loop
-        self.title = title
+        self.offer = offer
         self.edits: List[Edit] = []
 
     def require(self, cond) -> None:
@@ -235,7 +235,7 @@ class LoopFix:
             else:
                 raise NoFix()
             text = f"{target} = {lax}.fori_loop({lo}, {hi}, lambda {self.var}, {target}: {value}, {target})"
-            return Fix(self.title, tuple([Edit(start, end, text)] + self.edits), UNSAFE)
+            return self.offer.make([Edit(start, end, text)] + self.edits)
         # a nested def
         indent = src.indentation(loop.lineno)
         self.require(src.line_text(loop.lineno)[:src.char_col(loop.lineno, loop.col_offset)].strip() == "")
@@ -248,7 +248,7 @@ class LoopFix:
         ret = f"{inner}return {assign}"
         text = (head + unpack + self._body_text(body) + nl + ret + nl
                 + f"{indent}{assign} = {lax}.fori_loop({lo}, {hi}, {name}, {init})")
-        return Fix(self.title, tuple([Edit(start, end, text)] + self.edits), UNSAFE)
+        return self.offer.make([Edit(start, end, text)] + self.edits)
 
     # ------------------------------------------------------------- scan
     def _scan(self, stmts: List[ast.stmt], append: ast.Expr) -> Fix:
@@ -336,7 +336,7 @@ class LoopFix:
             final = f"{indent}return {call}[1]"
         text = head + unpack + body_text + ret + nl + final
         # the init statement starts at its column; the replacement starts with the def
-        return Fix(self.title, tuple([Edit(start, end, text)] + self.edits), UNSAFE)
+        return self.offer.make([Edit(start, end, text)] + self.edits)
 
 
 _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**",

@@ -115,7 +115,7 @@ class UnrolledPythonLoop(Rule):
                 fix = None
                 if kw == "for":
                     try:
-                        fix = LoopFix(ctx, fn, loop, self.fix_title).build()
+                        fix = LoopFix(ctx, fn, loop, self.fix).build()
                     except NoFix:
                         fix = None
                 yield ctx.finding(self, loop, msg, confidence=fn.confidence, fix=fix, end_node=loop.iter
