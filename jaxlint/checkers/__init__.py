@@ -1,9 +1,13 @@
 """Rules, in one package per family, one module (or subpackage) per rule
-(``<family>/jaxNNN_symbol.py``), discovered automatically.
+(``<family>/jaxNNN_symbol.py``), discovered automatically; the module's name gives
+the rule its code and symbol (:func:`base.register`).
 
 Families: ``purity`` (JAX1xx), ``concrete`` (JAX2xx), ``arrays`` (JAX3xx), ``prng``
-(JAX4xx), ``jit`` (JAX5xx). Analysis that only one family uses lives in that family's
-package; what several families ask lives in :mod:`jaxlint.analysis`.
+(JAX4xx), ``jit`` (JAX5xx), ``parallel`` (JAX60x), ``flax`` (JAX61x), ``pytree``
+(JAX62x). The purity and concrete rules are about traced code
+(:class:`base.TracedCodeRule`); the others about how a file uses JAX's API. Analysis
+that only one family uses lives in that family's package; what several families ask
+lives in :mod:`jaxlint.analysis`.
 
 Importing this package fills :data:`REGISTRY`; every front end (CLI, flake8,
 pylint, docs, tests) reads the registry, never a hand-kept list.
