@@ -22,6 +22,7 @@ JAX = 2         # a JAX array (concrete or traced)
 NUMPY = 4       # a NumPy array
 CONTAINER = 8   # a Python list / tuple / dict / set (possibly holding arrays)
 ARRAYISH = TRACED | JAX | NUMPY
+_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
 
 # attributes of an array that are arrays again
 _ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
@@ -70,7 +71,7 @@ class KindsMixin:
         t = ann.__class__
         if t is ast.BinOp and ann.op.__class__ is ast.BitOr:
             sides = [x for x in (ann.left, ann.right) if not (x.__class__ is ast.Constant and x.value is None)]
-            return self.annotation_kind(sides[0], scope, _depth + 1) if len(sides) == 1 else 0
+            return self._union_kind(sides, scope, _depth)
         base = ann.value if t is ast.Subscript else ann
         q = self.qualname(base, scope) if base.__class__ in (ast.Name, ast.Attribute) else None
         if q in K.ARRAY_ANNOTATIONS:
@@ -81,7 +82,7 @@ class KindsMixin:
             inner = ann.slice
             parts = inner.elts if inner.__class__ is ast.Tuple else [inner]
             parts = [x for x in parts if not (x.__class__ is ast.Constant and x.value is None)]
-            return self.annotation_kind(parts[0], scope, _depth + 1) if len(parts) == 1 else 0
+            return self._union_kind(parts, scope, _depth)
         if t is ast.Name and q is None and ann.id in self.classes:
             methods = self.classes[ann.id].methods
             if "__bool__" not in methods and "__len__" not in methods:
@@ -92,6 +93,19 @@ class KindsMixin:
                 alias = self.single_value(ann.id, s)
                 if alias is not None:
                     return self.annotation_kind(alias, s, _depth + 1)
+        return 0
+
+    def _union_kind(self, parts, scope: Function, depth: int) -> int:
+        """One member: its kind.  Several (``Array | List[Array]``): a container when
+        one of them is (the value may be a list), else unknown (0)."""
+        if len(parts) == 1:
+            return self.annotation_kind(parts[0], scope, depth + 1)
+        kinds = [self.annotation_kind(x, scope, depth + 1) for x in parts]
+        if any(k & CONTAINER for k in kinds):
+            k = 0
+            for x in kinds:
+                k |= x
+            return k
         return 0
 
     def container_evidence(self, fn: Function) -> Set[str]:
@@ -399,6 +413,8 @@ class KindsMixin:
     def _kind_binop(self, e: ast.BinOp, fn: Function) -> int:
         lk, rk = self.kind(e.left, fn), self.kind(e.right, fn)
         k = lk | rk
+        if e.op.__class__ in (ast.Mult, ast.Add) and (e.left.__class__ in _DISPLAYS or e.right.__class__ in _DISPLAYS):
+            return CONTAINER | (k & TRACED)   # ``[x] * n``, ``[a] + rest``: a list, whatever it holds
         if (lk & CONTAINER and not lk & ARRAYISH) or (rk & CONTAINER and not rk & ARRAYISH):
             return k   # tuple/list concatenation or repetition
         if k & TRACED:
@@ -536,6 +552,8 @@ class KindsMixin:
                 return CONTAINER    # ``tree_map(is_zero, tree)``: a tree of Python bools
         if q in K.AXIS_SIZE_REDUCTIONS and call.args and call.args[0].__class__ is ast.Constant:
             return 0   # ``lax.psum(1, axis)``: the axis size, a Python int
+        if q in K.SEQUENCE_RESULTS:
+            return CONTAINER | JAX | self._args_traced(call, fn)   # ``jnp.split(x, 3)``: a list of arrays
         if q in K.CONTAINER_CALLS:
             k = CONTAINER
             if q == "range":

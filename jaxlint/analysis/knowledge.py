@@ -472,6 +472,11 @@ MULTI_ARRAY_RESULTS = frozenset({
     "jax.numpy.linalg.slogdet", "jax.numpy.linalg.eig", "jax.lax.scan", "jax.lax.while_loop", "jax.lax.fori_loop",
     "jax.lax.cond", "jax.lax.switch", "jax.random.split",
 })
+# array-module functions that always return a Python list or tuple of arrays
+SEQUENCE_RESULTS = frozenset({
+    "jax.numpy.split", "jax.numpy.array_split", "jax.numpy.hsplit", "jax.numpy.vsplit", "jax.numpy.dsplit",
+    "jax.numpy.unstack", "jax.numpy.meshgrid", "jax.tree.leaves", "jax.tree_util.tree_leaves",
+})
 # attributes and methods only an array has: a name used with them is an array
 ARRAY_ONLY_ATTRS = frozenset({"shape", "ndim", "T", "dtype", "reshape", "astype"})
 # modules whose functions return one array (unless listed in MULTI_ARRAY_RESULTS)
