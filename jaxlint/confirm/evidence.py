@@ -271,6 +271,12 @@ class Confirmer:
 def _run_error_verdict(t: dict, err: ErrorInfo) -> Optional[dict]:
     strategy = strategy_of(t)
     line = _error_line(err)
+    if strategy == "raises":        # raised deeper (a Flax module): the line is one frame of the traceback
+        names, fragments, _ = R.raises_args(t["confirm"])
+        at = [ln for ln in err.lines + err.cause_lines if _in_span(ln, t)]
+        if at and (err.mro & names or any(cls in err.mro and frag in err.full_message for cls, frag in fragments)):
+            return confirmed(f"the run raised {err.type} from the call at line {at[-1]}: {err.message}")
+        return None
     if not _in_span(line, t):
         return None
     if strategy == "trace-error":

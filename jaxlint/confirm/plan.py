@@ -391,6 +391,58 @@ def _callers(model: SemanticModel, line: int) -> List[Function]:
     return [f for f in out if _addressable(f)]
 
 
+def _call_facts(model: SemanticModel, line: int, end_line: int, fn: Optional[Function]) -> dict:
+    """What the ``raises`` strategy needs about the flagged span: the keywords of the calls on it
+    (``rngs=``, ``mutable=``: the shapes of a finding that predict no error), whether it calls an
+    ``apply`` itself (or passes a value on to a function that does) and whether it is a ``return``
+    of its function (the value then goes through the function's transform)."""
+    keywords: List[str] = []
+    returns = applies = False
+    for node in ast.walk(model.tree):
+        ln = getattr(node, "lineno", None)
+        if ln is None or not line <= ln <= end_line:
+            continue
+        if isinstance(node, ast.Call):
+            keywords.extend(k.arg for k in node.keywords if k.arg and k.arg not in keywords)
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("apply", "apply_fn"):
+                applies = True
+        elif isinstance(node, ast.Return) and ln == line and fn is not None and not fn.is_module:
+            # a value built here (a name, an attribute, `Params(...)`), not a call's result
+            v = node.value
+            f = v.func if isinstance(v, ast.Call) else None
+            last = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            returns = isinstance(v, (ast.Name, ast.Attribute)) or last[:1].isupper()
+    return {"keywords": keywords, "returns": returns, "applies": applies}
+
+
+def _axis_sites(model: SemanticModel, fn: Function) -> List[dict]:
+    """The transforms that map ``fn`` over a named axis (JAX601): ``{"kind": "pmap"|"vmap", "names":
+    [...]}`` per site whose axis names are literal; the worker maps the entry the same way."""
+    from ..checkers.parallel.axes import site_axis
+    out: List[dict] = []
+    for site in model.transform_sites:
+        if site.target is None or site.target.function is not fn:
+            continue
+        binds, names = site_axis(model, site)
+        if not binds or not names:
+            continue
+        kind = "pmap" if site.transform.replicates else "vmap"
+        rec = {"kind": kind, "names": list(names)}
+        if rec not in out:
+            out.append(rec)
+    return out
+
+
+def _has_collective(model: SemanticModel, line: int, end_line: int) -> bool:
+    """Whether the flagged span calls a ``lax`` collective (the unbound-axis shape of JAX601)."""
+    from ..checkers.parallel.axes import COLLECTIVES
+    for node in ast.walk(model.tree):
+        if isinstance(node, ast.Call) and line <= getattr(node, "lineno", 0) <= end_line:
+            if model.qualname(node.func) in COLLECTIVES:
+                return True
+    return False
+
+
 # ------------------------------------------------------------ planning
 def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optional[str], path: str) -> dict:
     qual = _addressable(fn)
@@ -487,6 +539,11 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
                 if isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool):
                     trip["default"] = d.value      # the trip count the finding names, when the inputs differ
                 t["extra"]["loop"] = loop
+        elif strategy == "raises":
+            t["extra"].update(_call_facts(model, f.line, f.end_line, fn))
+        elif strategy == "pmap-sync":
+            t["extra"]["axes"] = {_addressable(c): _axis_sites(model, c) for c in chain if _addressable(c)}
+            t["extra"]["collective"] = _has_collective(model, f.line, f.end_line)
         for c in chain:
             q = _addressable(c)
             entries.setdefault(q, _entry(model, c, cfg, module, path))

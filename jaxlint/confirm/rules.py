@@ -13,8 +13,13 @@ raised error's MRO, or ``"Class: fragment"`` (that class, with the fragment
 in its message).  ``compiles`` takes which function is the step whose
 compilations are counted: ``caller`` (the eager functions that call the
 jitted function, JAX501) or ``enclosing`` (the function holding the
-``jax.jit``, JAX502).  The strategies themselves live in
-:mod:`jaxlint.confirm.strategies` (worker side); the planner copies each
+``jax.jit``, JAX502).  ``raises`` takes error names and fragments as
+``trace-error`` does, but the error may come from deeper code than the
+flagged line (a Flax module's ``__call__``): the line must be one frame of
+the traceback, not the innermost one; ``"rngs=same-rng"`` / ``"mutable=updates-kept"`` name
+the check for a flagged call passing that keyword (a shape that raises nothing: the same dropout
+key every step, the updated collection discarded).  ``pmap-sync`` takes no arguments.
+The strategies themselves live in :mod:`jaxlint.confirm.strategies` (worker side); the planner copies each
 finding's declaration into its target, so the worker needs no registry.
 """
 from __future__ import annotations
@@ -34,6 +39,8 @@ STRATEGY_NAMES: Dict[str, str] = {
     "key-reuse": "jax_debug_key_reuse with typed keys",
     "compiles": "compilations per step vs the whole step jitted",
     "unrolled-loop": "equations / compile seconds vs the trip count",
+    "raises": "the flagged call raises the predicted error (a frame of the traceback is the line)",
+    "pmap-sync": "the pmapped step on several devices: replicated parameters drift apart; unbound axis names",
 }
 
 # strategies that need sys.setprofile during the base trace
@@ -84,6 +91,22 @@ def trace_errors(decl: dict) -> Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...
         else:
             names.add(a.strip())
     return frozenset(names), tuple(fragments)
+
+
+def raises_args(decl: dict) -> Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...], Dict[str, str]]:
+    """``raises`` arguments: the accepted errors as :func:`trace_errors` reads them, and the checks
+    for the shapes of the finding that raise nothing, keyed by the keyword the flagged call then
+    passes (``"rngs=same-rng"``: a call given ``rngs=`` is checked by ``same-rng``)."""
+    checks: Dict[str, str] = {}
+    errors = []
+    for a in decl.get("args") or ():
+        kw, sep, check = a.partition("=")
+        if sep and ":" not in a:
+            checks[kw.strip()] = check.strip()
+        else:
+            errors.append(a)
+    names, fragments = trace_errors({"args": errors})
+    return names, fragments, checks
 
 
 def __getattr__(name: str):

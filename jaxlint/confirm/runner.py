@@ -20,8 +20,16 @@ from typing import Callable, Dict, List, Optional, Sequence
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def worker_env(device: Optional[str]) -> Dict[str, str]:
+HOST_DEVICES = 4     # CPU devices a worker gets when it confirms a pmap finding (JAX601)
+
+
+def worker_env(device: Optional[str], replicas: bool = False) -> Dict[str, str]:
     env = dict(os.environ)
+    if replicas and device in (None, "cpu") and "xla_force_host_platform_device_count" not in env.get(
+            "XLA_FLAGS", ""):
+        # must be set before the worker imports JAX: pmap then has devices to replicate over
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
+                            f" --xla_force_host_platform_device_count={HOST_DEVICES}").strip()
     # the worker runs on this interpreter: make sure it finds this jaxlint, last
     env["PYTHONPATH"] = (env["PYTHONPATH"] + os.pathsep if env.get("PYTHONPATH") else "") + PACKAGE_PARENT
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # several workers may share one GPU
@@ -78,7 +86,8 @@ def run_job(job: dict, timeout: float, device: Optional[str], tmpdir: str, index
     with open(err_path, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "jaxlint.confirm.worker", job_path, out_path],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                env=worker_env(device), start_new_session=True)
+                                env=worker_env(device, replicas=_needs_replicas(job)),
+                                start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -111,6 +120,10 @@ def run_job(job: dict, timeout: float, device: Optional[str], tmpdir: str, index
         for t in missing:
             outcome.results[t["id"]] = {"id": t["id"], "status": "unreached", "reason": why}
     return outcome
+
+
+def _needs_replicas(job: dict) -> bool:
+    return any((t.get("confirm") or {}).get("strategy") == "pmap-sync" for t in job.get("targets", ()))
 
 
 def _stderr_tail(path: str) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import rules as R
 from .group import Group, _error_line, _in_span, confirmed, not_confirmed, unreached
+from .running import s_pmap_sync, s_raises
 from .session import (CompileCounter, ErrorInfo, Inputs, TraceResult, block, count_eqns, describe_value,
                       make_call, trace)
 
@@ -444,5 +445,7 @@ STRATEGIES: Dict[str, Callable[[dict, Group], dict]] = {
     "key-reuse": s_key_reuse,
     "unrolled-loop": s_unrolled_loop,
     "compiles": s_compiles,
+    "raises": s_raises,
+    "pmap-sync": s_pmap_sync,
 }
 assert set(R.STRATEGY_NAMES) == set(STRATEGIES)

@@ -79,6 +79,7 @@ class FlaxMissingRngs(Rule):
     with the step number) is the caller's design.
     """
 
+    confirm = ("raises", "InvalidRngError", "FlaxError: needs PRNG", "rngs=same-rng")
     summary = "a linen module with active dropout applied without a fresh `rngs={\"dropout\": key}`"
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:

@@ -74,6 +74,7 @@ class FlaxMutableCollections(Rule):
     field, the variables dict, the loss function's `aux`) is the caller's design.
     """
 
+    confirm = ("raises", "ModifyScopeVariableError", "mutable=updates-kept")
     summary = "a linen module that updates `batch_stats` applied without `mutable=[...]`, or its updates discarded"
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:

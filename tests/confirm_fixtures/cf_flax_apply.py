@@ -1,0 +1,87 @@
+"""JAX612-JAX614: Flax linen `apply` contracts, run with inputs synthesized from the code."""
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class Net(nn.Module):
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        x = nn.Dense(8)(x)
+        x = nn.Dropout(0.5, deterministic=not train)(x)
+        return nn.Dense(2)(x)
+
+
+class Normed(nn.Module):
+    @nn.compact
+    def __call__(self, x, train: bool = True):
+        x = nn.Dense(8)(x)
+        return nn.BatchNorm(use_running_average=not train, momentum=0.9)(x)
+
+
+net = Net()
+normed = Normed()
+
+
+def inner_dict(key, x):
+    params = net.init(key, x)["params"]
+    return net.apply(params, x)  # confirm: JAX612 confirmed
+
+
+def wrapped_twice(key, x):
+    variables = net.init(key, x)
+    return net.apply({"params": variables}, x)  # confirm: JAX612 confirmed
+
+
+def wrapped_once(key, x):
+    params = net.init(key, x)["params"]
+    return net.apply({"params": params}, x)  # confirm: JAX612 not-confirmed
+
+
+def train_without_rngs(key, x):
+    variables = net.init(key, x)
+    return net.apply(variables, x, train=True)  # confirm: JAX613 confirmed
+
+
+def eval_without_rngs(key, x):
+    variables = net.init(key, x)
+    return net.apply(variables, x)  # confirm: JAX613 not-confirmed
+
+
+def same_key_every_batch(key, batches):
+    variables = net.init(key, batches[0])
+    outs = []
+    for x in batches:
+        outs.append(net.apply(variables, x, train=True, rngs={"dropout": key}))  # confirm: JAX613 confirmed
+    return outs
+
+
+def split_key_every_batch(key, batches):
+    variables = net.init(key, batches[0])
+    outs = []
+    for x in batches:
+        key, sub = jax.random.split(key)
+        outs.append(net.apply(variables, x, train=True, rngs={"dropout": sub}))  # confirm: JAX613 not-confirmed
+    return outs
+
+
+def stats_immutable(key, x):
+    variables = normed.init(key, x)
+    return normed.apply(variables, x)  # confirm: JAX614 confirmed
+
+
+def stats_frozen(key, x):
+    variables = normed.init(key, x)
+    return normed.apply(variables, x, train=False)  # confirm: JAX614 not-confirmed
+
+
+def stats_discarded(key, x):
+    variables = normed.init(key, x)
+    y, _ = normed.apply(variables, x, mutable=["batch_stats"])  # confirm: JAX614 confirmed
+    return jnp.mean(y ** 2)
+
+
+def stats_kept(key, x):
+    variables = normed.init(key, x)
+    y, updates = normed.apply(variables, x, mutable=["batch_stats"])  # confirm: JAX614 not-confirmed
+    return jnp.mean(y ** 2), {"params": variables["params"], **updates}

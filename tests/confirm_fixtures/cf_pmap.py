@@ -1,0 +1,47 @@
+"""JAX601: pmapped training steps run on several CPU devices, and collectives over axis names."""
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+
+tx = optax.sgd(0.1)
+
+
+def mse(params, x, y):
+    pred = x @ params["w"] + params["b"]
+    return jnp.mean((pred - y) ** 2)
+
+
+@partial(jax.pmap, axis_name="batch")
+def drifting_step(params, opt_state, x, y):
+    grads = jax.grad(mse)(params, x, y)
+    updates, opt_state = tx.update(grads, opt_state, params)  # confirm: JAX601 confirmed
+    return optax.apply_updates(params, updates), opt_state
+
+
+@partial(jax.pmap, axis_name="batch")
+def synced_step(params, opt_state, x, y):
+    grads = jax.grad(mse)(params, x, y)
+    grads = lax.pmean(grads, axis_name="batch")
+    updates, opt_state = tx.update(grads, opt_state, params)  # confirm: JAX601 not-confirmed
+    return optax.apply_updates(params, updates), opt_state
+
+
+def sgd(params, x, y):
+    grads = jax.grad(mse)(params, x, y)
+    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)  # confirm: JAX601 confirmed
+
+
+p_sgd = jax.pmap(sgd, axis_name="devices")
+
+
+@jax.jit
+def global_mean(x):
+    return lax.pmean(x, axis_name="batch")  # confirm: JAX601 confirmed
+
+
+@partial(jax.pmap, axis_name="batch")
+def centered(x):
+    return x - lax.pmean(x, axis_name="batch")  # confirm: JAX601 not-confirmed
