@@ -80,6 +80,8 @@ class FlaxApplyVariables(Rule):
     is reported without a fix.
     """
 
+    confirm = ("raises", "ScopeCollectionNotFound", "ScopeParamNotFoundError",
+               "ApplyScopeInvalidVariablesStructureError")
     summary = "`model.apply(params, ...)` given the inner parameter dict instead of `{\"params\": params}`"
     fix = FixOffer("Wrap in `{\"params\": ...}`", SAFE)
 

@@ -68,6 +68,7 @@ class UnsynchronizedGradientsInPmap(Rule):
     must not get it. Unbound axis names get no fix.
     """
 
+    confirm = "pmap-sync"
     summary = "gradients applied inside `pmap` without `lax.pmean` over the axis; collective over an unbound axis"
     fix = FixOffer("Average the gradients over the devices with `jax.lax.pmean`", UNSAFE)
 
