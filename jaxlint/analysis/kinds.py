@@ -347,7 +347,8 @@ class KindsMixin:
         tracers)?  True under ``jit``, ``pmap``, ``lax`` bodies, module methods and
         callers' traces; False only when every trace of ``fn`` (and of the functions
         around it) is a ``grad``/``vmap``-style transform applied outside any trace,
-        where ``jnp.sum(constant)`` runs eagerly and gives a concrete array."""
+        where ``jnp.sum(constant)`` runs eagerly and gives a concrete array (helpers
+        called from traced code follow their callers)."""
         cache = getattr(self, "_stages_cache", None)
         if cache is None:
             cache = self._stages_cache = {}
@@ -362,6 +363,12 @@ class KindsMixin:
         while s is not None and not s.is_module:
             for c in s.contexts:
                 seen = True
+                if c.transform == "call" and c.caller is not None:
+                    # a helper called from traced code stages what its callers stage
+                    if self.stages_constants(c.caller):
+                        result = True
+                        break
+                    continue
                 tr = K.TRANSFORMS.get(c.transform)
                 site = sites.get(id(c.node))
                 if tr is None or tr.kind not in ("grad", "vmap") or site is None or site.scope.under_trace:

@@ -64,10 +64,49 @@ class TracednessMixin(NarrowingMixin):
         return bool(k & TRACED) and bool(k & JAX) and not (k & CONTAINER)
 
     def truth_traced(self, e: ast.AST, fn: Function) -> bool:
-        """Does ``bool(e)`` (an ``if``/``while``/``and``/``not`` test) need a traced value?"""
+        """Does ``bool(e)`` (an ``if``/``while``/``and``/``not`` test) need a traced value?
+        Never where :meth:`concrete_primal` holds."""
+        if self.concrete_primal(fn):
+            return False
+        return self._truth_traced(e, fn)
+
+    def _truth_traced(self, e: ast.AST, fn: Function) -> bool:
         if isinstance(e, ast.BoolOp):
-            return any(self.truth_traced(v, fn) for v in e.values)
+            return any(self._truth_traced(v, fn) for v in e.values)
         return self._truthiness_traced(self.kind(e, fn))
+
+    def concrete_primal(self, fn: Function) -> bool:
+        """Every trace of ``fn`` is differentiation (``grad``, ``jacrev``, ``jvp``...)
+        applied outside any staging trace, directly or through the traced callers of
+        a helper: its tracers carry concrete values, so Python control flow and
+        boolean-mask indexing on them work (``jax.grad`` of ``if x > 0: ...`` runs).
+        Any ``jit``, ``vmap``, ``lax`` body, module method or other module's trace
+        around it: False."""
+        cache = getattr(self, "_primal_cache", None)
+        if cache is None:
+            cache = self._primal_cache = {}
+        got = cache.get(id(fn))
+        if got is not None:
+            return got
+        cache[id(fn)] = False   # recursion guard
+        sites = {id(site.node): site for site in self.transform_sites}
+        seen, ok = False, True
+        s: Optional[Function] = fn
+        while ok and s is not None and not s.is_module:
+            for c in s.contexts:
+                seen = True
+                if c.transform == "call" and c.caller is not None:
+                    ok = self.concrete_primal(c.caller)
+                else:
+                    tr = K.TRANSFORMS.get(c.transform)
+                    site = sites.get(id(c.node))
+                    ok = tr is not None and tr.differentiates and site is not None and not site.scope.under_trace
+                if not ok:
+                    break
+            s = s.parent
+        got = ok and seen
+        cache[id(fn)] = got
+        return got
 
     def is_traced(self, e: ast.AST, fn: Function) -> bool:
         """``e`` holds a tracer: ``fn`` runs traced and ``e`` is a traced value."""

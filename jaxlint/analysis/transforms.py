@@ -555,6 +555,7 @@ class TransformsMixin(ConfigParamsMixin):
                 fn._kinds = None
             self._return_kinds.clear()
             self._stages_cache = {}
+            self._primal_cache = {}
             for fn in list(self.functions):
                 if not fn.contexts:
                     continue
@@ -566,6 +567,7 @@ class TransformsMixin(ConfigParamsMixin):
             fn._kinds = None
         self._return_kinds.clear()
         self._stages_cache = {}
+        self._primal_cache = {}
 
     def _container_arguments(self) -> None:
         """A transformed function's parameter that every call site in the module fills
@@ -605,6 +607,7 @@ class TransformsMixin(ConfigParamsMixin):
                 fn._kinds = None
             self._return_kinds.clear()
             self._stages_cache = {}
+            self._primal_cache = {}
 
     def _propagate_from(self, fn: Function) -> bool:
         changed = False

@@ -91,6 +91,8 @@ class DataDependentShape(TracedCodeRule):
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         bools = None
         for fn in traced_functions(ctx):
+            if m.concrete_primal(fn):
+                continue   # grad alone: tracers carry concrete values, masks work
             for sub in fn.of_type(ast.Subscript):
                 if sub.ctx.__class__ is not ast.Load:
                     continue
