@@ -81,7 +81,7 @@ def run(ws, project: Project, paths: Sequence[str], lint_for: Callable, jobs: in
                                                    for w in range(len(shares))])):
             found.update(entries)
         return found
-    except (WorkerFailed, OSError, EOFError, pickle.PickleError, multiprocessing.ProcessError):
+    except Exception:   # WorkerFailed, a pipe closed by a dying worker...: one process does it all
         if not analysed and ws.projects.get(project.root) is project:
             del ws.projects[project.root]   # half analysed: the next lookup starts again
         return None
@@ -99,19 +99,22 @@ def _warm(project: Project, paths: Sequence[str]) -> bool:
 
 
 def _shares(mods: List[Module], jobs: int) -> List[List[str]]:
-    """Modules dealt to ``jobs`` workers, biggest file first to the least loaded one."""
-    sizes = {}
+    """Modules dealt to ``jobs`` workers, the longest file first to the least loaded one.
+    A file's line count predicts its cost (parse, model, rules) much better than its
+    size: on jax/flax/optax, sizes left the two shares 15% apart, lines 1%."""
+    weight = {}
     for m in mods:
         try:
-            sizes[m.path] = os.path.getsize(m.path)
+            with open(m.path, "rb") as f:
+                weight[m.path] = f.read().count(b"\n") + 10
         except OSError:
-            sizes[m.path] = 0
+            weight[m.path] = 10
     load = [0] * jobs
     shares: List[List[str]] = [[] for _ in range(jobs)]
-    for m in sorted(mods, key=lambda m: (-sizes[m.path], m.path)):
+    for m in sorted(mods, key=lambda m: (-weight[m.path], m.path)):
         w = load.index(min(load))
         shares[w].append(m.path)
-        load[w] += sizes[m.path] + 1
+        load[w] += weight[m.path]
     return shares
 
 
