@@ -4,7 +4,7 @@ import ast
 from typing import Iterator
 
 from ...analysis import CERTAIN, INFERRED, SemanticModel
-from ...fixes.edits import SAFE, Edit, Fix
+from ...fixes.edits import SAFE, Edit
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .linen import flax_facts
@@ -99,7 +99,7 @@ class FlaxApplyVariables(Rule):
                 fix = None
                 if local:
                     start, end = ctx.source.node_span(v)
-                    fix = Fix(self.fix_title, (Edit(start, end, '{"params": ' + ctx.source.segment(v) + "}"),), SAFE)
+                    fix = self.fix.make([Edit(start, end, '{"params": ' + ctx.source.segment(v) + "}")])
                 yield ctx.finding(
                     self, v,
                     f"`{call_text}` is given `{short(v)}`, the inner parameter dict; it expects the variables "

@@ -171,4 +171,4 @@ class UnsynchronizedGradientsInPmap(Rule):
             local = f"{jax_name}.lax"
         quoted = f'"{axis}"' if '"' not in axis and "\\" not in axis else repr(axis)
         text = f"{indent}{origin.name} = {local}.pmean({origin.name}, axis_name={quoted}){src.newline()}"
-        return Fix(self.fix_title, tuple([Edit.insert(at, text)] + edits), UNSAFE)
+        return self.fix.make([Edit.insert(at, text)] + edits)
