@@ -80,14 +80,14 @@ def run(ws, project: Project, paths: Sequence[str], lint_for: Callable, jobs: in
         for entries in _replay(project, pool.call([("lint", (seeds[w], exports, project._exports_key, todo[w]))
                                                    for w in range(len(shares))])):
             found.update(entries)
+        pool.close(wait=False)      # they exit after answering ``lint``: no need to wait for it
         return found
     except Exception:   # WorkerFailed, a pipe closed by a dying worker...: one process does it all
+        if pool is not None:
+            pool.close()
         if not analysed and ws.projects.get(project.root) is project:
             del ws.projects[project.root]   # half analysed: the next lookup starts again
         return None
-    finally:
-        if pool is not None:
-            pool.close()
 
 
 def _warm(project: Project, paths: Sequence[str]) -> bool:
@@ -157,14 +157,16 @@ class _Pool:
             raise WorkerFailed(value)
         return value, journal
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers (``wait``: and reap them; otherwise multiprocessing reaps
+        them later, and their exit overlaps with this process's work)."""
         for conn in self.conns:
             try:
                 conn.send(("stop", None))
                 conn.close()
             except OSError:
                 pass
-        for proc in self.procs:
+        for proc in self.procs if wait else ():
             proc.join(5)
             if proc.is_alive():
                 proc.terminate()
@@ -251,6 +253,8 @@ def _serve(conn, ws, project: Project, share: List[str], lint_for: Callable) -> 
         except BaseException:   # the parent falls back to one process
             conn.send(("error", traceback.format_exc(), []))
             break
+        if cmd == "lint":
+            break       # the last request: exit now (the parent does not wait for it)
         if project.cache is not None:
             project.cache.journal = []
     conn.close()
