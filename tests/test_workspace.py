@@ -128,6 +128,12 @@ def run_jobs(*args):
     ran.append(found is not None)
     return found
 W.run_jobs = run_jobs
+built = []   # models this process builds while linting (none when the workers' findings are used)
+real_model = W.Project.model_for_source
+def model_for_source(self, *args):
+    built.append(1)
+    return real_model(self, *args)
+W.Project.model_for_source = model_for_source
 if len(sys.argv) > 2 and sys.argv[2] == 'fail':
     import jaxlint.jobs as J
     def broken(*args):
@@ -139,8 +145,9 @@ files = sorted(str(p) for p in Path(root).rglob('*.py'))
 out = {}
 for jobs in (1, 2):
     ws = Workspace(use_cache=False, root=root)
+    built.clear()
     out[jobs] = {p: [f.to_dict() for f in found] for p, found in lint_files(files, rules, workspace=ws, jobs=jobs)}
-print(json.dumps([out[1] == out[2], sum(map(len, out[1].values())), ran, 'jax' in sys.modules]))
+print(json.dumps([out[1] == out[2], sum(map(len, out[1].values())), ran, 'jax' in sys.modules, len(built)]))
 """
 
 
@@ -175,10 +182,11 @@ def test_jobs_give_the_same_findings(tmp_path, name):
     """--jobs 2: the workers analyse and lint the project and find exactly what one process finds
     (a project of 2-3 files is not worth two workers: it stays in one process)."""
     project = _copy(tmp_path, name)
-    same, count, ran, jax_loaded = _jobs_1_and_2(project)
+    same, count, ran, jax_loaded, built = _jobs_1_and_2(project)
     assert same and count and not jax_loaded
     small = len(list(project.rglob("*.py"))) < 4
     assert ran == ([] if small else [True])     # the workers did the work (no fallback)
+    assert small or built == 0                  # and this process used what they found
 
 
 def test_jobs_give_the_same_findings_on_a_larger_tree(tmp_path):
@@ -192,14 +200,14 @@ def test_jobs_give_the_same_findings_on_a_larger_tree(tmp_path):
             shutil.copytree(p, root / p.name)
     shutil.copytree(Path(__file__).parent.parent / "examples", root / "examples")
     _chain_project(root)
-    same, count, ran, _ = _jobs_1_and_2(root)
-    assert same and ran == [True] and count > 30
+    same, count, ran, _, built = _jobs_1_and_2(root)
+    assert same and ran == [True] and count > 30 and built == 0
 
 
 def test_a_failing_worker_falls_back_to_one_process(tmp_path):
     project = _copy(tmp_path)
-    same, count, ran, _ = _jobs_1_and_2(project, "fail")
-    assert same and count == 5 and ran == [False]
+    same, count, ran, _, built = _jobs_1_and_2(project, "fail")
+    assert same and count == 5 and ran == [False] and built > 0
 
 
 def test_jobs_never_fork_a_process_with_jax(tmp_path, monkeypatch):
