@@ -90,6 +90,10 @@ def _initialized(spec: dict, concrete: bool):
         out = jax.eval_shape(lambda *a: obj.init(rngs, *a), *args)
     else:
         out = jax.eval_shape(obj.init, *args)
+    if spec.get("pick") is not None:
+        if not hasattr(out, "get") or spec["pick"] not in out:
+            raise NoInputs(f"`{spec['obj']}.init` returns no {spec['pick']!r} collection")
+        out = out[spec["pick"]]
     if concrete:
         out = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype) if isinstance(x, SDS) else x, out)
     return out

@@ -70,8 +70,9 @@ class Use:
         self.arith = False            # in arithmetic: an array even when unpacked like a tuple
         self.mapping = False          # indexed by keys the code does not spell (d[k] for k in d)
         self.truth = False            # tested for truth (`if p`, `not p`, `p and q`): a flag when nothing else
-        # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...])
-        self.init_of: Optional[Tuple[str, str, list]] = None
+        # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...]),
+        # then the collection picked from it when the code wraps it (``{"params": p}``)
+        self.init_of: Optional[tuple] = None
 
     def child(self, step: Tuple[str, object]) -> "Use":
         kind, v = step
@@ -291,6 +292,15 @@ class _Reader:
             if isinstance(par, ast.Call):
                 self._call_use(fn, par, cur, u)
                 return
+            if isinstance(par, ast.Dict) and cur in par.values:
+                # `model.apply({"params": p, ...}, x)`: `p` is the "params" collection of what
+                # `model.init(rngs, x)` returns
+                k = par.keys[par.values.index(cur)]
+                call = parents.get(id(par))
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(call, ast.Call) and \
+                        call.args and call.args[0] is par and self._init_use(fn, call, 0, u):
+                    u.init_of = u.init_of + (k.value,)
+                return
             if isinstance(par, (ast.For, ast.comprehension)) and par.iter is cur:
                 if u.elem is None:
                     u.elem = Use()
@@ -489,7 +499,10 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
             fallback = spec_of(u, rank, dim, traced, name)
         finally:
             u.init_of = init
-        return {"t": "init", "obj": init[0], "kind": init[1], "refs": init[2], "fallback": fallback}
+        spec = {"t": "init", "obj": init[0], "kind": init[1], "refs": init[2], "fallback": fallback}
+        if len(init) > 3:
+            spec["pick"] = init[3]          # one collection of the variables (``{"params": p}``)
+        return spec
     if u.truth and not (u.array or u.arith or u.key or u.static or u.items or u.attrs or u.elem or u.index
                         or u.callable or u.mapping or u.init_of is not None):
         # used only as a condition (`deterministic=not train`): a Python flag, as its callers pass it;
