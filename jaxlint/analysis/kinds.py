@@ -391,7 +391,8 @@ class KindsMixin:
         narrowed = self.narrowed_kind(e, fn)
         if narrowed is not None:
             return narrowed     # under ``isinstance(e, int)``: a Python value
-        return self.name_kind(e.id, fn)
+        seen = self.reaching_value(e, fn) if e.id in fn.locals else None
+        return self.name_kind(e.id, fn) if seen is None else self.kind(seen, fn)
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
         if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \

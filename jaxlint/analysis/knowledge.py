@@ -409,7 +409,7 @@ STATIC_RESULT_CALLS = frozenset({
     "jax.numpy.isrealobj", "jax.numpy.issubsctype",
     "numpy.shape", "numpy.ndim", "numpy.size", "numpy.dtype", "numpy.result_type",
     "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.prod",
-    "jax.tree.structure", "jax.eval_shape", "jax.ShapeDtypeStruct",
+    "jax.tree.structure", "jax.tree_util.tree_structure", "jax.tree_util.keystr", "jax.eval_shape", "jax.ShapeDtypeStruct",
     "jax.device_count", "jax.local_device_count", "jax.devices", "jax.local_devices",
     "jax.process_index", "jax.process_count", "jax.default_backend",
     "jax.core.is_concrete", "jax.dtypes.canonicalize_dtype", "jax.dtypes.result_type",

@@ -35,6 +35,7 @@ from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, KindsMixin
 from .names import ImportTable
 from .scopes import (CERTAIN, INDEXED, INFERRED, CallTarget, ClassInfo, Function, ScopeIndex, TraceContext,
                      TransformSite)
+from .flow import FlowMixin
 from .tracedness import TracednessMixin
 from .transforms import TransformsMixin
 
@@ -67,7 +68,7 @@ def _package_of(module_name: Optional[str], is_package: bool) -> Optional[str]:
     return module_name if is_package else module_name.rpartition(".")[0]
 
 
-class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, TracednessMixin):
+class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, TracednessMixin, FlowMixin):
     """The facade rules query.  Its parts live in ``scopes.py`` (index walk, names,
     classes), ``bindings.py``, ``transforms.py`` (transform sites, static
     parameters, propagation), ``kinds.py`` (value kinds) and ``tracedness.py``."""
