@@ -12,7 +12,7 @@ arithmetic).  When the evidence is mixed, it is an array.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 from . import knowledge as K
 from .scopes import Function
@@ -174,3 +174,42 @@ class ConfigParamsMixin:
         if isinstance(d, ast.Constant) and (isinstance(d.value, (bool, str))):
             return True
         return False
+
+    def container_evidence(self, fn: Function) -> Set[str]:
+        """Names of ``fn`` used like a container: ``.append``, ``.items()``, ``x["key"]``."""
+        if fn._container_evidence is not None:
+            return fn._container_evidence
+        ev: Set[str] = set()
+        for call in fn.of_type(ast.Call):
+            f = call.func
+            if isinstance(f, ast.Attribute) and f.attr in K.CONTAINER_METHODS and isinstance(f.value, ast.Name):
+                if f.attr == "get" and not call.args:
+                    continue
+                ev.add(f.value.id)
+        # dictionary keys: ``for k, v in d.items()`` / ``for k in d.keys()``
+        keys: Set[str] = set()
+        iterated: Set[Tuple[str, str]] = set()    # (container, loop variable): for k in d
+        for loop in fn.of_type(ast.For, ast.comprehension):
+            it, tgt = loop.iter, loop.target
+            if isinstance(it, ast.Name) and isinstance(tgt, ast.Name):
+                iterated.add((it.id, tgt.id))
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
+                if it.func.attr == "items" and isinstance(tgt, ast.Tuple) and tgt.elts \
+                        and isinstance(tgt.elts[0], ast.Name):
+                    keys.add(tgt.elts[0].id)
+                elif it.func.attr == "keys" and isinstance(tgt, ast.Name):
+                    keys.add(tgt.id)
+        for b in fn.of_type(ast.BoolOp):
+            # ``cache or {}``: an optional container with an empty default
+            if b.op.__class__ is ast.Or and b.values[-1].__class__ in (ast.Dict, ast.List, ast.Tuple):
+                ev.update(v.id for v in b.values[:-1] if v.__class__ is ast.Name)
+        for sub in fn.of_type(ast.Subscript):
+            if not isinstance(sub.value, ast.Name):
+                continue
+            sl = sub.slice
+            if (isinstance(sl, ast.Constant) and isinstance(sl.value, str)) or \
+                    (isinstance(sl, ast.Name) and (sl.id in keys or (sub.value.id, sl.id) in iterated)):
+                # d["w"], d[k] for k in d.keys()/d.items(), d[k] for k in d: a mapping
+                ev.add(sub.value.id)
+        fn._container_evidence = ev
+        return ev

@@ -108,41 +108,6 @@ class KindsMixin:
             return k
         return 0
 
-    def container_evidence(self, fn: Function) -> Set[str]:
-        """Names of ``fn`` used like a container: ``.append``, ``.items()``, ``x["key"]``."""
-        if fn._container_evidence is not None:
-            return fn._container_evidence
-        ev: Set[str] = set()
-        for call in fn.of_type(ast.Call):
-            f = call.func
-            if isinstance(f, ast.Attribute) and f.attr in K.CONTAINER_METHODS and isinstance(f.value, ast.Name):
-                if f.attr == "get" and not call.args:
-                    continue
-                ev.add(f.value.id)
-        # dictionary keys: ``for k, v in d.items()`` / ``for k in d.keys()``
-        keys: Set[str] = set()
-        iterated: Set[Tuple[str, str]] = set()    # (container, loop variable): for k in d
-        for loop in fn.of_type(ast.For, ast.comprehension):
-            it, tgt = loop.iter, loop.target
-            if isinstance(it, ast.Name) and isinstance(tgt, ast.Name):
-                iterated.add((it.id, tgt.id))
-            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
-                if it.func.attr == "items" and isinstance(tgt, ast.Tuple) and tgt.elts \
-                        and isinstance(tgt.elts[0], ast.Name):
-                    keys.add(tgt.elts[0].id)
-                elif it.func.attr == "keys" and isinstance(tgt, ast.Name):
-                    keys.add(tgt.id)
-        for sub in fn.of_type(ast.Subscript):
-            if not isinstance(sub.value, ast.Name):
-                continue
-            sl = sub.slice
-            if (isinstance(sl, ast.Constant) and isinstance(sl.value, str)) or \
-                    (isinstance(sl, ast.Name) and (sl.id in keys or (sub.value.id, sl.id) in iterated)):
-                # d["w"], d[k] for k in d.keys()/d.items(), d[k] for k in d: a mapping
-                ev.add(sub.value.id)
-        fn._container_evidence = ev
-        return ev
-
     def _binding_kind(self, value: ast.AST, mode: str, fn: Function) -> int:
         if mode == "aug":
             return self.kind(value.target, fn) | (self.kind(value.value, fn) & ~CONTAINER)
