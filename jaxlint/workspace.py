@@ -94,6 +94,7 @@ class Workspace:
             key = None
             if project is not None:
                 self._analysed(project)
+            if project is not None and (cache is not None or self._memo or self._recording is not None):
                 key = project.cache_key(source.path, "findings", project.exports_digest(), config,
                                         sha=file_digest(source.text.encode("utf-8")))
             if key is not None:
