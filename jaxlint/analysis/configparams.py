@@ -97,7 +97,12 @@ class ConfigParamsMixin:
         if t is ast.UnaryOp:
             return 0 if parent.op.__class__ is ast.Not else 2
         if t is ast.BoolOp:
-            return 0 if parent.values[-1] is not name else 3
+            if parent.values[-1] is not name:
+                return 0
+            # the last operand is tested too when the whole ``and``/``or`` is a test
+            up = parents.get(id(parent))
+            return 0 if up is not None and up.__class__ in (ast.If, ast.While, ast.IfExp, ast.Assert) \
+                and up.test is parent else 3
         if t is ast.Compare:
             others = [parent.left] + list(parent.comparators)
             if any(o.__class__ is ast.Constant and isinstance(o.value, str) for o in others):
