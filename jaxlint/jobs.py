@@ -98,6 +98,11 @@ def _warm(project: Project, paths: Sequence[str]) -> bool:
     return bool(mine) and sum(os.path.abspath(p) in tags for p in mine) >= WARM_SHARE * len(mine)
 
 
+def reap() -> None:
+    """Collect the workers that have exited (they are not waited for)."""
+    multiprocessing.active_children()
+
+
 def _shares(mods: List[Module], jobs: int) -> List[List[str]]:
     """Modules dealt to ``jobs`` workers, the longest file first to the least loaded one.
     A file's line count predicts its cost (parse, model, rules) much better than its

@@ -23,7 +23,7 @@ from .cache import Cache, digest, file_digest
 from .checkers import Finding, Rule, Settings
 from .discovery import iter_python_files
 from .engine import lint_source
-from .jobs import can_fork as jobs_can_fork, run as run_jobs
+from .jobs import can_fork as jobs_can_fork, reap as reap_jobs, run as run_jobs
 
 # a project with more Python files than this is linted file by file (no cross-module index)
 MAX_PROJECT_FILES = 20000
@@ -159,6 +159,7 @@ class Workspace:
         """Write the caches back (call once, at the end of a run)."""
         for cache in self.caches.values():
             cache.flush()
+        reap_jobs()
         if self._frozen:
             gc.unfreeze()
             self._frozen = False
