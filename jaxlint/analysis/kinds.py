@@ -388,8 +388,8 @@ class KindsMixin:
         k = lk | rk
         if e.op.__class__ in (ast.Mult, ast.Add) and (e.left.__class__ in _DISPLAYS or e.right.__class__ in _DISPLAYS):
             return CONTAINER | (k & TRACED)   # ``[x] * n``, ``[a] + rest``: a list, whatever it holds
-        if (lk & CONTAINER and not lk & ARRAYISH) or (rk & CONTAINER and not rk & ARRAYISH):
-            return k   # tuple/list concatenation or repetition
+        if (lk & CONTAINER and not lk & (JAX | NUMPY)) or (rk & CONTAINER and not rk & (JAX | NUMPY)):
+            return k   # tuple/list concatenation or repetition, set difference
         if k & TRACED:
             return (k & ARRAYISH) | JAX
         return k & ARRAYISH
@@ -557,7 +557,7 @@ class KindsMixin:
         """``recv.m(...)``: conversions are static, array methods keep the receiver's
         kind, container methods give its elements, linen ``self.param`` is traced."""
         m = func.attr
-        if m in K.CONCRETIZING_METHODS:
+        if m in K.CONCRETIZING_METHODS or m in K.STR_ONLY_METHODS:
             return 0
         recv_node = func.value
         if m in K.SEQUENCE_INT_METHODS and 1 <= len(call.args) <= 3 and not call.keywords \

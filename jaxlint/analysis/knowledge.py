@@ -484,6 +484,9 @@ SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
+# methods only a string has: their receiver is a Python string (a dict key, a name)
+STR_ONLY_METHODS = frozenset({"startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip",
+                              "isdigit", "isalpha", "isidentifier", "removeprefix", "removesuffix"})
 # calls returning a tuple some of whose items are static structure, not arrays:
 # ``graphdef, state = nnx.split(model)``, ``leaves, treedef = jax.tree.flatten(x)``
 STATIC_RESULT_ITEMS = {

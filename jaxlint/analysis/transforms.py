@@ -41,6 +41,10 @@ class TransformsMixin(ConfigParamsMixin):
             fn = self.function_of_node.get(id(expr))
             return CallTarget(fn) if fn else None
         if t is ast.Name:
+            seen = self.reaching_value(expr, scope) if hasattr(expr, "lineno") else None
+            if seen.__class__ is ast.Call and self.qualname(seen.func, scope) in K.PARTIAL:
+                # ``f = partial(f, flag=True)`` just before: the bound keywords stay static
+                return self.resolve_callable(seen, scope, _depth + 1)
             fn = self.lookup_function(expr.id, scope)
             if fn is not None:
                 return CallTarget(fn, 0)
