@@ -28,6 +28,8 @@ FROZEN_CLASS_DECORATORS = frozenset({
     "jax.tree_util.register_dataclass", "jax.tree_util.register_static",
 })
 FROZEN_BASES = frozenset({"flax.struct.PyTreeNode", "equinox.Module", "typing.NamedTuple"})
+# module bases whose instances are built inside each trace (hk.transform)
+PER_TRACE_BASES = frozenset({"haiku.Module"})
 
 # methods that run while an object is being built: assigning attributes is their job
 CONSTRUCTION_METHODS = frozenset({"__init__", "__post_init__", "__new__", "__setstate__", "setup",
@@ -315,6 +317,20 @@ class PurityFacts:
             if q in FROZEN_CLASS_DECORATORS:
                 return True
         return any(b in FROZEN_BASES for b in info.bases)
+
+    def built_per_trace(self, info: Optional[ClassInfo], _depth: int = 0) -> bool:
+        """Instances exist only inside one trace: Haiku modules, which ``hk.transform``
+        builds anew on every call of the transformed function (creating one outside
+        it is an error) -- attributes set on ``self`` die with the trace."""
+        if info is None or _depth > 5:
+            return False
+        for b in info.bases:
+            if b in PER_TRACE_BASES:
+                return True
+            local = self.model.classes.get(b)
+            if local is not None and local is not info and self.built_per_trace(local, _depth + 1):
+                return True
+        return False
 
     def variable_write(self, info: Optional[ClassInfo], target: ast.expr) -> bool:
         """``self.<var>.value = ...``: updating a Flax (linen or NNX) variable, the

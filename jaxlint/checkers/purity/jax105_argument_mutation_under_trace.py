@@ -85,6 +85,7 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
         if owner is None or not owner.contexts or not facts.staged(fn):
             return None
         if facts.frozen_class(owner.cls) or facts.nnx_rooted(fn) or facts.setup_like(owner) \
+                or facts.built_per_trace(owner.cls) \
                 or facts.variable_write(owner.cls, w.target):
             return None
         if w.kind == "attr" and _filled_once(fn, w):

@@ -104,7 +104,7 @@ class TracerLeak(TracedCodeRule):
             if w.target is root:
                 return None   # rebinding the name ``self``
             info = owner.cls
-            if facts.frozen_class(info) or facts.nnx_rooted(fn):
+            if facts.frozen_class(info) or facts.nnx_rooted(fn) or facts.built_per_trace(info):
                 return None
             if info.module_kind == "linen" and facts.setup_like(owner):
                 return None
