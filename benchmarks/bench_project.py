@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import multiprocessing
 import os
 import shutil
 import sys
@@ -55,12 +56,49 @@ def python_files(root):
     return out
 
 
+def _busy_s():
+    """Seconds of CPU time all processes of the machine have used so far (None: not Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")    # minus idle and iowait
+
+
+def _own_s():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def measured(fn, *args, **kw):
+    """``(wall seconds, fn's result, cores the machine's other processes used meanwhile)``:
+    the machine is shared, and a run that other jobs slowed says so."""
+    busy, own = _busy_s(), _own_s()
+    t = time.perf_counter()
+    result = fn(*args, **kw)
+    wall = time.perf_counter() - t
+    for child in multiprocessing.active_children():
+        child.join()    # the workers' CPU time counts as ours once they are reaped
+    others = None if busy is None else max(0.0, (_busy_s() - busy) - (_own_s() - own)) / wall
+    return wall, result, others
+
+
 def run_lint(files, root, use_cache, jobs=1):
+    """(seconds, findings by path, workspace, cores other processes used meanwhile)."""
     rules = [r for r in all_rules() if r.default_enabled]
     ws = Workspace(use_cache=use_cache, root=root)
-    t = time.perf_counter()
-    found = {p: [f.to_dict() for f in fs] for p, fs in lint_files(files, rules, workspace=ws, jobs=jobs)}
-    return time.perf_counter() - t, found, ws
+    wall, found, others = measured(lambda: {p: [f.to_dict() for f in fs]
+                                            for p, fs in lint_files(files, rules, workspace=ws, jobs=jobs)})
+    return wall, found, ws, others
+
+
+# a run is "quiet" when the machine's other processes used fewer cores than this meanwhile
+QUIET = 0.25
+
+
+def _cores(x):
+    return "?" if x is None else f"{x:.2f}"
 
 
 def main():
@@ -75,34 +113,43 @@ def main():
         files = python_files(tmp)
         print(f"packages        {' '.join(args.packages)}")
         print(f"files           {len(files)}")
-        cold, jobs, parses = [], [], []
+        cold, jobs, parses, quiet = [], [], [], []
         for i in range(args.repeat):
-            parse_s, lines = run_parse(files)
-            cold_s, one, _ = run_lint(files, tmp, use_cache=False)
-            jobs_s, many, _ = run_lint(files, tmp, use_cache=False, jobs=args.jobs)
+            parse_s, (_, lines), busy0 = measured(run_parse, files)
+            cold_s, one, _, busy1 = run_lint(files, tmp, use_cache=False)
+            jobs_s, many, _, busy2 = run_lint(files, tmp, use_cache=False, jobs=args.jobs)
             if many != one:
                 sys.exit("--jobs found something else than one process: a bug")
             parses.append(parse_s)
             cold.append(cold_s / parse_s)
             jobs.append(jobs_s / parse_s)
+            if all(b is not None and b < QUIET for b in (busy0, busy1, busy2)):
+                quiet.append(i)
             print(f"run {i + 1}: ast.parse {parse_s:.3f} s | cold {cold_s:.3f} s ratio {cold[-1]:.2f} | "
                   f"cold --jobs {args.jobs} {jobs_s:.3f} s ratio {jobs[-1]:.2f} | "
-                  f"findings {sum(map(len, one.values()))} (same) | load {os.getloadavg()[0]:.2f}", flush=True)
+                  f"findings {sum(map(len, one.values()))} (same) | load {os.getloadavg()[0]:.2f}, other processes "
+                  f"used {_cores(busy0)} / {_cores(busy1)} / {_cores(busy2)} cores meanwhile", flush=True)
         parse_s = min(parses)
-        fill_s, _, _ = run_lint(files, tmp, use_cache=True)
-        warm_s, warm, ws = run_lint(files, tmp, use_cache=True)
+        fill_s, _, _, _ = run_lint(files, tmp, use_cache=True)
+        warm_s, warm, ws, _ = run_lint(files, tmp, use_cache=True)
         cache = next(iter(ws.caches.values()))
         hits, misses = cache.hits, cache.misses
-        warm_jobs_s, warm_jobs, _ = run_lint(files, tmp, use_cache=True, jobs=args.jobs)
+        warm_jobs_s, warm_jobs, _, _ = run_lint(files, tmp, use_cache=True, jobs=args.jobs)
         if warm != one or warm_jobs != one:
             sys.exit("the warm run found something else than the cold one: a bug")
         touched = files[len(files) // 2]
         with open(touched, "a", encoding="utf-8") as f:
             f.write("\n# touched by bench_project.py\n")
-        touch_s, _, _ = run_lint(files, tmp, use_cache=True)
+        touch_s, _, _, _ = run_lint(files, tmp, use_cache=True)
         print(f"lines           {lines}")
         print(f"cold            ratio {min(cold):.2f}-{max(cold):.2f}  (target <= 2.0)")
         print(f"cold --jobs {args.jobs}   ratio {min(jobs):.2f}-{max(jobs):.2f}  (target <= 1.3 with 2 jobs on 2 cores)")
+        if quiet:
+            print(f"quiet runs      {len(quiet)} of {args.repeat} (other processes under {QUIET} cores): cold "
+                  f"{min(cold[i] for i in quiet):.2f}-{max(cold[i] for i in quiet):.2f}, --jobs {args.jobs} "
+                  f"{min(jobs[i] for i in quiet):.2f}-{max(jobs[i] for i in quiet):.2f}")
+        else:
+            print(f"quiet runs      none: other processes used {QUIET} cores or more during every run")
         print(f"cache fill      {fill_s:.3f} s   ratio {fill_s / parse_s:.2f}  (to the fastest ast.parse)")
         print(f"warm            {warm_s:.3f} s   ratio {warm_s / parse_s:.3f} (target <= 0.10)  "
               f"cache hits {hits} misses {misses}")
