@@ -219,8 +219,10 @@ class KindsMixin:
             return [0, self._iter_element_kind(it.args[0], fn, self.kind(it.args[0], fn))]
         if q == "zip" and len(it.args) == n and not any(isinstance(a, ast.Starred) for a in it.args):
             return [self._iter_element_kind(a, fn, self.kind(a, fn)) for a in it.args]
-        if isinstance(it.func, ast.Attribute) and it.func.attr == "items" and n == 2:
-            return [0, self.kind(it.func.value, fn) & TRACED]
+        if (isinstance(it.func, ast.Attribute) and it.func.attr == "items" or q in K.PATH_LEAF_PAIRS) and n == 2:
+            # (key, value) of d.items(), (key path, leaf) of tree_leaves_with_path: the key is static
+            base = it.func.value if q not in K.PATH_LEAF_PAIRS else (it.args[0] if it.args else None)
+            return [0, self.kind(base, fn) & TRACED]
         return None
 
     def _returned_tuple_kinds(self, call: ast.Call, fn: Function, n: int, k: int) -> Optional[List[int]]:
@@ -557,7 +559,7 @@ class KindsMixin:
         """``recv.m(...)``: conversions are static, array methods keep the receiver's
         kind, container methods give its elements, linen ``self.param`` is traced."""
         m = func.attr
-        if m in K.CONCRETIZING_METHODS or m in K.STR_ONLY_METHODS:
+        if m in K.CONCRETIZING_METHODS or m in K.STR_ONLY_METHODS or m in K.METADATA_METHODS:
             return 0
         recv_node = func.value
         if m in K.SEQUENCE_INT_METHODS and 1 <= len(call.args) <= 3 and not call.keywords \

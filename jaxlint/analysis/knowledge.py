@@ -484,6 +484,10 @@ SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
+# methods returning an object's Python metadata (NNX Variable metadata, sharding names)
+METADATA_METHODS = frozenset({"get_metadata"})
+# iterables of (key path, leaf) pairs: the key path is static
+PATH_LEAF_PAIRS = frozenset({"jax.tree_util.tree_leaves_with_path", "jax.tree.leaves_with_path"})
 # methods only a string has: their receiver is a Python string (a dict key, a name)
 STR_ONLY_METHODS = frozenset({"startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip",
                               "isdigit", "isalpha", "isidentifier", "removeprefix", "removesuffix"})
@@ -525,7 +529,9 @@ ARRAY_ANNOTATIONS = frozenset({
 })
 
 # annotations of parameters that carry Python configuration, not arrays
-SCALAR_ANNOTATIONS = frozenset({"bool", "int", "str", "float"})
+SCALAR_ANNOTATIONS = frozenset({"bool", "int", "str", "float",
+                                # sharding descriptions: Python objects, never tracers
+                                "NamedSharding", "PartitionSpec", "Mesh", "AbstractMesh", "Sharding"})
 
 # module bases
 FLAX_LINEN_MODULE = "flax.linen.Module"
