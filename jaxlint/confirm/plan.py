@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..analysis import knowledge as K
 from . import callsites, synth
-from .rules import declaration
+from .rules import declaration, raises_args
 from .specs import ConfirmConfig
 
 # jaxtyping dtype annotations -> dtype ("key" for PRNG keys)
@@ -415,6 +415,25 @@ def _call_facts(model: SemanticModel, line: int, end_line: int, fn: Optional[Fun
     return {"keywords": keywords, "returns": returns, "applies": applies}
 
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _loop_callers(model: SemanticModel, fn: Function) -> List[Function]:
+    """Eager module-level functions that call ``fn`` inside a loop: a step whose dropout key is the
+    same on every call shows it when the loop that calls it runs (JAX613)."""
+    if _addressable(fn) is None or fn.cls is not None:
+        return []
+    out: List[Function] = []
+    for other in model.functions:
+        if other is fn or other.is_module or other.is_lambda or other.contexts or not _addressable(other):
+            continue
+        hit = any(isinstance(c, ast.Call) and (isinstance(c.func, ast.Name) and c.func.id == fn.name)
+                  for loop in ast.walk(other.node) if isinstance(loop, _LOOPS) for c in ast.walk(loop))
+        if hit:
+            out.append(other)
+    return out
+
+
 def _axis_sites(model: SemanticModel, fn: Function) -> List[dict]:
     """The transforms that map ``fn`` over a named axis (JAX601): ``{"kind": "pmap"|"vmap", "names":
     [...]}`` per site whose axis names are literal; the worker maps the entry the same way."""
@@ -541,6 +560,13 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
                 t["extra"]["loop"] = loop
         elif strategy == "raises":
             t["extra"].update(_call_facts(model, f.line, f.end_line, fn))
+            if raises_args(decl)[2] and (set(raises_args(decl)[2]) & set(t["extra"]["keywords"])
+                                         or not t["extra"]["applies"]):
+                # a check that runs the entry: the eager loops that call it show a repetition too
+                callers = [c for e in chain for c in _loop_callers(model, e)]
+                for c in callers:
+                    entries.setdefault(_addressable(c), _entry(model, c, cfg, module, path))
+                t["extra"]["loop_callers"] = list(dict.fromkeys(_addressable(c) for c in callers))
         elif strategy == "pmap-sync":
             t["extra"]["axes"] = {_addressable(c): _axis_sites(model, c) for c in chain if _addressable(c)}
             t["extra"]["collective"] = _has_collective(model, f.line, f.end_line)

@@ -14,6 +14,7 @@ the way the module maps it and must raise JAX's ``unbound axis name``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -24,7 +25,7 @@ import numpy as np
 
 from . import rules as R
 from .group import Group, _in_span, confirmed, not_confirmed, unreached
-from .session import SDS, ErrorInfo, Inputs, Probe, Tracer
+from .session import SDS, ErrorInfo, Inputs, Probe, Tracer, _out_leaves
 
 
 # ------------------------------------------------------------ concrete inputs
@@ -122,8 +123,10 @@ def s_raises(t: dict, g: Group) -> dict:
         if v is not None:
             return v
         if not t["extra"].get("applies"):
-            return unreached(f"the value returned at line {t['line']} goes through a transform applied outside "
-                             f"`{g.name}` (a `vmap`, a loop body), which tracing `{g.name}` alone does not apply")
+            v = unreached(f"the value returned at line {t['line']} goes through a transform applied outside "
+                          f"`{g.name}` (a `vmap`, a loop body), which tracing `{g.name}` alone does not apply")
+            v["retry"] = True       # the next entry (the function applying the transform) may show it
+            return v
     if g.inputs.source == "synthesized" and t["extra"].get("applies") and '"kind": "flax"' in json.dumps(
             g.info.get("candidates") or []):
         return unreached(f"the variables passed at line {t['line']} were synthesized as what the module's `init` "
@@ -151,61 +154,90 @@ def _through_transform(t: dict, g: Group, predicted) -> Optional[dict]:
 
 
 # -- same-rng: the dropout stream of the flagged call draws the same key again
-def _key_bytes(k) -> Optional[bytes]:
-    if isinstance(k, Tracer):
-        return None
-    try:
-        data = jax.random.key_data(k) if _is_key(k) else k
-        return np.asarray(data).tobytes()
-    except Exception:
-        return None
-
-
-def s_same_rng(t: dict, g: Group) -> dict:
+def _draws(t: dict, g: Group):
+    """Run ``g``'s entry once on random inputs; the keys the Flax rng streams drew while the flagged
+    line was on the stack: ``{(stream, module path): [key bytes, ...]}``, the error, and whether the
+    line ran.  A key drawn under a trace is recorded when the compiled program runs (a
+    ``jax.debug.callback``), so a jitted step called in a loop records one key per call."""
     from flax.core import scope as flax_scope
-    draws: List[Tuple[str, tuple, Optional[bytes]]] = []
+    draws: Dict[tuple, List[Optional[bytes]]] = {}
     real = flax_scope.Scope.make_rng
     paths = g.c.paths
+
+    def record(where, data):
+        draws.setdefault(where, []).append(np.asarray(data).tobytes())
 
     def spy(self, name="params", *a, **k):
         key = real(self, name, *a, **k)
         if _frames_in_span(paths, t):
-            draws.append((name, tuple(getattr(self, "path", ())), _key_bytes(key)))
+            where = (name, tuple(getattr(self, "path", ())))
+            data = jax.random.key_data(key) if _is_key(key) else key
+            if isinstance(data, Tracer):
+                jax.debug.callback(functools.partial(record, where), data)
+            else:
+                record(where, data)
         return key
 
-    inputs = random_inputs(g.inputs, 0)
     probe = Probe(paths)
     flax_scope.Scope.make_rng = spy
+    jax.clear_caches()       # traces made before the spy was in place would not call it
     try:
-        with jax.disable_jit():
-            _, err = _run(g, inputs, probe)
+        _, err = _run(g, random_inputs(g.inputs, 0), probe)
+        jax.effects_barrier()
     finally:
         flax_scope.Scope.make_rng = real
-    if not probe.ran(t["line"], t["end_line"]):
-        if err is not None:
-            return unreached(f"running `{g.name}` (jit disabled, random inputs) failed before reaching line "
-                             f"{t['line']}: {err.short()} ({err.where()})")
-        return unreached(f"line {t['line']} did not run when `{g.name}` ran with inputs {g.inputs.describe()}")
-    groups: Dict[tuple, List[Optional[bytes]]] = {}
-    for name, path, kb in draws:
-        groups.setdefault((name, path), []).append(kb)
-    repeated = [(k, v) for k, v in groups.items() if len(v) >= 2 and None not in v]
+        jax.clear_caches()
+    return draws, err, probe.ran(t["line"], t["end_line"])
+
+
+def _same_key_verdict(t: dict, draws: Dict[tuple, List[Optional[bytes]]], who: str) -> Optional[dict]:
+    repeated = [(k, v) for k, v in draws.items() if len(v) >= 2 and None not in v]
     for (name, path), keys in repeated:
         if len(set(keys)) < len(keys):
             layer = "/".join(path) or "the module"
-            return confirmed(f"running `{g.name}` once (jit disabled, random inputs) ran the call at line "
-                             f"{t['line']} {len(keys)} times, and `{layer}` drew the same '{name}' key "
-                             f"{len(keys) - len(set(keys)) + 1} times: the same dropout mask every step")
+            return confirmed(f"{who} ran the call at line {t['line']} {len(keys)} times, and `{layer}` drew the "
+                             f"same '{name}' key {len(keys) - len(set(keys)) + 1} times: the same dropout mask "
+                             f"every step")
     if repeated:
         (name, path), keys = repeated[0]
-        return not_confirmed(f"running `{g.name}` once ran the call at line {t['line']} {len(keys)} times, and "
-                             f"its '{name}' stream drew a different key each time")
+        return not_confirmed(f"{who} ran the call at line {t['line']} {len(keys)} times, and its '{name}' stream "
+                             f"drew a different key each time")
+    return None
+
+
+def s_same_rng(t: dict, g: Group) -> dict:
+    draws, err, ran = _draws(t, g)
+    if not ran:
+        if err is not None:
+            return unreached(f"running `{g.name}` (random inputs) failed before reaching line "
+                             f"{t['line']}: {err.short()} ({err.where()})")
+        return unreached(f"line {t['line']} did not run when `{g.name}` ran with inputs {g.inputs.describe()}")
+    v = _same_key_verdict(t, draws, f"running `{g.name}` once (random inputs)")
+    if v is not None:
+        return v
+    # one draw per call: the repetition is across calls, made by a loop that calls the entry
+    tried = []
+    for qual in t["extra"].get("loop_callers") or ():
+        try:
+            for cg in g.c.groups(qual):
+                cdraws, cerr, cran = _draws(t, cg)
+                tried.append(qual)
+                v = _same_key_verdict(t, cdraws, f"running `{qual}` once (it calls `{g.name}` in a loop; random "
+                                                 f"inputs {cg.inputs.describe()})")
+                if v is not None:
+                    return v
+                if cran:
+                    break
+        except Exception:       # no inputs for the caller, or it cannot be resolved
+            continue
     if err is not None and not draws:
-        return unreached(f"running `{g.name}` (jit disabled, random inputs) failed {err.where()}: {err.short()}")
-    n = max((len(v) for v in groups.values()), default=0)
+        return unreached(f"running `{g.name}` (random inputs) failed {err.where()}: {err.short()}")
+    n = max((len(v) for v in draws.values()), default=0)
+    also = (f"; running {', '.join(f'`{q}`' for q in dict.fromkeys(tried))}, which calls it in a loop, did not "
+            f"repeat it either") if tried else ""
     return unreached(f"one run of `{g.name}` made the call at line {t['line']} draw {n} key"
                      f"{'s' if n != 1 else ''} per stream; the repetition the finding names is across calls of "
-                     f"`{g.name}`, which check mode does not make (harness mode runs the program)")
+                     f"`{g.name}`, which check mode does not make (harness mode runs the program){also}")
 
 
 # -- updates-kept: the updated collection the call returns reaches a result, or not
@@ -228,15 +260,19 @@ def s_updates_kept(t: dict, g: Group) -> dict:
             return out[0], _perturbed(out[1], state["shift"])
         return out
 
-    inputs = random_inputs(g.inputs, 0)
+    call, _, dyn_idx, _, _ = _dynamic_call(g, g.inputs)
+    conc, _ = _flat(random_inputs(g.inputs, 0))
+    values = [conc[i] for i in dyn_idx]
     results = []
     nn.Module.apply = spy
     try:
         for shift in (0.0, 1000.0):
             state["shift"] = shift
-            jax.clear_caches()
-            out, err = _run(g, inputs)
-            if err is not None:
+            jax.clear_caches()      # the shift is a constant of the trace: trace again
+            try:
+                out = _compiled_run(call, values)
+            except (Exception, SystemExit) as exc:
+                err = ErrorInfo(exc, g.c.paths)
                 return unreached(f"running `{g.name}` on random inputs failed {err.where()}: {err.short()}")
             results.append(out)
     finally:
@@ -255,6 +291,13 @@ def s_updates_kept(t: dict, g: Group) -> dict:
     return confirmed(f"the updated {cols} returned by the call at line {t['line']} reach none of the {len(a)} "
                      f"results of `{g.name}`: shifting them by 1000 leaves every output bit-identical, so the "
                      f"new statistics are discarded and the stored ones never change")
+
+
+def _compiled_run(call, values):
+    """Compile ``call`` afresh and run it on ``values`` (its array results).  A new trace per call is
+    the point: the spy's shift is a constant of the trace."""
+    out = jax.jit(lambda *v: _out_leaves(call(*v)))(*values)  # noqa: JAX502
+    return jax.block_until_ready(out)
 
 
 CHECKS = {"same-rng": s_same_rng, "updates-kept": s_updates_kept}

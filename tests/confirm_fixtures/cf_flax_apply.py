@@ -85,3 +85,21 @@ def stats_kept(key, x):
     variables = normed.init(key, x)
     y, updates = normed.apply(variables, x, mutable=["batch_stats"])  # confirm: JAX614 not-confirmed
     return jnp.mean(y ** 2), {"params": variables["params"], **updates}
+
+
+@jax.jit
+def step_constant_key(variables, x):
+    k = jax.random.PRNGKey(0)
+    return net.apply(variables, x, train=True, rngs={"dropout": k})  # confirm: JAX613 confirmed
+
+
+@jax.jit
+def step_folded_key(variables, x, step):
+    k = jax.random.fold_in(jax.random.PRNGKey(0), step)
+    return net.apply(variables, x, train=True, rngs={"dropout": k})  # confirm: JAX613 not-confirmed
+
+
+def fit_steps(variables, x, steps=3):
+    outs = [step_constant_key(variables, x) for _ in range(steps)]
+    outs += [step_folded_key(variables, x, i) for i in range(steps)]
+    return outs
