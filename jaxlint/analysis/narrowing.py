@@ -32,6 +32,8 @@ _CONTAINER_TYPES = frozenset({"tuple", "list", "dict", "set", "frozenset",
                               "collections.abc.Sequence", "collections.abc.Mapping", "typing.Sequence",
                               "typing.Mapping"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# calls that can narrow a name
+_GUARDS = frozenset({"isinstance", "is_tracer", "is_traced"})
 
 
 class NarrowingMixin:
@@ -49,9 +51,15 @@ class NarrowingMixin:
             return got
         got = {}
         cache[id(fn)] = got
-        if fn.is_lambda or not any(c.func.__class__ is ast.Name and c.func.id == "isinstance"
+        if fn.is_lambda or not any(c.func.__class__ is ast.Name and c.func.id.lstrip("_") in _GUARDS
                                    for c in fn.of_type(ast.Call)):
             return got
+        for node in fn.of_type(ast.BoolOp):
+            # ``not is_tracer(x) and x > n``: later operands see the narrowed name
+            if node.op.__class__ is ast.And:
+                for i, v in enumerate(node.values[:-1]):
+                    for name, k in self._isinstance_tests(v, fn, positive=True):
+                        self._narrow_region(node.values[i + 1:], name, k, got)
         for node in fn.of_type(ast.If):
             # if isinstance(x, T) [and ...]: body
             for name, k in self._isinstance_tests(node.test, fn, positive=True):
@@ -86,12 +94,46 @@ class NarrowingMixin:
             if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
                 yield from self._isinstance_tests(test.operand, fn, True)
             return
+        if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+            # ``not isinstance(x, jax.core.Tracer)`` / ``not _is_tracer(x)``: a concrete value
+            name = self._tracer_test(test.operand, fn)
+            if name is not None:
+                yield name, 0
+            return
         if not (test.__class__ is ast.Call and test.func.__class__ is ast.Name and test.func.id == "isinstance"
                 and len(test.args) == 2 and test.args[0].__class__ is ast.Name):
             return
         k = self._static_type_kind(test.args[1], fn)
         if k is not None:
             yield test.args[0].id, k
+
+    def _tracer_test(self, test: ast.expr, fn: Function) -> Optional[str]:
+        """The name ``test`` asks "is it a tracer?" of: ``isinstance(x, jax.core.Tracer)``
+        or a predicate named like ``is_tracer(x)``."""
+        if test.__class__ is not ast.Call or len(test.args) < 1 or test.args[0].__class__ is not ast.Name:
+            return None
+        f = test.func
+        fname = f.id if f.__class__ is ast.Name else (f.attr if f.__class__ is ast.Attribute else "")
+        if fname == "isinstance" and len(test.args) == 2:
+            t = test.args[1]
+            q = self.qualname(t, fn) if t.__class__ in (ast.Name, ast.Attribute) else None
+            return test.args[0].id if q is not None and q.endswith("Tracer") else None
+        return test.args[0].id if fname.lstrip("_").lower() in ("is_tracer", "is_traced") else None
+
+    def trace_time_only(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` sits in the body of ``if isinstance(x, Tracer) ...:`` (or of an
+        ``is_tracer(x)`` test): code written to run while tracing, on purpose
+        (logging the shardings a trace sees, collecting trace-time metadata)."""
+        parents = self._parent_map(fn)
+        child, cur = node, parents.get(id(node))
+        while cur is not None:
+            if cur.__class__ is ast.If and any(child is b for b in cur.body):
+                t = cur.test
+                tests = t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t]
+                if any(self._tracer_test(x, fn) is not None for x in tests):
+                    return True
+            child, cur = cur, parents.get(id(cur))
+        return False
 
     def _static_type_kind(self, t: ast.expr, fn: Function) -> Optional[int]:
         if t.__class__ is ast.Tuple:

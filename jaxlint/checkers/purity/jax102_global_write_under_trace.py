@@ -84,6 +84,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
         b = facts.bindings
         m = facts.model
         root = w.root
+        if m.trace_time_only(w.node, fn):
+            return None   # under ``if isinstance(x, Tracer)``: meant to run while tracing
         if w.kind in ("name", "del") and w.target is root:
             if root.id in g:
                 if lazy_init(m, fn, w.node, root.id):

@@ -144,6 +144,9 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 if id(node) in write_roots:
                     reasons[node.id] = found   # the receiver of a write, not a read
                     continue
+                if m.trace_time_only(node, fn):
+                    reasons[node.id] = found   # under ``if isinstance(x, Tracer)``: trace-time on purpose
+                    continue
                 scope, why = found
                 where = "module-level" if scope.is_module else "closed-over"
                 msg = (f"{where} `{node.id}` is read inside {fn.trace_description()} but {why}; the value at trace "
