@@ -62,9 +62,7 @@ class ConfigParamsMixin:
     def _param_uses(self, fn: Function) -> Dict[str, List[int]]:
         """For each parameter of ``fn``: [python uses, array uses, arithmetic uses] of its
         name in ``fn`` and the closures that see it (built once per function)."""
-        cache = getattr(self, "_use_evidence", None)
-        if cache is None:
-            cache = self._use_evidence = {}
+        cache = self._memo("_use_evidence")
         got = cache.get(id(fn))
         if got is not None:
             return got

@@ -316,9 +316,7 @@ class KindsMixin:
         around it) is a ``grad``/``vmap``-style transform applied outside any trace,
         where ``jnp.sum(constant)`` runs eagerly and gives a concrete array (helpers
         called from traced code follow their callers)."""
-        cache = getattr(self, "_stages_cache", None)
-        if cache is None:
-            cache = self._stages_cache = {}
+        cache = self._memo("_stages_cache")
         got = cache.get(id(fn))
         if got is not None:
             return got

@@ -43,9 +43,7 @@ class NarrowingMixin:
         return table.get(id(e)) if table else None
 
     def _narrowed_loads(self, fn: Function) -> Dict[int, int]:
-        cache = getattr(self, "_narrowing_cache", None)
-        if cache is None:
-            cache = self._narrowing_cache = {}
+        cache = self._memo("_narrowing_cache")
         got = cache.get(id(fn))
         if got is not None:
             return got

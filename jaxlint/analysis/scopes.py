@@ -303,6 +303,14 @@ class ScopeIndex:
     """The index walk and the queries on names, scopes and classes (a part of
     :class:`~jaxlint.analysis.model.SemanticModel`)."""
 
+    def _memo(self, attr: str) -> dict:
+        """The model's per-function memo table ``attr`` (created on first use; the
+        propagation rounds reset some of them by assigning a fresh dict)."""
+        d = self.__dict__.get(attr)
+        if d is None:
+            d = self.__dict__[attr] = {}
+        return d
+
     # ================================================================ index
     def _index(self) -> None:
         """One walk over the tree.  Each scope's own nodes of the types in

@@ -82,9 +82,7 @@ class TracednessMixin(NarrowingMixin):
         boolean-mask indexing on them work (``jax.grad`` of ``if x > 0: ...`` runs).
         Any ``jit``, ``vmap``, ``lax`` body, module method or other module's trace
         around it: False."""
-        cache = getattr(self, "_primal_cache", None)
-        if cache is None:
-            cache = self._primal_cache = {}
+        cache = self._memo("_primal_cache")
         got = cache.get(id(fn))
         if got is not None:
             return got
@@ -214,9 +212,7 @@ class TracednessMixin(NarrowingMixin):
             child, cur = cur, parents.get(id(cur))
 
     def _parent_map(self, fn: Function) -> dict:
-        cache = getattr(self, "_parents_cache", None)
-        if cache is None:
-            cache = self._parents_cache = {}
+        cache = self._memo("_parents_cache")
         got = cache.get(id(fn))
         if got is None:
             got = {}
