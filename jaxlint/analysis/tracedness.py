@@ -32,7 +32,8 @@ Values, on :class:`~jaxlint.analysis.model.SemanticModel`:
     ``bool(e)`` needs a tracer's value (``if``/``while``/``assert``/``and``/
     ``not`` tests): a traced array, not a container (whose length decides).
     Use for Python control flow and ``bool()``; ``_truthiness_traced(kind)``
-    is the same test on a kind already computed.
+    is the same test on a kind already computed.  False wherever
+    ``model.concrete_primal(fn)``: under ``grad`` alone tracers have values.
 ``model.traced_culprit(e, fn)``
     the sub-expression that makes ``e`` traced, to name in messages.
 ``model.is_array(e, fn)``
