@@ -154,11 +154,12 @@ def _through_transform(t: dict, g: Group, predicted) -> Optional[dict]:
 
 
 # -- same-rng: the dropout stream of the flagged call draws the same key again
-def _draws(t: dict, g: Group):
+def _draws(t: dict, g: Group, eager: bool = False):
     """Run ``g``'s entry once on random inputs; the keys the Flax rng streams drew while the flagged
     line was on the stack: ``{(stream, module path): [key bytes, ...]}``, the error, and whether the
     line ran.  A key drawn under a trace is recorded when the compiled program runs (a
-    ``jax.debug.callback``), so a jitted step called in a loop records one key per call."""
+    ``jax.debug.callback``), so a jitted step called in a loop records one key per call.  With
+    ``eager`` the entry runs with jit disabled (when the jitted run fails on another bug first)."""
     from flax.core import scope as flax_scope
     draws: Dict[tuple, List[Optional[bytes]]] = {}
     real = flax_scope.Scope.make_rng
@@ -182,7 +183,11 @@ def _draws(t: dict, g: Group):
     flax_scope.Scope.make_rng = spy
     jax.clear_caches()       # traces made before the spy was in place would not call it
     try:
-        _, err = _run(g, random_inputs(g.inputs, 0), probe)
+        if eager:
+            with jax.disable_jit():
+                _, err = _run(g, random_inputs(g.inputs, 0), probe)
+        else:
+            _, err = _run(g, random_inputs(g.inputs, 0), probe)
         jax.effects_barrier()
     finally:
         flax_scope.Scope.make_rng = real
@@ -205,14 +210,25 @@ def _same_key_verdict(t: dict, draws: Dict[tuple, List[Optional[bytes]]], who: s
     return None
 
 
-def s_same_rng(t: dict, g: Group) -> dict:
+def _draws_any(t: dict, g: Group):
+    """``_draws``, again with jit disabled when the run failed before the line drew a key twice (a
+    traced-value bug elsewhere in the step that the eager run does not hit); the last item says so."""
     draws, err, ran = _draws(t, g)
+    if err is not None and not any(len(v) >= 2 for v in draws.values()):
+        d2, e2, r2 = _draws(t, g, eager=True)
+        if any(len(v) >= 2 for v in d2.values()):
+            return d2, e2, r2, f" with jit disabled (jitted, it fails first {err.where()}: {err.short()})"
+    return draws, err, ran, ""
+
+
+def s_same_rng(t: dict, g: Group) -> dict:
+    draws, err, ran, how = _draws_any(t, g)
     if not ran:
         if err is not None:
             return unreached(f"running `{g.name}` (random inputs) failed before reaching line "
                              f"{t['line']}: {err.short()} ({err.where()})")
         return unreached(f"line {t['line']} did not run when `{g.name}` ran with inputs {g.inputs.describe()}")
-    v = _same_key_verdict(t, draws, f"running `{g.name}` once (random inputs)")
+    v = _same_key_verdict(t, draws, f"running `{g.name}` once (random inputs){how}")
     if v is not None:
         return v
     # one draw per call: the repetition is across calls, made by a loop that calls the entry
@@ -220,10 +236,10 @@ def s_same_rng(t: dict, g: Group) -> dict:
     for qual in t["extra"].get("loop_callers") or ():
         try:
             for cg in g.c.groups(qual):
-                cdraws, cerr, cran = _draws(t, cg)
+                cdraws, cerr, cran, chow = _draws_any(t, cg)
                 tried.append(qual)
                 v = _same_key_verdict(t, cdraws, f"running `{qual}` once (it calls `{g.name}` in a loop; random "
-                                                 f"inputs {cg.inputs.describe()})")
+                                                 f"inputs {cg.inputs.describe()}){chow}")
                 if v is not None:
                     return v
                 if cran:
