@@ -34,10 +34,16 @@ KINDS = ("index", "outgoing", "exports", "findings")
 
 
 def digest(*parts: Any) -> str:
-    """A stable key for JSON-serialisable parts."""
+    """A stable key for JSON-serialisable parts (strings are hashed as they are: a key
+    is computed for every file of every run, warm ones included)."""
     h = hashlib.sha1()
     for p in parts:
-        h.update(json.dumps(p, sort_keys=True, default=str).encode("utf-8"))
+        if p.__class__ is str:
+            h.update(b"s")
+            h.update(p.encode("utf-8", "surrogatepass"))
+        else:
+            h.update(b"j")
+            h.update(json.dumps(p, sort_keys=True, default=str).encode("utf-8"))
         h.update(b"\0")
     return h.hexdigest()
 

@@ -49,6 +49,7 @@ class Workspace:
         # findings computed by prefetch workers, by cache key, until the file is linted here
         self._memo: Dict[str, list] = {}
         self._recording: Optional[Dict[str, list]] = None   # set in a --jobs worker
+        self._config_keys: Dict[tuple, str] = {}
 
     # ------------------------------------------------------------ projects
     def root_for(self, path: str) -> Optional[str]:
@@ -88,7 +89,7 @@ class Workspace:
         and the re-lint after fixing all see the project's facts about the file."""
         project = self.project_for(path) if path and path != "-" else None
         cache = self.cache_for(project.root) if project is not None else None
-        config = digest(sorted(r.code for r in rules), vars(settings) if settings is not None else None, apply_noqa)
+        config = self._config_key(rules, settings, apply_noqa)
 
         def lint(source: SourceFile) -> List[Finding]:
             key = None
@@ -125,6 +126,15 @@ class Workspace:
             return found
 
         return lint
+
+    def _config_key(self, rules: Sequence[Rule], settings: Optional[Settings], apply_noqa: bool) -> str:
+        """The configuration's part of the findings keys (asked for once per file, so memoised)."""
+        options = vars(settings) if settings is not None else None
+        memo_key = (tuple(r.code for r in rules), repr(options), apply_noqa)
+        got = self._config_keys.get(memo_key)
+        if got is None:
+            got = self._config_keys[memo_key] = digest(sorted(memo_key[0]), options, apply_noqa)
+        return got
 
     def _analysed(self, project: Project) -> None:
         project.analyse()

@@ -123,6 +123,7 @@ class Module:
     sha: Optional[str] = None           # SHA-1 of the file's bytes (the cache key)
     mentions_jax: bool = False          # the text names a JAX-ecosystem library (worth analysing)
     released: bool = False              # linted and freed: its tree is not read again
+    rel: Optional[str] = None           # the path relative to the project root (part of cache keys)
 
 
 def _params(node: ast.AST) -> List[str]:
@@ -287,7 +288,9 @@ class Project:
         sha = sha or m.sha
         if sha is None:
             return None
-        return digest(sha, os.path.relpath(m.path, self.root), self.seeds_digest(m.path), *extra)
+        if m.rel is None:
+            m.rel = os.path.relpath(m.path, self.root)
+        return digest(sha, m.rel, self.seeds_digest(m.path), *extra)
 
     def module_for(self, path: str) -> Optional[Module]:
         return self.by_path.get(os.path.abspath(path))
