@@ -1,13 +1,14 @@
 """``--jobs N``: one project analysed and linted by N forked worker processes.
 
-Each worker owns a share of the project's modules (balanced by file size) for
-the whole run.  It reads, hashes, parses and indexes its modules, builds their
-models, computes their outgoing calls and exported facts, and at the end lints
-them; only small summaries travel through the pipes:
+Each worker owns a share of the project's modules for the whole run.  It reads,
+hashes, parses and indexes its modules, builds their models, computes their
+outgoing calls and exported facts, and at the end lints them; only small
+summaries travel through the pipes:
 
-1. ``index``: each worker's modules' hashes and indexes; the parent merges them
-   and sends every worker the others' (the project's static names and
-   ``resolve_function`` need the whole index);
+1. ``index``: the workers take the modules, longest file first, from one shared
+   counter (so they finish together); a worker owns the modules it took.  The
+   parent merges their hashes and indexes and sends every worker the others'
+   (the project's static names and ``resolve_function`` need the whole index);
 2. ``outgoing``, once per round of the fixpoint: the dirty modules' calls into
    other modules under the seeds the parent sends; the parent plants the seeds
    (:meth:`Project._analyse` drives both this and the serial analysis, so the
@@ -57,28 +58,34 @@ def run(ws, project: Project, paths: Sequence[str], lint_for: Callable, jobs: in
     """Analyse ``project`` (unless it is already) and lint its modules among ``paths`` in
     ``jobs`` workers; the findings by cache key, or None when it was not worth it or
     failed (the caller then lints in this process; a failed analysis is forgotten)."""
-    mods = project.modules
-    jobs = min(jobs, len(mods) // MIN_MODULES_PER_JOB)
+    jobs = min(jobs, len(project.modules) // MIN_MODULES_PER_JOB)
     if jobs <= 1 or not can_fork() or _warm(project, paths):
         return None
-    shares = _shares(mods, jobs)
-    owner = {p: w for w, share in enumerate(shares) for p in share}
     pool = None
     analysed = project._analysed
     try:
-        pool = _Pool(ws, project, shares, lint_for)
+        order = _longest_first(project.modules)
+        pool = _Pool(ws, project, order, lint_for, jobs)
         if not analysed:
-            project.analyse(_Driver(project, pool, owner))
-        seeds = [{p: project.seeds[p] for p in share if p in project.seeds} for share in shares]
+            driver = _Driver(project, pool)
+            project.analyse(driver)
+            owner = driver.owner
+        else:   # the workers have the analysis already (forked): deal the modules out
+            owner = {p: i % jobs for i, p in enumerate(order)}
+            pool.call([("own", [p for p, w in owner.items() if w == k]) for k in range(jobs)])
+        seeds: List[Dict[str, object]] = [{} for _ in range(jobs)]
+        for p, per in project.seeds.items():
+            if p in owner:
+                seeds[owner[p]][p] = per
         exports = {m.path: m.exports for m in project.modules if m.exports}
-        todo = [[] for _ in shares]
+        todo: List[List[str]] = [[] for _ in range(jobs)]
         for p in paths:
             w = owner.get(os.path.abspath(p))
             if w is not None:
                 todo[w].append(p)
         found: Dict[str, list] = {}
         for entries in _replay(project, pool.call([("lint", (seeds[w], exports, project._exports_key, todo[w]))
-                                                   for w in range(len(shares))])):
+                                                   for w in range(jobs)])):
             found.update(entries)
         pool.close(wait=False)      # they exit after answering ``lint``: no need to wait for it
         return found
@@ -103,38 +110,34 @@ def reap() -> None:
     multiprocessing.active_children()
 
 
-def _shares(mods: List[Module], jobs: int) -> List[List[str]]:
-    """Modules dealt to ``jobs`` workers, the longest file first to the least loaded one.
-    A file's line count predicts its cost (parse, model, rules) much better than its
-    size: on jax/flax/optax, sizes left the two shares 15% apart, lines 1%."""
-    weight = {}
+def _longest_first(mods: List[Module]) -> List[str]:
+    """The modules' paths, the longest file first (a file's line count predicts its
+    cost, parse, model and rules, better than its size)."""
+    lines = {}
     for m in mods:
         try:
             with open(m.path, "rb") as f:
-                weight[m.path] = f.read().count(b"\n") + 10
+                lines[m.path] = f.read().count(b"\n")
         except OSError:
-            weight[m.path] = 10
-    load = [0] * jobs
-    shares: List[List[str]] = [[] for _ in range(jobs)]
-    for m in sorted(mods, key=lambda m: (-weight[m.path], m.path)):
-        w = load.index(min(load))
-        shares[w].append(m.path)
-        load[w] += weight[m.path]
-    return shares
+            lines[m.path] = 0
+    return sorted(lines, key=lambda p: (-lines[p], p))
 
 
 class _Pool:
     """The parent's end: one pipe per worker, requests answered in worker order."""
 
-    def __init__(self, ws, project: Project, shares: List[List[str]], lint_for: Callable):
+    def __init__(self, ws, project: Project, order: List[str], lint_for: Callable, jobs: int):
+        """``order``: the modules, in the order the workers take them for indexing."""
         if project.cache is not None:
             project.cache.load()      # read once here; the workers share the copy
         ctx = multiprocessing.get_context("fork")
+        taken = ctx.Value("i", 0)     # how many of ``order`` the workers have taken
         self.conns, self.procs = [], []
         try:
-            for share in shares:
+            for _ in range(jobs):
                 mine, theirs = ctx.Pipe()
-                proc = ctx.Process(target=_serve, args=(theirs, ws, project, share, lint_for), daemon=True)
+                proc = ctx.Process(target=_serve, args=(theirs, ws, project, (order, taken), lint_for),
+                                   daemon=True)
                 proc.start()
                 theirs.close()
                 self.conns.append(mine)
@@ -182,14 +185,20 @@ class _Pool:
 class _Driver:
     """The per-module steps of :meth:`Project._analyse`, run by the workers."""
 
-    def __init__(self, project: Project, pool: _Pool, owner: Dict[str, int]):
-        self.p, self.pool, self.owner = project, pool, owner
+    def __init__(self, project: Project, pool: _Pool):
+        self.p, self.pool = project, pool
+        self.owner: Dict[str, int] = {}     # module path -> the worker that took it
 
     def _replay(self, answers) -> List[object]:
         return _replay(self.p, answers)
 
     def index(self, mods: List[Module]) -> None:
-        summaries = [s for part in self._replay(self.pool.broadcast(("index", None))) for s in part]
+        parts = self._replay(self.pool.broadcast(("index", None)))
+        for w, part in enumerate(parts):
+            self.owner.update((s[0], w) for s in part)
+        summaries = [s for part in parts for s in part]
+        if len(self.owner) != len(self.p.modules):
+            raise WorkerFailed("a module was not indexed")
         _apply_index(self.p, summaries)
         self._replay(self.pool.broadcast(("others", summaries)))
 
@@ -238,12 +247,12 @@ def _set_seeds(project: Project, seeds) -> None:
 
 
 # ------------------------------------------------------------------ the worker
-def _serve(conn, ws, project: Project, share: List[str], lint_for: Callable) -> None:
-    """A worker's loop: answer the parent's requests about the modules of ``share``."""
+def _serve(conn, ws, project: Project, queue, lint_for: Callable) -> None:
+    """A worker's loop: answer the parent's requests about the modules it owns."""
     gc.disable()    # the worker's models live until its files are linted (as in one process)
     if project.cache is not None:
         project.cache.journal = []
-    mods = [project.by_path[p] for p in share]
+    mods: List[Module] = []     # the modules this worker owns
     while True:
         try:
             cmd, arg = conn.recv()
@@ -252,7 +261,7 @@ def _serve(conn, ws, project: Project, share: List[str], lint_for: Callable) -> 
         if cmd == "stop":
             break
         try:
-            value = _HANDLERS[cmd](ws, project, mods, arg, lint_for)
+            value = _HANDLERS[cmd](ws, project, mods, arg if cmd != "index" else queue, lint_for)
             journal = project.cache.journal if project.cache is not None else []
             conn.send(("ok", value, journal or []))
         except BaseException:   # the parent falls back to one process
@@ -265,10 +274,23 @@ def _serve(conn, ws, project: Project, share: List[str], lint_for: Callable) -> 
     conn.close()
 
 
-def _index(ws, project, mods, arg, lint_for):
-    for m in mods:
+def _index(ws, project, mods, queue, lint_for):
+    """Take modules from the shared counter until none is left; index each."""
+    order, taken = queue
+    while True:
+        with taken.get_lock():
+            i = taken.value
+            taken.value = i + 1
+        if i >= len(order):
+            break
+        m = project.by_path[order[i]]
         project._fingerprint(m)
+        mods.append(m)
     return [(m.path, m.sha, m.mentions_jax, m.error, index_entry(m) if m.indexed else None) for m in mods]
+
+
+def _own(ws, project, mods, paths, lint_for):
+    mods.extend(project.by_path[p] for p in paths)
 
 
 def _others(ws, project, mods, summaries, lint_for):
@@ -305,4 +327,4 @@ def _lint(ws, project, mods, arg, lint_for):
     return found
 
 
-_HANDLERS = {"index": _index, "others": _others, "outgoing": _outgoing, "exports": _exports, "lint": _lint}
+_HANDLERS = {"index": _index, "own": _own, "others": _others, "outgoing": _outgoing, "exports": _exports, "lint": _lint}

@@ -145,6 +145,8 @@ files = sorted(str(p) for p in Path(root).rglob('*.py'))
 out = {}
 for jobs in (1, 2):
     ws = Workspace(use_cache=False, root=root)
+    if jobs == 2 and sys.argv[2:] == ['analysed']:
+        ws.project_for(files[0]).analyse()     # the workers inherit the analysis and only lint
     built.clear()
     out[jobs] = {p: [f.to_dict() for f in found] for p, found in lint_files(files, rules, workspace=ws, jobs=jobs)}
 print(json.dumps([out[1] == out[2], sum(map(len, out[1].values())), ran, 'jax' in sys.modules, len(built)]))
@@ -202,6 +204,11 @@ def test_jobs_give_the_same_findings_on_a_larger_tree(tmp_path):
     _chain_project(root)
     same, count, ran, _, built = _jobs_1_and_2(root)
     assert same and ran == [True] and count > 30 and built == 0
+
+
+def test_jobs_lint_a_project_analysed_before_they_start(tmp_path):
+    same, count, ran, _, built = _jobs_1_and_2(_copy(tmp_path), "analysed")
+    assert same and count == 5 and ran == [True] and built == 0
 
 
 def test_a_failing_worker_falls_back_to_one_process(tmp_path):
