@@ -107,3 +107,33 @@ def test_pmap_jobs_get_four_cpu_devices_before_jax_starts(monkeypatch):
     assert "XLA_FLAGS" not in worker_env("cpu", replicas=False)
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
     assert worker_env("cpu", replicas=True)["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8"
+
+
+STATE_SRC = '''
+import flax.linen as nn
+import jax
+import optax
+
+class Net(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(2)(x)
+
+model = Net()
+tx = optax.adam(1e-3)
+
+def step(state, x):
+    def loss_fn(params):
+        return state.apply_fn({"params": params, "batch_stats": state.batch_stats}, x).sum()
+    grads = jax.grad(loss_fn)(state.params)
+    return state.apply_gradients(grads=grads)
+'''
+
+
+def test_a_train_state_is_made_of_the_modules_model_and_optimizer():
+    m = SemanticModel(ast.parse(STATE_SRC))
+    spec = spec_of(param_uses(m, _fn(m, "step"))["state"], 2, 4, True, "state")
+    assert spec["t"] == "trainstate" and spec["model"] == "model" and spec["tx"] == "tx"
+    params, stats = spec["items"]["params"], spec["items"]["batch_stats"]
+    assert params["t"] == "init" and params["obj"] == "model" and params["pick"] == "params"
+    assert stats["t"] == "init" and stats["pick"] == "batch_stats"

@@ -482,7 +482,7 @@ def _replica_drift(t: dict, g: Group, axis: str) -> dict:
         v["retry"] = True
         return v
     results = list(result) if isinstance(result, (tuple, list)) else [result]
-    worst: Optional[Tuple[float, str, int]] = None
+    worst: Optional[tuple] = None
     compared = []
     for i in state:
         want = _structure(top[i][1])
@@ -496,8 +496,11 @@ def _replica_drift(t: dict, g: Group, axis: str) -> dict:
                     continue
                 diffs = [float(np.max(np.abs(arr[d] - arr[0]))) if arr[d].size else 0.0 for d in range(1, n)]
                 d = max(diffs) if diffs else 0.0
-                if worst is None or d > worst[0]:
-                    worst = (d, f"{top[i][0]}{jax.tree_util.keystr(path)}", 1 + int(np.argmax(diffs)))
+                where = f"{top[i][0]}{jax.tree_util.keystr(path)}"
+                # the parameters first: an optimizer's moments drift with them
+                rank = (d > 0 and "params" in where, d)
+                if worst is None or rank > worst[3]:
+                    worst = (d, where, 1 + int(np.argmax(diffs)), rank)
             break
     shards = ", ".join(f"`{top[i][0]}`" for i in data)
     kept = ", ".join(f"`{c}`" for c in dict.fromkeys(compared))
@@ -505,7 +508,7 @@ def _replica_drift(t: dict, g: Group, axis: str) -> dict:
              f"with the same {kept} on every device and a different shard of {shards} per device")
     if worst is None:
         return unreached(f"{setup} returned no floating-point parameters to compare")
-    d, where, dev = worst
+    d, where, dev, _ = worst
     scale = max(1.0, max(float(np.max(np.abs(np.asarray(x)))) for x in jax.tree_util.tree_leaves(result)
                          if hasattr(x, "dtype") and np.asarray(x).size and np.asarray(x).dtype.kind in "fc"))
     if d > 1e-6 * scale:

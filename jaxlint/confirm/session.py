@@ -68,6 +68,8 @@ def spec_value(spec: dict, concrete: bool = False):
         return tuple(spec_value(s, concrete) for s in spec["items"])
     if t == "init":
         return _initialized(spec, concrete)
+    if t == "trainstate":
+        return _train_state(spec, concrete)
     if t == "ns":
         return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
     if t == "dict":
@@ -97,6 +99,39 @@ def _initialized(spec: dict, concrete: bool):
     if concrete:
         out = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype) if isinstance(x, SDS) else x, out)
     return out
+
+
+def _train_state(spec: dict, concrete: bool):
+    """A Flax ``TrainState`` of the module's model and optimizer (``TrainState.create`` through
+    ``jax.eval_shape``: the optimizer state is what the transformation's ``init`` makes), with a
+    field for every other attribute the code reads (``state.batch_stats``)."""
+    from flax.training import train_state
+    tx = getattr(MODULE, spec["tx"], None)
+    model = getattr(MODULE, spec["model"], None) if spec.get("model") else None
+    if tx is None or not hasattr(tx, "init"):
+        raise NoInputs(f"`{spec['tx']}` is not an optax transformation")
+    items = {k: spec_value(s) for k, s in spec["items"].items()}
+    params = items.pop("params")
+    cls = _state_class(tuple(sorted(items))) if items else train_state.TrainState
+    apply_fn = model.apply if model is not None else None
+
+    def make(p, extra):
+        return cls.create(apply_fn=apply_fn, params=p, tx=tx, **extra)
+    out = jax.eval_shape(make, params, items)
+    if concrete:
+        out = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype) if isinstance(x, SDS) else x, out)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _state_class(fields: Tuple[str, ...]):
+    import typing
+
+    import flax.struct
+    from flax.training import train_state
+    ns = {"__annotations__": {f: typing.Any for f in fields}, "__module__": __name__}
+    ns.update({f: None for f in fields})
+    return flax.struct.dataclass(type("TrainState", (train_state.TrainState,), ns))
 
 
 @jax.tree_util.register_pytree_with_keys_class

@@ -50,7 +50,7 @@ class Use:
     """What one parameter (or one part of it) is used as."""
 
     __slots__ = ("array", "min_rank", "rank", "dtype", "key", "static", "value", "items", "attrs", "elem",
-                 "index", "length", "callable", "replace", "init_of", "arith", "mapping", "truth")
+                 "index", "length", "callable", "replace", "init_of", "arith", "mapping", "truth", "trainstate")
 
     def __init__(self):
         self.array = False
@@ -73,6 +73,8 @@ class Use:
         # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...]),
         # then the collection picked from it when the code wraps it (``{"params": p}``)
         self.init_of: Optional[tuple] = None
+        # a Flax TrainState (``.apply_gradients`` / ``.apply_fn`` used): the module-level (model, optimizer)
+        self.trainstate: Optional[Tuple[Optional[str], Optional[str]]] = None
 
     def child(self, step: Tuple[str, object]) -> "Use":
         kind, v = step
@@ -264,6 +266,8 @@ class _Reader:
                 if a == "replace":
                     u.replace = True
                     return
+                if a in TRAINSTATE_METHODS:
+                    u.trainstate = self._state_objects()
                 u = u.child(("attr", a))
                 cur = par
                 continue
@@ -316,11 +320,13 @@ class _Reader:
         """``model.apply(p, x)``: ``p`` is what ``model.init(rngs, x)`` returns; ``tx.update(g, p, params)``:
         ``p`` is ``tx.init(params)``."""
         f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "apply_fn" and pos == 0 and self._state_objects()[0]:
+            # `state.apply_fn(variables, x)` of a TrainState made from the module's Flax model
+            u.init_of = (self._state_objects()[0], "flax", self._refs(call)[1:])
+            return True
         if not isinstance(f, ast.Attribute) or not _is_module_object(self.m, fn, f.value):
             return False
-        # references by name: a closure's free variable is the entry's parameter of that name
-        free = {n.id: Use() for a in call.args for n in ast.walk(a) if isinstance(n, ast.Name)}
-        refs = [self._path(a, {**free, **self._uses}, self._alias) for a in call.args]
+        refs = self._refs(call)
         if f.attr == "apply" and pos == 0:
             u.init_of = (f.value.id, "flax", refs[1:])
             return True
@@ -328,6 +334,20 @@ class _Reader:
             u.init_of = (f.value.id, "optax", [refs[2] if len(refs) > 2 else refs[0]])
             return True
         return False
+
+    def _refs(self, call: ast.Call) -> list:
+        # references by name: a closure's free variable is the entry's parameter of that name
+        free = {n.id: Use() for a in call.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+        return [self._path(a, {**free, **self._uses}, self._alias) for a in call.args]
+
+    def _state_objects(self) -> Tuple[Optional[str], Optional[str]]:
+        """(Flax model, optax transformation): the module-level objects a TrainState of this module
+        is made of: those ``TrainState.create(apply_fn=m.apply, tx=t)`` names, else the only one of
+        each kind the module binds."""
+        got = self.memo.get("state-objects")
+        if got is None:
+            got = self.memo["state-objects"] = _state_objects(self.m)
+        return got
 
     def _shape_use(self, shape: ast.Attribute, u: Use, parents) -> None:
         par = parents.get(id(shape))
@@ -356,6 +376,10 @@ class _Reader:
     def _call_use(self, fn: Function, call: ast.Call, arg: ast.AST, u: Use, keyword: Optional[str] = None) -> None:
         if call.func is arg:
             u.callable = True
+            model = self._state_objects()[0]
+            if isinstance(arg, ast.Attribute) and arg.attr == "apply_fn" and model is not None:
+                # `state.apply_fn(variables, x)`: the arguments `model.init` takes, for the state's params
+                u.init_of = (model, "flax", self._refs(call)[1:])
             return
         q = self.m.call_qualname(call) or ""
         short = q.rsplit(".", 1)[-1]
@@ -414,6 +438,58 @@ class _Reader:
                     _merge(u, sub)
 
 
+TRAINSTATE_METHODS = ("apply_gradients", "apply_fn")
+TRAINSTATE_FIELDS = ("params", "apply_fn", "apply_gradients", "tx", "opt_state", "step", "replace", "create")
+
+
+def _state_objects(model: SemanticModel) -> Tuple[Optional[str], Optional[str]]:
+    models, txs = [], []
+    named_model = named_tx = None
+    for stmt in model.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Call):
+            q = model.call_qualname(stmt.value) or ""
+            f = stmt.value.func
+            info = model.classes.get(f.id) if isinstance(f, ast.Name) else None
+            if q.startswith("optax."):
+                txs.append(stmt.targets[0].id)
+            elif info is not None and getattr(info, "module_kind", None) == "linen":
+                models.append(stmt.targets[0].id)
+    for node in ast.walk(model.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "create":
+            for k in node.keywords:
+                v = k.value
+                if k.arg == "apply_fn" and isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) \
+                        and v.attr == "apply" and v.value.id in models:
+                    named_model = v.value.id
+                elif k.arg == "tx" and isinstance(v, ast.Name) and v.id in txs:
+                    named_tx = v.id
+    return (named_model or (models[0] if len(models) == 1 else None),
+            named_tx or (txs[0] if len(txs) == 1 else None))
+
+
+def _trainstate_spec(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
+    model, tx = u.trainstate
+    if tx is None:
+        raise Unbuildable(f"`{name}` is used as a Flax TrainState, but no module-level optax transformation "
+                          f"says which optimizer it holds")
+    items: Dict[str, dict] = {}
+    apply_fn = u.attrs.get("apply_fn")
+    params = u.attrs.get("params")
+    fallback = {"t": "array", "dtype": "float32", "shape": [dim] * max(rank, 1)}
+    if apply_fn is not None and apply_fn.init_of is not None and apply_fn.init_of[0] == model:
+        items["params"] = {"t": "init", "obj": model, "kind": "flax", "refs": apply_fn.init_of[2], "pick": "params",
+                           "fallback": fallback}
+    elif params is not None and params.known:
+        items["params"] = spec_of(params, rank, dim, traced, f"{name}.params")
+    else:
+        items["params"] = fallback
+    for k, v in u.attrs.items():
+        if k not in TRAINSTATE_FIELDS:
+            items[k] = spec_of(v, rank, dim, traced, f"{name}.{k}")
+    return {"t": "trainstate", "model": model if apply_fn is not None else None, "tx": tx, "items": items}
+
+
 def _is_module_object(model: SemanticModel, fn: Function, e: ast.AST) -> bool:
     """A module-level name bound to a constructed object (``model = MLP()``, ``tx = optax.adam(...)``)."""
     if not isinstance(e, ast.Name) or model.lookup_function(e.id, fn) is not None:
@@ -459,6 +535,7 @@ def _merge(into: Use, other: Use, depth: int = 0) -> None:
     into.callable |= other.callable
     into.replace |= other.replace
     into.init_of = into.init_of or other.init_of
+    into.trainstate = into.trainstate or other.trainstate
     into.arith |= other.arith
     into.mapping |= other.mapping
     into.truth |= other.truth
@@ -488,6 +565,8 @@ class Unbuildable(Exception):
 
 def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
     """One argument spec for a use, with ``rank`` for arrays of unknown rank."""
+    if u.trainstate is not None and u.attrs:
+        return _trainstate_spec(u, rank, dim, traced, name)
     if u.callable and not (u.items or u.attrs):
         raise Unbuildable(f"`{name}` is called like a function")
     short = name.rsplit(".", 1)[-1].strip("[]'\"").lower()

@@ -1,12 +1,22 @@
 """JAX601: pmapped training steps run on several CPU devices, and collectives over axis names."""
 from functools import partial
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 from jax import lax
 
 tx = optax.sgd(0.1)
+
+
+class Linear(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(x)
+
+
+model = Linear()
 
 
 def mse(params, x, y):
@@ -45,3 +55,21 @@ def global_mean(x):
 @partial(jax.pmap, axis_name="batch")
 def centered(x):
     return x - lax.pmean(x, axis_name="batch")  # confirm: JAX601 not-confirmed
+
+
+@partial(jax.pmap, axis_name="batch")
+def state_step(state, x, y):
+    def loss_fn(params):
+        return jnp.mean((state.apply_fn({"params": params}, x) - y) ** 2)
+
+    grads = jax.grad(loss_fn)(state.params)
+    return state.apply_gradients(grads=grads)  # confirm: JAX601 confirmed
+
+
+@partial(jax.pmap, axis_name="batch")
+def state_step_synced(state, x, y):
+    def loss_fn(params):
+        return jnp.mean((state.apply_fn({"params": params}, x) - y) ** 2)
+
+    grads = lax.pmean(jax.grad(loss_fn)(state.params), "batch")
+    return state.apply_gradients(grads=grads)  # confirm: JAX601 not-confirmed
