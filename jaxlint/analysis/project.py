@@ -575,7 +575,7 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
         q = model.qualname(arg, site.scope) if arg is not None else None
         if q is None or q.startswith(_LIBRARY_PREFIXES):
             continue
-        nums, names = model.untraced_spec(tr, call)
+        nums, names = model.untraced_spec(tr, call, model.site_staged(site))
         out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names)))
     rooted: Dict[int, bool] = {}
     for fn in model.functions:

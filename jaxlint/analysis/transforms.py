@@ -21,6 +21,9 @@ from .configparams import ConfigParamsMixin
 from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, TransformSite
 
 
+# positions a transform site can speak for without knowing its callee
+_MAX_ARITY = 16
+
 class TransformsMixin(ConfigParamsMixin):
     # ===================================================== callables
     def lookup_function(self, name: str, scope: Function) -> Optional[Function]:
@@ -351,12 +354,28 @@ class TransformsMixin(ConfigParamsMixin):
                 names.extend(v or [])
         return nums, names
 
-    def untraced_spec(self, tr: K.Transform, call: Optional[ast.Call]):
+    def site_staged(self, site) -> bool:
+        """Does a staging trace surround the transform site: it sits in traced code, or
+        its call is the function of another transform (``jax.jit(jax.grad(f))``)?"""
+        if site.scope.under_trace:
+            return True
+        if site.call is None:
+            return False
+        for other in self.transform_sites:
+            if other.call is not None and other is not site and other.transform.kind != "grad" \
+                    and other.transform.kind != "vmap" \
+                    and self.transform_function_arg(other.call, other.transform) is site.call:
+                return True
+        return False
+
+    def untraced_spec(self, tr: K.Transform, call: Optional[ast.Call], staged: bool = True):
         """(positional indices, names) of the arguments the transform call does not
-        trace: the declared static ones, and those it passes through as they are
-        (``jax.vmap(f, in_axes=(0, None))``, ``shard_map(f, in_specs=(P("x"), None))``)."""
+        trace: the declared static ones, and -- unless a staging trace surrounds the
+        site (``staged``: it would trace them itself) -- those it passes through as
+        they are (``jax.vmap(f, in_axes=(0, None))``, ``shard_map(f, in_specs=(P("x"),
+        None))``, the arguments ``jax.grad`` does not differentiate)."""
         nums, names = self.static_spec(tr, call)
-        if call is None:
+        if call is None or staged:
             return nums, names
         axes = None
         if tr.kind == "vmap":
@@ -368,6 +387,14 @@ class TransformsMixin(ConfigParamsMixin):
         if isinstance(axes, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in axes.elts):
             nums = nums + [i for i, ax in enumerate(axes.elts)
                            if isinstance(ax, ast.Constant) and ax.value is None]
+        if tr.kind == "grad":
+            # ``jax.jacrev(f)(x, hyper)``: only ``argnums`` (default 0) are differentiated;
+            # the other arguments reach ``f`` as they are (the callee's arity is unknown
+            # here: positions up to _MAX_ARITY)
+            kw = self._kw(call, "argnums")
+            argnums = [0] if kw is None else self._literal_ints(kw)
+            if argnums is not None:
+                nums = nums + [i for i in range(_MAX_ARITY) if i not in argnums]
         return nums, names
 
     def _mark(self, target: CallTarget, tr: K.Transform, node: ast.AST, call: Optional[ast.Call],
