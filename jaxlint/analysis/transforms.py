@@ -355,15 +355,15 @@ class TransformsMixin(ConfigParamsMixin):
         return nums, names
 
     def site_staged(self, site) -> bool:
-        """Does a staging trace surround the transform site: it sits in traced code, or
-        its call is the function of another transform (``jax.jit(jax.grad(f))``)?"""
+        """Does another trace surround the transform site: it sits in traced code, or
+        its call is the function of another transform but ``grad`` (``jax.jit(jax.grad(f))``,
+        ``jax.vmap(jax.grad(f))``: the outer one traces every argument)?"""
         if site.scope.under_trace:
             return True
         if site.call is None:
             return False
         for other in self.transform_sites:
             if other.call is not None and other is not site and other.transform.kind != "grad" \
-                    and other.transform.kind != "vmap" \
                     and self.transform_function_arg(other.call, other.transform) is site.call:
                 return True
         return False
