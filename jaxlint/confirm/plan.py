@@ -452,6 +452,12 @@ def _axis_sites(model: SemanticModel, fn: Function) -> List[dict]:
     return out
 
 
+def _bound_axes(model: SemanticModel, fn: Function):
+    """The axis names bound wherever ``fn`` runs (the rule's own answer), None when unknown."""
+    from ..checkers.parallel.axes import axis_index
+    return axis_index(model).bound(fn)
+
+
 def _has_collective(model: SemanticModel, line: int, end_line: int) -> bool:
     """Whether the flagged span calls a ``lax`` collective (the unbound-axis shape of JAX601)."""
     from ..checkers.parallel.axes import COLLECTIVES
@@ -570,6 +576,10 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
         elif strategy == "pmap-sync":
             t["extra"]["axes"] = {_addressable(c): _axis_sites(model, c) for c in chain if _addressable(c)}
             t["extra"]["collective"] = _has_collective(model, f.line, f.end_line)
+            if t["extra"]["collective"] and fn is not None and _bound_axes(model, fn) is None:
+                t["unreached"] = (f"the axis names bound around `{fn.qualname}` depend on callers or transforms "
+                                  f"this module does not show (a `shard_map` mesh, a Flax module, a function "
+                                  f"nothing here runs), so tracing it alone would prove nothing")
         for c in chain:
             q = _addressable(c)
             entries.setdefault(q, _entry(model, c, cfg, module, path))

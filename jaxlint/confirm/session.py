@@ -70,6 +70,8 @@ def spec_value(spec: dict, concrete: bool = False):
         return _initialized(spec, concrete)
     if t == "trainstate":
         return _train_state(spec, concrete)
+    if t == "factory":
+        return _from_factory(spec, concrete)
     if t == "ns":
         return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
     if t == "dict":
@@ -118,6 +120,27 @@ def _train_state(spec: dict, concrete: bool):
     def make(p, extra):
         return cls.create(apply_fn=apply_fn, params=p, tx=tx, **extra)
     out = jax.eval_shape(make, params, items)
+    if concrete:
+        out = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype) if isinstance(x, SDS) else x, out)
+    return out
+
+
+def _from_factory(spec: dict, concrete: bool):
+    """What a function of the module returns (``create_train_state(rng)``), through
+    ``jax.eval_shape``; static arguments (ints, strings) are closed over."""
+    fn = getattr(MODULE, spec["fn"], None)
+    if fn is None or not callable(fn):
+        raise NoInputs(f"`{spec['fn']}` is not a function of the module")
+    leaves, treedef = jax.tree_util.tree_flatten([spec_value(s) for s in spec["args"]],
+                                                 is_leaf=lambda x: isinstance(x, SDS))
+    dyn_idx = [i for i, v in enumerate(leaves) if isinstance(v, SDS)]
+
+    def call(*values):
+        ls = list(leaves)
+        for i, v in zip(dyn_idx, values):
+            ls[i] = v
+        return fn(*jax.tree_util.tree_unflatten(treedef, ls))
+    out = jax.eval_shape(call, *[leaves[i] for i in dyn_idx])
     if concrete:
         out = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype) if isinstance(x, SDS) else x, out)
     return out

@@ -74,7 +74,8 @@ class Use:
         # then the collection picked from it when the code wraps it (``{"params": p}``)
         self.init_of: Optional[tuple] = None
         # a Flax TrainState (``.apply_gradients`` / ``.apply_fn`` used): the module-level (model, optimizer)
-        self.trainstate: Optional[Tuple[Optional[str], Optional[str]]] = None
+        # (model, optimizer, a factory function of the module that returns one)
+        self.trainstate: Optional[tuple] = None
 
     def child(self, step: Tuple[str, object]) -> "Use":
         kind, v = step
@@ -267,7 +268,7 @@ class _Reader:
                     u.replace = True
                     return
                 if a in TRAINSTATE_METHODS:
-                    u.trainstate = self._state_objects()
+                    u.trainstate = self._state_objects() + (self._state_factory(),)
                 u = u.child(("attr", a))
                 cur = par
                 continue
@@ -348,6 +349,25 @@ class _Reader:
         if got is None:
             got = self.memo["state-objects"] = _state_objects(self.m)
         return got
+
+    def _state_factory(self) -> Optional[Tuple[str, list]]:
+        """A module-level function of this module that returns ``SomeState.create(apply_fn=...)``
+        (``create_train_state(rng)``), with the uses of its parameters: the code's own way to make
+        its TrainState, when no module-level optimizer says what it holds."""
+        if "state-factory" not in self.memo:
+            self.memo["state-factory"] = None
+            for f in self.m.functions:
+                if f.is_module or f.is_lambda or f.cls is not None or f.parent is None or not f.parent.is_module:
+                    continue
+                creates = {t.id for n in ast.walk(f.node) if isinstance(n, ast.Assign) and _is_create(n.value)
+                           for t in n.targets if isinstance(t, ast.Name)}
+                if any(isinstance(r, ast.Return) and (_is_create(r.value) or isinstance(r.value, ast.Name) and
+                                                      r.value.id in creates) for r in ast.walk(f.node)):
+                    uses = _Reader(self.m, self.depth + 1, self.memo).params(f) if self.depth < 3 else {}
+                    required = [p for p in f.params if f.defaults.get(p) is None]
+                    self.memo["state-factory"] = (f.name, [(p, uses.get(p) or Use()) for p in required])
+                    break
+        return self.memo["state-factory"]
 
     def _shape_use(self, shape: ast.Attribute, u: Use, parents) -> None:
         par = parents.get(id(shape))
@@ -468,8 +488,17 @@ def _state_objects(model: SemanticModel) -> Tuple[Optional[str], Optional[str]]:
             named_tx or (txs[0] if len(txs) == 1 else None))
 
 
+def _is_create(e: Optional[ast.AST]) -> bool:
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "create" and \
+        any(k.arg == "apply_fn" for k in e.keywords)
+
+
 def _trainstate_spec(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
-    model, tx = u.trainstate
+    model, tx, factory = u.trainstate
+    if tx is None and factory is not None:
+        fname, params = factory
+        return {"t": "factory", "fn": fname,
+                "args": [spec_of(pu, rank, dim, False, p) for p, pu in params]}
     if tx is None:
         raise Unbuildable(f"`{name}` is used as a Flax TrainState, but no module-level optax transformation "
                           f"says which optimizer it holds")

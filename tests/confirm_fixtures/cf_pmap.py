@@ -1,4 +1,8 @@
-"""JAX601: pmapped training steps run on several CPU devices, and collectives over axis names."""
+"""JAX601: pmapped training steps run on several CPU devices, and collectives over axis names.
+
+`cross_device_mean` is not called here: the axes bound around it are unknown (its callers may run
+it under a pmap), so tracing it alone proves nothing.  `updates_synced_step` averages the updates:
+each device's Adam moments differ, its parameters do not."""
 from functools import partial
 
 import flax.linen as nn
@@ -7,7 +11,7 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-tx = optax.sgd(0.1)
+tx = optax.adam(0.1)
 
 
 class Linear(nn.Module):
@@ -50,6 +54,23 @@ p_sgd = jax.pmap(sgd, axis_name="devices")
 @jax.jit
 def global_mean(x):
     return lax.pmean(x, axis_name="batch")  # confirm: JAX601 confirmed
+
+
+def report(x):
+    return float(global_mean(x))  # called outside any pmap: nothing binds "batch"
+
+
+@jax.jit
+def cross_device_mean(x):
+    return lax.pmean(x, axis_name="batch")  # confirm: JAX601 unreached
+
+
+@partial(jax.pmap, axis_name="batch")
+def updates_synced_step(params, opt_state, x, y):
+    grads = jax.grad(mse)(params, x, y)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    updates = lax.pmean(updates, axis_name="batch")
+    return optax.apply_updates(params, updates), opt_state  # confirm: JAX601 not-confirmed
 
 
 @partial(jax.pmap, axis_name="batch")
