@@ -1,7 +1,11 @@
 """JAX612-JAX614: Flax linen `apply` contracts, run with inputs synthesized from the code."""
+from typing import Any
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import optax
+from flax.training import train_state
 
 
 class Net(nn.Module):
@@ -103,3 +107,35 @@ def fit_steps(variables, x, steps=3):
     outs = [step_constant_key(variables, x) for _ in range(steps)]
     outs += [step_folded_key(variables, x, i) for i in range(steps)]
     return outs
+
+
+class State(train_state.TrainState):
+    batch_stats: Any
+
+
+def create_state(key):
+    variables = normed.init(key, jnp.zeros((1, 4)))
+    return State.create(apply_fn=normed.apply, params=variables["params"], batch_stats=variables["batch_stats"],
+                        tx=optax.sgd(0.1))
+
+
+@jax.jit
+def step_drops_stats(state, x):
+    def loss_fn(params):
+        y, updates = state.apply_fn(  # confirm: JAX614 confirmed
+            {"params": params, "batch_stats": state.batch_stats}, x, mutable=["batch_stats"])
+        return jnp.mean(y ** 2), updates
+
+    grads, updates = jax.grad(loss_fn, has_aux=True)(state.params)
+    return state.apply_gradients(grads=grads)
+
+
+@jax.jit
+def step_keeps_stats(state, x):
+    def loss_fn(params):
+        y, updates = state.apply_fn(  # confirm: JAX614 not-confirmed
+            {"params": params, "batch_stats": state.batch_stats}, x, mutable=["batch_stats"])
+        return jnp.mean(y ** 2), updates
+
+    grads, updates = jax.grad(loss_fn, has_aux=True)(state.params)
+    return state.apply_gradients(grads=grads, batch_stats=updates["batch_stats"])
