@@ -23,7 +23,11 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional, Tuple
 
+from . import knowledge as K
 from .scopes import Function
+
+# attributes that are Python values on any array
+_STATIC_ATTRS = frozenset({"shape", "ndim", "size", "dtype"})
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
@@ -95,3 +99,68 @@ class FlowMixin:
             if start <= at <= stop and e.id in names:
                 return None   # a binding later in the loop reaches this load again
         return value
+
+    # ------------------------------------------------ static whatever the arguments
+    def static_regardless(self, e: Optional[ast.AST], fn: Function, _depth: int = 0) -> bool:
+        """``e`` (in ``fn``) is a Python value whatever ``fn``'s arguments are: a
+        constant, a ``.shape``/``.ndim``/``.size``/``.dtype`` (or an item of one), a
+        static-result call, arithmetic or a tuple of such, or a local name every
+        binding of which is one (``t = x.shape[1]``, ``n, h, w, c = x.shape``)."""
+        if e is None or _depth > 6:
+            return False
+        t = e.__class__
+        if t is ast.Constant or t is ast.JoinedStr:
+            return True
+        if t is ast.Attribute:
+            return e.attr in _STATIC_ATTRS
+        if t is ast.Subscript:
+            return self.static_regardless(e.value, fn, _depth + 1)
+        if t is ast.BinOp:
+            return self.static_regardless(e.left, fn, _depth + 1) and self.static_regardless(e.right, fn, _depth + 1)
+        if t is ast.UnaryOp:
+            return self.static_regardless(e.operand, fn, _depth + 1)
+        if t is ast.Tuple or t is ast.List:
+            return all(self.static_regardless(x, fn, _depth + 1) for x in e.elts)
+        if t is ast.Call:
+            q = self.qualname(e.func, fn) if e.func.__class__ in (ast.Name, ast.Attribute) else None
+            return q in ("len", "int") or (q in K.STATIC_RESULT_CALLS and q not in ("float", "bool", "complex"))
+        if t is ast.Name:
+            if e.id in fn.param_nodes or e.id not in fn.locals:
+                return False
+            found = False
+            for target, value, mode in self.binding_table(fn).entries:
+                if not any(n.__class__ is ast.Name and n.id == e.id for n in ast.walk(target)):
+                    continue
+                if mode not in ("=", "ann") or value is None or not self.static_regardless(value, fn, _depth + 1):
+                    return False
+                found = True
+            return found
+        return False
+
+    def static_return_items(self, fn: Function) -> Optional[Tuple[int, List[int]]]:
+        """``(n, indices)`` when every ``return`` of ``fn`` is a tuple of ``n`` items:
+        the items that are Python values whatever the arguments (``return x, x.shape[1]``)."""
+        rets = [r.value for r in fn.of_type(ast.Return)]
+        if not rets or any(r.__class__ is not ast.Tuple or any(x.__class__ is ast.Starred for x in r.elts)
+                           for r in rets):
+            return None
+        n = len(rets[0].elts)
+        if any(len(r.elts) != n for r in rets):
+            return None
+        idx = [i for i in range(n) if all(self.static_regardless(r.elts[i], fn) for r in rets)]
+        return (n, idx) if idx else None
+
+
+def export_static_items(model) -> Dict[str, list]:
+    """Exporter: for other modules, which returned tuple items of each top-level
+    function are Python values whatever it is called with."""
+    out: Dict[str, list] = {}
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
+            continue
+        if model.top_level_function(fn.name) is not fn:
+            continue
+        got = model.static_return_items(fn)
+        if got is not None:
+            out[fn.name] = [got[0], got[1]]
+    return out

@@ -231,26 +231,39 @@ class KindsMixin:
         return (``x.shape[1]``, ``0``, a config int) stays one in the caller; the
         others get the call's kind as usual.  Only for a callee the model analyses as
         traced code (its parameters carry the caller's tracers), else None."""
-        if call.func.__class__ is not ast.Name or self.qualname(call.func, fn) is not None:
+        if call.func.__class__ not in (ast.Name, ast.Attribute):
             return None
-        target = self.resolve_callable(call.func, fn)
-        if target is None or target.function.is_lambda or not target.function.under_trace:
+        fallback = k & ~CONTAINER if not (k & CONTAINER and not k & ARRAYISH) else k & TRACED
+        q = self.qualname(call.func, fn)
+        if q is not None:
+            # another module's function: which items it returns are Python values whatever
+            # the arguments (its module says, through the project)
+            ext = self.external_facts(q)
+            got = ext.get("static_items") if ext else None
+            if not got or got[0] != n:
+                return None
+            return [0 if i in got[1] else fallback for i in range(n)]
+        target = self.resolve_callable(call.func, fn)   # (``self.window_partition(x)``: a method)
+        if target is None or target.function.is_lambda or target.function is fn:
             return None
         callee = target.function
-        if callee is fn:
-            return None
+        if not callee.under_trace:
+            got = self.static_return_items(callee)
+            if got is None or got[0] != n:
+                return None
+            return [0 if i in got[1] else fallback for i in range(n)]
         rets = [r.value for r in callee.of_type(ast.Return)]
         if not rets or any(not isinstance(r, ast.Tuple) or len(r.elts) != n
                            or any(isinstance(e, ast.Starred) for e in r.elts) for r in rets):
             return None
-        fallback = k & ~CONTAINER if not (k & CONTAINER and not k & ARRAYISH) else k & TRACED
         out = []
         for i in range(n):
             ki = 0
             for r in rets:
                 ki |= self.kind(r.elts[i], callee)
-            out.append(0 if not ki & (TRACED | ARRAYISH | CONTAINER) else fallback)
-        return out if 0 in out else None
+            # a Python value, or a tuple of them (``(hp, wp)`` from ``x.shape``), stays one
+            out.append(ki if not ki & (TRACED | ARRAYISH) else fallback)
+        return out if any(not o & TRACED for o in out) else None
 
     def _residual_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
         """Kinds of the elements of a custom_vjp residual tuple ``name`` of ``n`` items:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
+from .flow import export_static_items
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
 from ..cache import digest, file_digest
 from .names import ImportTable
@@ -631,6 +632,10 @@ EXPORTERS: Dict[str, Callable[[SemanticModel], Dict[str, object]]] = {}
 
 def register_exporter(name: str, exporter: Callable[[SemanticModel], Dict[str, object]]) -> None:
     EXPORTERS[name] = exporter
+
+
+# the model's own: which returned tuple items are Python values (``return x, x.shape[1]``)
+register_exporter("static_items", export_static_items)
 
 
 # words whose presence in a file makes it worth analysing (a cheap byte test)

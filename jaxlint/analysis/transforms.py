@@ -581,7 +581,7 @@ class TransformsMixin(ConfigParamsMixin):
 
     def _propagate(self) -> None:
         for _round in range(20):
-            changed = False
+            changed = self._reach_callees()
             for fn in self.functions:
                 fn._kinds = None
             self._return_kinds.clear()
@@ -599,6 +599,33 @@ class TransformsMixin(ConfigParamsMixin):
         self._return_kinds.clear()
         self._stages_cache = {}
         self._primal_cache = {}
+
+    def _reach_callees(self) -> bool:
+        """Before a round computes any value kind: every function of the module that
+        traced code calls directly runs traced (its parameters still get their kinds
+        from the round).  Kinds only grow, so a callee must be known as traced code
+        before a caller's kinds read what it returns (``x, (hp, wp) =
+        self.window_partition(x)``: ``(hp, wp)`` comes from ``x.shape``)."""
+        added = False
+        todo = [fn for fn in self.functions if fn.contexts]
+        seen = {id(fn) for fn in todo}
+        while todo:
+            fn = todo.pop()
+            for call in fn.of_type(ast.Call):
+                if call.func.__class__ not in (ast.Name, ast.Attribute):
+                    continue
+                target = self.resolve_callable(call.func, fn)
+                if target is None or target.transforms or target.function is fn:
+                    continue
+                callee = target.function
+                if not callee.contexts:
+                    self._add_context(callee, TraceContext(
+                        "call", INFERRED, call, f"called from {fn.display()} (line {call.lineno})", fn), set())
+                    added = True
+                if id(callee) not in seen:
+                    seen.add(id(callee))
+                    todo.append(callee)
+        return added
 
     def _container_arguments(self) -> None:
         """A transformed function's parameter that every call site in the module fills
