@@ -202,6 +202,7 @@ class ConfigParamsMixin:
                     keys.add(tgt.elts[0].id)
                 elif it.func.attr == "keys" and isinstance(tgt, ast.Name):
                     keys.add(tgt.id)
+        self._memo("_dict_keys")[id(fn)] = keys
         for b in fn.of_type(ast.BoolOp):
             # ``cache or {}``: an optional container with an empty default
             if b.op.__class__ is ast.Or and b.values[-1].__class__ in (ast.Dict, ast.List, ast.Tuple):
@@ -214,5 +215,13 @@ class ConfigParamsMixin:
                     (isinstance(sl, ast.Name) and (sl.id in keys or (sub.value.id, sl.id) in iterated)):
                 # d["w"], d[k] for k in d.keys()/d.items(), d[k] for k in d: a mapping
                 ev.add(sub.value.id)
+                if isinstance(sl, ast.Name) and (sub.value.id, sl.id) in iterated:
+                    keys.add(sl.id)   # for k in d: ... d[k]: k takes the mapping's keys
         fn._container_evidence = ev
         return ev
+
+    def dict_key_names(self, fn: Function) -> Set[str]:
+        """Loop variables of ``fn`` that take a mapping's keys (``for k, v in d.items()``,
+        ``for k in d.keys()``): ``x[k] = v`` with such a key stores into a dict."""
+        self.container_evidence(fn)
+        return self._memo("_dict_keys").get(id(fn), set())

@@ -82,6 +82,9 @@ class InPlaceArrayUpdate(Rule):
         sl = t.slice
         if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
             return False
+        m = ctx.model
+        if isinstance(sl, ast.Name) and sl.id in m.dict_key_names(fn):
+            return False   # ``out[k] = v`` for k of ``d.items()``: a dict keyed like ``d``
         base = t.value
         if isinstance(base, (ast.Name, ast.Attribute)) and ref_named(base):
             return False   # a Pallas/state ref: written through on purpose

@@ -244,7 +244,8 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
                     yield self._finding(ctx, fn, call, (
                         f"`.{name}()` on traced value `{short(func.value)}` inside {where} needs a concrete value; "
                         f"keep it an array, or call `.{name}()` outside the traced function"), _bare(func.value))
-                elif name == "reshape" and call.args:
+                elif name == "reshape" and call.args and m.kind(func.value, fn):
+                    # (a receiver of no value kind is a module alias: ``np_backend.reshape(x, shape)``)
                     args = call.args
                     if len(args) == 1:
                         c = self._shape_culprit(ctx, args[0], fn)
