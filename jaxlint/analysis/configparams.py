@@ -225,3 +225,20 @@ class ConfigParamsMixin:
         ``for k in d.keys()``): ``x[k] = v`` with such a key stores into a dict."""
         self.container_evidence(fn)
         return self._memo("_dict_keys").get(id(fn), set())
+
+    def holds_dict(self, e: ast.AST, fn: Function) -> bool:
+        """``e`` is a slot ``d["k"]`` that ``fn`` fills with a dict (``d["k"] = {}``,
+        a dict comprehension or ``dict(...)``): ``d["k"][m] = v`` is a dict store."""
+        if e.__class__ is not ast.Subscript or e.value.__class__ is not ast.Name \
+                or e.slice.__class__ is not ast.Constant:
+            return False
+        for a in fn.of_type(ast.Assign):
+            v = a.value
+            if not (v.__class__ in (ast.Dict, ast.DictComp) or (v.__class__ is ast.Call and
+                                                               self.qualname(v.func, fn) == "dict")):
+                continue
+            for t in a.targets:
+                if t.__class__ is ast.Subscript and t.value.__class__ is ast.Name and t.value.id == e.value.id \
+                        and t.slice.__class__ is ast.Constant and t.slice.value == e.slice.value:
+                    return True
+        return False

@@ -12,6 +12,7 @@ some traced call site passes a traced value into it.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
@@ -402,7 +403,7 @@ class TransformsMixin(ConfigParamsMixin):
         """Mark ``target`` as traced by transform ``tr`` applied at ``node``."""
         fn = target.function
         params = fn.params[target.bound_positional:]
-        static = self._declared_static(target, tr, call, params)
+        static = self._declared_static(target, tr, call, params) | self._unpassed_defaults(target, node, call, scope)
         candidates = self._candidates(target, params, static)
         traced = self._traced_params(tr, call, fn, params, static, candidates, scope) - static
         ctx = TraceContext(tr.name, CERTAIN, node, self._describe_transform(tr, node, call))
@@ -430,6 +431,38 @@ class TransformsMixin(ConfigParamsMixin):
             # those declared or used as Python configuration are taken to be
             static.update(p for p in params if self._is_config_param(fn, p))
         return static
+
+    def _unpassed_defaults(self, target: CallTarget, node: ast.AST, call: Optional[ast.Call],
+                           scope: Function) -> Set[str]:
+        """Defaulted parameters no call of the transformed function passes: they keep
+        their Python defaults.  Only when the transformed callable is a name
+        (``step = jax.pmap(partial(f, ...))``, ``@jax.jit def f``) that the module
+        only ever calls, every call visible: ``step(state, batch)``."""
+        fn = target.function
+        defaulted = [p for p in fn.defaults if p not in target.bound_keywords]
+        text = getattr(self.source, "text", None)
+        if not defaulted or text is None:
+            return set()
+        if node is call:
+            owner = next((a for a in scope.of_type(ast.Assign) if a.value is call), None)
+            if owner is None or len(owner.targets) != 1 or owner.targets[0].__class__ is not ast.Name:
+                return set()
+            name, home = owner.targets[0].id, scope
+        else:
+            name, home = fn.name, fn.parent
+        calls = [c for s in self.functions for c in s.of_type(ast.Call)
+                 if c.func.__class__ is ast.Name and c.func.id == name and self.resolve_scope(name, s) is home]
+        # every mention of the name is its binding or a call of it (not passed on, not stored)
+        if not calls or len(re.findall(r"\b%s\b" % re.escape(name), text)) != len(calls) + 1:
+            return set()
+        npos, kws = 0, set()
+        for c in calls:
+            if any(a.__class__ is ast.Starred for a in c.args) or any(k.arg is None for k in c.keywords):
+                return set()
+            npos = max(npos, len(c.args))
+            kws.update(k.arg for k in c.keywords)
+        params = fn.params[target.bound_positional:]
+        return {p for p in defaulted if p not in kws and not (p in params and params.index(p) < npos)}
 
     @staticmethod
     def _candidates(target: CallTarget, params: List[str], static: Set[str]) -> List[str]:

@@ -86,6 +86,8 @@ class InPlaceArrayUpdate(Rule):
         if isinstance(sl, ast.Name) and sl.id in m.dict_key_names(fn):
             return False   # ``out[k] = v`` for k of ``d.items()``: a dict keyed like ``d``
         base = t.value
+        if m.holds_dict(base, fn):
+            return False   # ``batch["label"] = {}`` ... ``batch["label"][m] = v``
         if isinstance(base, (ast.Name, ast.Attribute)) and ref_named(base):
             return False   # a Pallas/state ref: written through on purpose
         m = ctx.model
