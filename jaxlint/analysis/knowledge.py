@@ -484,8 +484,8 @@ SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
-# methods returning an object's Python metadata (NNX Variable metadata, sharding names)
-METADATA_METHODS = frozenset({"get_metadata"})
+# methods returning Python metadata (NNX Variable metadata, a mapping's keys)
+METADATA_METHODS = frozenset({"get_metadata", "keys"})
 # iterables of (key path, leaf) pairs: the key path is static
 PATH_LEAF_PAIRS = frozenset({"jax.tree_util.tree_leaves_with_path", "jax.tree.leaves_with_path"})
 # methods only a string has: their receiver is a Python string (a dict key, a name)
