@@ -297,7 +297,14 @@ def import_failure_verdicts(job: dict, err: ErrorInfo) -> List[dict]:
         if v is None:
             v = unreached(f"importing the module failed: {err.short()} ({err.where()})")
         else:
+            v.update(import_entry(job))
             v["evidence"] = v["evidence"].replace("the run raised", "importing the module raised")
         v["id"] = t["id"]
         out.append(v)
     return out
+
+
+def import_entry(job: dict) -> dict:
+    """``entry`` and ``inputs`` of a verdict the module's own import gave."""
+    return {"entry": f"{job.get('module') or os.path.basename(job['path'])}:<module>",
+            "inputs": "the module's own top-level code, run by importing it"}

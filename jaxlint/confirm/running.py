@@ -128,6 +128,16 @@ def s_raises(t: dict, g: Group) -> dict:
                           f"`{g.name}` (a `vmap`, a loop body), which tracing `{g.name}` alone does not apply")
             v["retry"] = True       # the next entry (the function applying the transform) may show it
             return v
+    if g.inputs.source == "synthesized":
+        # a value synthesized from its uses (attributes read: a pytree namespace) stands where the
+        # code passes an object of its own: a clean run says nothing about that object
+        from .session import Namespace
+        named = [n for n, v in zip(g.inputs.names, g.inputs.args) if n in t["names"] and isinstance(v, Namespace)]
+        named += [k for k, v in g.inputs.kwargs.items() if k in t["names"] and isinstance(v, Namespace)]
+        if named:
+            return unreached(f"`{named[0]}` (passed at line {t['line']}) was synthesized as an object with the "
+                             f"attributes the code reads, a pytree, so these inputs cannot show {t['code']} (the "
+                             f"line ran without an error); declare the real inputs in [tool.jaxlint.confirm]")
     if g.inputs.source == "synthesized" and t["extra"].get("applies") and '"kind": "flax"' in json.dumps(
             g.info.get("candidates") or []):
         return unreached(f"the variables passed at line {t['line']} were synthesized as what the module's `init` "

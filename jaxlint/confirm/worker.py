@@ -47,6 +47,61 @@ def import_target(job: dict):
     return mod
 
 
+def import_past_flagged(job: dict, error_info, failure_verdicts, run_error_verdict):
+    """Execute the module's top-level statements one by one in a fresh module object.  A statement
+    that raises is stepped over only when the error confirms a finding (a module-level one on that
+    statement, or one whose line the traceback passes through: the rule predicted exactly that
+    error there); any other error stops the import, as a plain import would.  Returns (module or
+    None when the import stopped, {target id: line of the statement stepped over}, the verdicts of
+    the findings those errors confirmed and, when it stopped, of all the others)."""
+    import __future__
+    import ast
+    import types
+
+    from .evidence import import_entry
+    path = job["path"]
+    paths = {path, os.path.realpath(path)}
+    with open(path, "rb") as fh:
+        source = fh.read()
+    tree = ast.parse(source, filename=path)
+    name = job.get("module") or "_jaxlint_confirm_." + os.path.splitext(os.path.basename(path))[0]
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    mod.__package__ = name.rpartition(".")[0]
+    sys.modules[name] = mod
+    flags = 0
+    verdicts: dict = {}
+    skipped: dict = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            for a in stmt.names:
+                flags |= getattr(__future__, a.name).compiler_flag
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
+        try:
+            exec(code, mod.__dict__)
+        except Exception as exc:
+            info = error_info(exc, paths)
+            # the findings this error confirms: a module-level one on this statement, or any finding
+            # whose line is in the traceback with the error its rule predicts (a call made here)
+            got = []
+            for t in job["targets"]:
+                if t["id"] in verdicts:
+                    continue
+                on_stmt = t.get("module_level") and stmt.lineno <= t["line"] <= (stmt.end_lineno or stmt.lineno)
+                v = run_error_verdict(t, info) if (on_stmt or not t.get("module_level")) else None
+                if v is not None and v["status"] == "confirmed":
+                    v["evidence"] = v["evidence"].replace("the run raised", "importing the module raised")
+                    got.append(dict(v, id=t["id"], **import_entry(job)))
+            if not got:
+                sys.modules.pop(name, None)
+                rest = failure_verdicts(job, info)
+                return None, skipped, [verdicts.get(v["id"], v) for v in rest]
+            for v in got:
+                verdicts[v["id"]] = v
+                skipped[v["id"]] = stmt.lineno
+    return mod, skipped, list(verdicts.values())
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job_path, out_path = argv
@@ -81,24 +136,46 @@ def main(argv=None) -> int:
                   "reason": f"no {want} visible to JAX (default backend: {backend})"})
         return 0
 
-    from .evidence import Confirmer, import_failure_verdicts
+    from .evidence import Confirmer, _run_error_verdict, import_failure_verdicts
     from .session import ErrorInfo
 
     phase("importing the module")
     sys.argv = [job["path"]]
     t1 = time.perf_counter()
+    note = ""
     try:
         module = import_target(job)
     except BaseException as exc:  # SystemExit, KeyboardInterrupt and friends included
         info = ErrorInfo(exc, {job["path"], os.path.realpath(job["path"])})
         if isinstance(exc, SystemExit):
             info.type, info.message = "SystemExit", f"the module called sys.exit({exc.code!r})"
-        for v in import_failure_verdicts(job, info):
-            emit({"event": "result", **v})
-        emit({"event": "done"})
-        return 0
+        verdicts = import_failure_verdicts(job, info)
+        module, skipped, final = None, {}, verdicts
+        if isinstance(exc, Exception) and any((_run_error_verdict(t, info) or {}).get("status") == "confirmed"
+                                              for t in job["targets"]):
+            # a flagged module-level line raised what its rule predicts: import again statement by
+            # statement, stepping over each flagged line that raises its predicted error
+            phase("importing the module past its flagged lines")
+            module, skipped, final = import_past_flagged(job, ErrorInfo, import_failure_verdicts,
+                                                         _run_error_verdict)
+        done = set()
+        for v in final:
+            if module is None or v["status"] == "confirmed" or v["id"] in skipped:
+                emit({"event": "result", **v})
+                done.add(v["id"])
+        if module is None:
+            emit({"event": "done"})
+            return 0
+        job = dict(job, targets=[t for t in job["targets"] if t["id"] not in done])
+        note = (f" (importing the module ran past the flagged line{'s' if len(skipped) != 1 else ''} "
+                f"{', '.join(str(n) for n in sorted(set(skipped.values())))} that raised)")
     emit({"event": "imported", "seconds": round(time.perf_counter() - t1, 4)})
-    Confirmer(job, module, lambda v: emit({"event": "result", **v}), phase=phase).run()
+
+    def result(v: dict) -> None:
+        if note and v.get("evidence"):
+            v = dict(v, evidence=v["evidence"] + note)
+        emit({"event": "result", **v})
+    Confirmer(job, module, result, phase=phase).run()
     emit({"event": "done"})
     out.close()
     return 0
