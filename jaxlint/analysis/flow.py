@@ -37,7 +37,7 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
 class _Rebinding:
     """The bindings of the names a function binds more than once."""
 
-    __slots__ = ("stores", "top_assign", "loops")
+    __slots__ = ("stores", "loops")
 
     def __init__(self, fn: Function):
         # name -> [(end position of the binding statement, is a top-level plain assign, value)]
@@ -51,28 +51,36 @@ class _Rebinding:
         for stmt in body:
             top = stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
                 and stmt.targets[0].__class__ is ast.Name
-            self._collect(stmt, stmt, top, stores)
+            self._collect(stmt, stmt, top, stores, [])
         self.stores = {n: sorted(v, key=lambda t: t[0]) for n, v in stores.items() if len(v) > 1}
 
-    def _collect(self, node: ast.AST, stmt: ast.stmt, top: bool, stores: Dict[str, list]) -> None:
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            if n.__class__ is ast.Name and n.ctx.__class__ is not ast.Load:
-                end = (stmt.end_lineno, stmt.end_col_offset)
-                stores.setdefault(n.id, []).append((end, top, stmt.value if top else None))
-            elif n.__class__ in _LOOPS and n is not node or (n is node and n.__class__ in _LOOPS):
-                names = {x.id for x in ast.walk(n) if x.__class__ is ast.Name and x.ctx.__class__ is not ast.Load}
-                self.loops.append(((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), names))
-            if n.__class__ in _NESTED:
-                continue
-            for child in ast.iter_child_nodes(n):
-                if child.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                    # its name is a binding of this function; its body is not
-                    stores.setdefault(child.name, []).append(
-                        ((child.end_lineno, child.end_col_offset), False, None))
-                    continue
-                stack.append(child)
+    def _collect(self, n: ast.AST, stmt: ast.stmt, top: bool, stores: Dict[str, list], loops: List[set]) -> None:
+        """One walk: each binding of a name is recorded, and in every loop around it."""
+        t = n.__class__
+        if t is ast.Name:
+            if n.ctx.__class__ is not ast.Load:
+                stores.setdefault(n.id, []).append(((stmt.end_lineno, stmt.end_col_offset), top,
+                                                    stmt.value if top else None))
+                for names in loops:
+                    names.add(n.id)
+            return
+        if t in _NESTED:
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                # its name is a binding of this function; its body is not
+                stores.setdefault(n.name, []).append(((n.end_lineno, n.end_col_offset), False, None))
+                for names in loops:
+                    names.add(n.name)
+            return
+        if t in _LOOPS:
+            names: set = set()
+            self.loops.append(((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), names))
+            loops = loops + [names]
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, ast.stmt):
+                ctop = child.__class__ is ast.Assign and False
+                self._collect(child, child, ctop, stores, loops)
+            else:
+                self._collect(child, stmt, top, stores, loops)
 
 
 class FlowMixin:

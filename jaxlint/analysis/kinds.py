@@ -371,8 +371,11 @@ class KindsMixin:
             return narrowed     # under ``isinstance(e, int)``: a Python value
         if e.id in fn.locals and e.id in self.dict_key_names(fn):
             return 0            # a mapping's key (``for k in d: ... d[k]``): a Python string
-        seen = self.reaching_value(e, fn) if e.id in fn.locals else None
-        return self.name_kind(e.id, fn) if seen is None else self.kind(seen, fn)
+        k = self.name_kind(e.id, fn)
+        if not k & TRACED or e.id not in fn.locals:
+            return k
+        seen = self.reaching_value(e, fn)   # only ever refines a traced kind
+        return k if seen is None else self.kind(seen, fn)
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
         if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \

@@ -45,7 +45,8 @@ class TransformsMixin(ConfigParamsMixin):
             fn = self.function_of_node.get(id(expr))
             return CallTarget(fn) if fn else None
         if t is ast.Name:
-            seen = self.reaching_value(expr, scope) if hasattr(expr, "lineno") else None
+            seen = self.reaching_value(expr, scope) \
+                if hasattr(expr, "lineno") and expr.id in self._partial_names(scope) else None
             if seen.__class__ is ast.Call and self.qualname(seen.func, scope) in K.PARTIAL:
                 # ``f = partial(f, flag=True)`` just before: the bound keywords stay static
                 return self.resolve_callable(seen, scope, _depth + 1)
@@ -61,6 +62,16 @@ class TransformsMixin(ConfigParamsMixin):
         if t is ast.Call:
             return self._resolve_call_result(expr, scope, _depth)
         return None
+
+    def _partial_names(self, scope: Function) -> Set[str]:
+        """Names ``scope`` binds to a ``partial(...)`` call (``f = partial(f, flag=True)``)."""
+        memo = self._memo("_partial_names_cache")
+        got = memo.get(id(scope))
+        if got is None:
+            got = memo[id(scope)] = {
+                t.id for a in scope.of_type(ast.Assign) if a.value.__class__ is ast.Call
+                and self.qualname(a.value.func, scope) in K.PARTIAL for t in a.targets if t.__class__ is ast.Name}
+        return got
 
     def _resolve_method(self, expr: ast.Attribute, scope: Function) -> Optional[CallTarget]:
         """``self.method`` (bound: ``self`` is passed) or ``Class.method``."""
