@@ -119,8 +119,8 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write .jaxlint_cache/ (the results cache at the project root)")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="worker processes for linting (default: the CPU count); the project analysis runs first, "
-                        "in this process")
+                   help="worker processes for the analysis and linting (default: the CPU count; never forked "
+                        "from a process that imported JAX)")
 
 
 def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
