@@ -72,6 +72,14 @@ def spec_value(spec: dict, concrete: bool = False):
         return _train_state(spec, concrete)
     if t == "factory":
         return _from_factory(spec, concrete)
+    if t == "global":           # a module-level value of the module (its own TrainState)
+        if not hasattr(MODULE, spec["name"]):
+            raise NoInputs(f"`{spec['name']}` is not defined after importing the module")
+        value = getattr(MODULE, spec["name"])
+        if concrete:
+            return value
+        return jax.tree_util.tree_map(lambda x: SDS(x.shape, x.dtype) if isinstance(x, (jax.Array, np.ndarray))
+                                      else x, value)
     if t == "ns":
         return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
     if t == "dict":

@@ -268,7 +268,7 @@ class _Reader:
                     u.replace = True
                     return
                 if a in TRAINSTATE_METHODS:
-                    u.trainstate = self._state_objects() + (self._state_factory(),)
+                    u.trainstate = self._state_objects() + (self._state_factory(), _state_global(self.m))
                 u = u.child(("attr", a))
                 cur = par
                 continue
@@ -493,8 +493,19 @@ def _is_create(e: Optional[ast.AST]) -> bool:
         any(k.arg == "apply_fn" for k in e.keywords)
 
 
+def _state_global(model: SemanticModel) -> Optional[str]:
+    """A module-level name bound to ``SomeState.create(apply_fn=...)``: the module's own TrainState."""
+    for stmt in model.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and _is_create(stmt.value):
+            return stmt.targets[0].id
+    return None
+
+
 def _trainstate_spec(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
-    model, tx, factory = u.trainstate
+    model, tx, factory, state_global = u.trainstate
+    if tx is None and state_global is not None:
+        return {"t": "global", "name": state_global}
     if tx is None and factory is not None:
         fname, params = factory
         return {"t": "factory", "fn": fname,
