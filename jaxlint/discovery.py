@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 from typing import Iterator, List, Sequence, Tuple
 
 DEFAULT_EXCLUDE = (
@@ -13,7 +15,11 @@ DEFAULT_EXCLUDE = (
 )
 
 
-def _match(rel: str, name: str, patterns: Sequence[str]) -> bool:
+@functools.lru_cache(maxsize=256)
+def _compiled(patterns: Tuple[str, ...]):
+    """A pattern list, compiled once: one regex for the name-only patterns, and the
+    path patterns (with their ``**/``-free spelling) as (pattern, regexes)."""
+    names, paths = [], []
     for p in patterns:
         p = p.strip()
         if not p or p.startswith("#") or p.startswith("!"):
@@ -21,10 +27,20 @@ def _match(rel: str, name: str, patterns: Sequence[str]) -> bool:
         p = p.rstrip("/")
         if "/" in p:
             p = p.lstrip("/")
-            if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.replace("**/", "")) \
-                    or rel.startswith(p + "/"):
-                return True
-        elif fnmatch.fnmatch(name, p):
+            c = os.path.normcase(p)
+            paths.append((p, re.compile(fnmatch.translate(c)), re.compile(fnmatch.translate(c.replace("**/", "")))))
+        else:
+            names.append(fnmatch.translate(os.path.normcase(p)))
+    return (re.compile("|".join(names)) if names else None), tuple(paths)
+
+
+def _match(rel: str, name: str, patterns: Sequence[str]) -> bool:
+    names, paths = _compiled(tuple(patterns))
+    if names is not None and names.match(os.path.normcase(name)):
+        return True
+    rel_c = os.path.normcase(rel)
+    for p, whole, flat in paths:
+        if whole.match(rel_c) or flat.match(rel_c) or rel.startswith(p + "/"):
             return True
     return False
 
