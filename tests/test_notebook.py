@@ -5,6 +5,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -160,6 +162,27 @@ def test_invalid_nbformat_structure_is_a_one_line_source_error(tmp_path):
         load_source(str(p))
     msg = str(exc.value)
     assert msg.startswith("not a valid nbformat 4 notebook:") and "\n" not in msg and len(msg) < 300
+
+
+def test_extra_output_properties_are_read_like_jupyter_does(tmp_path):
+    """Jupyter opens a notebook whose output carries a property the schema lacks (seen in
+    google-research/vision_transformer): its code is checked, and a fix writes it back
+    with only the fixed cell changed."""
+    nb = json.loads(nbformat.writes(new_notebook(
+        cells=[new_code_cell("import jax\n\n@jax.jit\ndef f(x):\n    print(x)\n    return x\n")],
+        metadata=KERNEL)))
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi\n", "metadata": {}}]
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(nbformat.from_dict(nb))
+    p = tmp_path / "extra.ipynb"
+    p.write_text(json.dumps(nb))
+    src = load_source(str(p))
+    assert "print(x)" in src.text
+    proc = subprocess.run([sys.executable, "-m", "jaxlint", "check", "--isolated", "--no-cache", "--fix", str(p)],
+                          capture_output=True, text=True)
+    fixed = json.loads(p.read_text())
+    assert "jax.debug.print" in "".join(fixed["cells"][0]["source"]), proc.stdout + proc.stderr
+    assert fixed["cells"][0]["outputs"] == nb["cells"][0]["outputs"]
 
 
 def test_missing_file_and_non_python_notebook(tmp_path):

@@ -62,6 +62,7 @@ def _to_v4(data: Any):
     major, minor = get_version(data)
     if major not in nbformat.versions:
         raise SourceError(f"not a notebook: unsupported nbformat version {major!r}")
+    nb = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # nbformat warns about missing cell ids and the like
@@ -70,11 +71,29 @@ def _to_v4(data: Any):
             if major != 4:
                 nb = nbformat.convert(nb, 4)
     except nbformat.ValidationError as exc:
+        # Jupyter opens notebooks with extra or misplaced properties (a 'metadata' key where
+        # the schema has none): what jaxlint reads -- the code cells' sources -- is intact
+        if major == 4 and _cells_readable(nb):
+            return nb
         raise SourceError(f"not a valid nbformat {major} notebook: {_one_line(exc)}") from None
     except Exception as exc:  # the converters raise assorted errors on malformed input
         raise SourceError(f"not a valid nbformat {major} notebook: {type(exc).__name__}: "
                           f"{_first_line(str(exc))}") from None
     return nb
+
+
+def _cells_readable(nb) -> bool:
+    """Every cell has a string ``cell_type`` and a string (or list of strings) ``source``."""
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        return False
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            return False
+        src = cell.get("source", "")
+        if not (isinstance(src, str) or (isinstance(src, list) and all(isinstance(x, str) for x in src))):
+            return False
+    return True
 
 
 def _one_line(exc) -> str:

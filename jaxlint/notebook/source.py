@@ -312,8 +312,9 @@ class NotebookSource(SourceFile):
                 warnings.simplefilter("ignore")
                 nbformat.validate(nbformat.reader.reads(document))
         except nbformat.ValidationError as exc:
-            raise SourceError(f"the fixed notebook would not be valid ({_one_line(exc)}); nothing was written") \
-                from None
+            if _valid(self._data):   # (a notebook read leniently stays as valid as it was)
+                raise SourceError(f"the fixed notebook would not be valid ({_one_line(exc)}); nothing was written") \
+                    from None
 
     def write_fixed(self, text: str) -> None:
         """Write the notebook with the cells of the fixed ``text`` back to :attr:`path`, atomically.
@@ -346,3 +347,14 @@ class _Encoded:
     def encode(self, text: str) -> bytes:
         return self.data
 
+
+def _valid(data) -> bool:
+    """Does the notebook as read validate against its nbformat schema?"""
+    import nbformat
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nbformat.validate(nbformat.from_dict(data))
+        return True
+    except Exception:
+        return False
