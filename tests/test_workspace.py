@@ -134,7 +134,7 @@ def model_for_source(self, *args):
     built.append(1)
     return real_model(self, *args)
 W.Project.model_for_source = model_for_source
-if len(sys.argv) > 2 and sys.argv[2] == 'fail':
+if sys.argv[2:3] == ['fail']:
     import jaxlint.jobs as J
     def broken(*args):
         raise RuntimeError('a worker fails')
@@ -144,8 +144,8 @@ root = sys.argv[1]
 files = sorted(str(p) for p in Path(root).rglob('*.py'))
 out = {}
 for jobs in (1, 2):
-    ws = Workspace(use_cache=False, root=root)
-    if jobs == 2 and sys.argv[2:] == ['analysed']:
+    ws = Workspace(use_cache=False, root=root, traced_functions=sys.argv[3:])
+    if jobs == 2 and sys.argv[2:3] == ['analysed']:
         ws.project_for(files[0]).analyse()     # the workers inherit the analysis and only lint
     built.clear()
     out[jobs] = {p: [f.to_dict() for f in found] for p, found in lint_files(files, rules, workspace=ws, jobs=jobs)}
@@ -202,7 +202,8 @@ def test_jobs_give_the_same_findings_on_a_larger_tree(tmp_path):
             shutil.copytree(p, root / p.name)
     shutil.copytree(Path(__file__).parent.parent / "examples", root / "examples")
     _chain_project(root)
-    same, count, ran, _, built = _jobs_1_and_2(root)
+    (root / "chain" / "listed.py").write_text("def helper(x):\n    if x > 0:\n        return x\n    return -x\n")
+    same, count, ran, _, built = _jobs_1_and_2(root, "-", "chain.listed:*")
     assert same and ran == [True] and count > 30 and built == 0
 
 
