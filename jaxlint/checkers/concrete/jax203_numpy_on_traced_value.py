@@ -173,6 +173,8 @@ class NumpyOnTracedValue(TracedCodeRule):
         values = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
         values += [k.value for k in call.keywords]
         for a in values:
+            if _mapping(m, a, fn):
+                continue   # NumPy wraps a dict in an object array: no tracer is converted
             if traced_value(m, a, fn):
                 c = culprit(m, a, fn)
                 if not unreliable_param(m, c, fn) and not at_compile_time(m, a, fn, c):
@@ -200,3 +202,11 @@ class NumpyOnTracedValue(TracedCodeRule):
         jnp, import_edits = module_alias(ctx.model, ctx.source, "jax.numpy", "jnp")
         start, end = ctx.source.node_span(call.func)
         return self.fix.make([Edit(start, end, f"{jnp}.{equivalent}")] + import_edits)
+
+
+def _mapping(m: SemanticModel, a: ast.AST, fn: Function) -> bool:
+    """``a`` is a dict: a display or comprehension, or a name whose assignment before
+    this use is one (``metrics = {...}; np.sum(metrics, -1)``)."""
+    if a.__class__ is ast.Name:
+        a = m.reaching_value(a, fn) or m.single_value(a.id, fn) or a
+    return a.__class__ in (ast.Dict, ast.DictComp)
