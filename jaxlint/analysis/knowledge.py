@@ -415,6 +415,7 @@ STATIC_RESULT_CALLS = frozenset({
     "jax.core.is_concrete", "jax.dtypes.canonicalize_dtype", "jax.dtypes.result_type",
     "jax.debug.print", "jax.debug.callback", "jax.debug.breakpoint",
     "math.prod", "jax.lax.axis_size", "jax.core.valid_jaxtype",
+    "jax.lax.broadcast_shapes", "jax.numpy.broadcast_shapes", "numpy.broadcast_shapes",
     # sharding descriptions are Python objects, whatever they are built from
     "jax.sharding.NamedSharding", "jax.sharding.PartitionSpec", "jax.sharding.Mesh",
     "jax.sharding.AbstractMesh", "jax.sharding.PositionalSharding",

@@ -49,3 +49,20 @@ def literal_strs(node: Optional[ast.expr]) -> Optional[List[str]]:
                 return None
         return out
     return None
+
+
+def literal_elements(node: Optional[ast.expr]) -> Optional[List[ast.expr]]:
+    """The element nodes of a tuple/list display, also spelled with ``+`` and ``* n``
+    (``in_axes=[0] + [None] * 9``); None when it is not one."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return None if any(isinstance(e, ast.Starred) for e in node.elts) else list(node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = literal_elements(node.left), literal_elements(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for seq, n in ((node.left, node.right), (node.right, node.left)):
+            elts = literal_elements(seq)
+            count = literal_ints(n)
+            if elts is not None and count is not None and len(count) == 1 and 0 <= count[0] <= 256:
+                return elts * count[0]
+    return None

@@ -27,7 +27,10 @@ _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex", "t
                            "jax.sharding.PartitionSpec", "jax.sharding.NamedSharding",
                            "jax.sharding.Mesh", "jax.sharding.AbstractMesh",
                            "jax.sharding.PositionalSharding", "jax.sharding.SingleDeviceSharding",
-                           "jax.sharding.Sharding"})
+                           "jax.sharding.Sharding",
+                           # host NumPy values and other array types no tracer is an instance of
+                           "numpy.ndarray", "numpy.generic", "numpy.number", "numpy.integer",
+                           "numpy.floating", "scipy.sparse.csr_matrix", "scipy.sparse.spmatrix"})
 _CONTAINER_TYPES = frozenset({"tuple", "list", "dict", "set", "frozenset",
                               "collections.abc.Sequence", "collections.abc.Mapping", "typing.Sequence",
                               "typing.Mapping"})

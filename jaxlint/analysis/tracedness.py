@@ -55,7 +55,16 @@ from typing import Optional
 from . import knowledge as K
 from .kinds import CONTAINER, JAX, NUMPY, TRACED
 from .narrowing import NarrowingMixin
-from .scopes import Function
+from .scopes import INFERRED, Function
+
+
+# modules whose functions compute arrays, and array methods that compute on their receiver
+_ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+_LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
+_ARRAY_RESULTS = frozenset({"optax.global_norm", "optax.safe_norm", "optax.tree_utils.tree_l2_norm"})
+_ARRAY_METHODS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "std", "var", "argmax", "argmin",
+                            "cumsum", "astype", "reshape", "dot", "clip", "round", "squeeze", "ravel", "flatten",
+                            "transpose", "nonzero", "item", "tolist", "__array__"})
 
 
 class TracednessMixin(NarrowingMixin):
@@ -307,6 +316,114 @@ class TracednessMixin(NarrowingMixin):
         if stmt.body and stmt.body[-1].__class__ in (ast.Return, ast.Raise):
             return t.left.id
         return None
+
+    def vouched_array(self, e: ast.AST, fn: Function) -> bool:
+        """May a rule report ``e`` (a traced value of ``fn``) as an array?  Under a
+        transform this module applies, or in a function the user lists in
+        ``traced-functions``, being traced is enough; in code traced by inference
+        (module methods, library contracts, other modules' calls) ``e`` must also be
+        :meth:`evidently_array` -- there parameters and pytree fields are as often
+        static Python values, and when the code cannot tell, rules stay silent."""
+        if fn.confidence != INFERRED or any(c.transform == "config" for c in fn.contexts):
+            return True
+        return self.evidently_array(e, fn)
+
+    def evidently_array(self, e: Optional[ast.AST], fn: Function, _depth: int = 0) -> bool:
+        """There is evidence in the code that ``e`` holds an array, not a Python value a
+        traced pytree or a configuration carries: a ``jax.numpy``/``lax``/``random``/``nn``
+        call, an array method on a traced value (``x.sum()``), arithmetic or a comparison
+        with such a value, an item of one, or a name :meth:`surely_array` vouches for
+        (annotated as an array, used in arithmetic or with ``.shape``, or bound to array
+        operations).  Rules reporting on values of *inferred* traced code (module methods,
+        library contracts, other modules' calls) ask it: there a parameter or a pytree
+        field is as often a static Python value as an array."""
+        if e is None or _depth > 6:
+            return False
+        t = e.__class__
+        if t in (ast.Name, ast.Subscript, ast.Attribute, ast.Call) and not self._loop_variable(e, fn) \
+                and self._array_use(e, fn):
+            return True
+        if t is ast.Call:
+            f = e.func
+            if f.__class__ is ast.Call:
+                # ``nn.Dense(4)(x)``: a layer of a neural-network library applied to a value
+                q = self.qualname(f.func, fn) if f.func.__class__ in (ast.Name, ast.Attribute) else None
+                return q is not None and q.startswith(_LAYER_PREFIXES)
+            if f.__class__ is ast.Attribute and f.attr == "param" and f.value.__class__ is ast.Name \
+                    and f.value.id == "self":
+                return True   # a linen ``self.param(...)``
+            if f.__class__ in (ast.Name, ast.Attribute):
+                q = self.qualname(f, fn)
+                if q is not None:
+                    return (q.startswith(_ARRAY_PREFIXES) or q in K.ARRAY_FUNCTIONS or q in _ARRAY_RESULTS) \
+                        and q not in K.STATIC_RESULT_CALLS
+                if f.__class__ is ast.Attribute and f.attr in _ARRAY_METHODS:
+                    return self.evidently_array(f.value, fn, _depth + 1) or bool(self.kind(f.value, fn) & TRACED)
+                target = self.resolve_callable(f, fn)
+                if target is not None and not target.function.is_lambda and target.function is not fn:
+                    rets = [r.value for r in target.function.of_type(ast.Return)]
+                    return bool(rets) and all(self.evidently_array(r, target.function, _depth + 1) for r in rets)
+            return False
+        if t is ast.BinOp:
+            return self.evidently_array(e.left, fn, _depth + 1) or self.evidently_array(e.right, fn, _depth + 1)
+        if t is ast.UnaryOp:
+            return self.evidently_array(e.operand, fn, _depth + 1)
+        if t is ast.Compare:
+            return any(self.evidently_array(x, fn, _depth + 1) for x in [e.left] + list(e.comparators))
+        if t is ast.BoolOp:
+            return any(self.evidently_array(x, fn, _depth + 1) for x in e.values)
+        if t is ast.Subscript:
+            return self.evidently_array(e.value, fn, _depth + 1)
+        if t is ast.Attribute:
+            return e.attr in ("T", "mT", "real", "imag") and self.evidently_array(e.value, fn, _depth + 1)
+        if t is ast.Name:
+            narrowed = self.narrowed_kind(e, fn)
+            if narrowed is not None:
+                return bool(narrowed & JAX)
+            if self.surely_array(e, fn):
+                return True
+            a = fn.param_nodes.get(e.id)
+            if a is not None and fn.param_kinds.get(e.id, 0) & JAX:
+                return True   # the traced call sites pass arrays
+            if a is not None and a.annotation is not None:
+                return bool(self.annotation_kind(a.annotation, fn.parent) & JAX)
+            v = self.single_value(e.id, fn) if e.id in fn.locals and e.id not in fn.param_nodes else None
+            return v is not None and self.evidently_array(v, fn, _depth + 1)
+        return False
+
+    def _loop_variable(self, e: ast.AST, fn: Function) -> bool:
+        """``e`` is a name a loop or a comprehension binds: an element of a container,
+        whose kind is the container's (a Python weight beside an array in ``for w, x in
+        terms`` is as traced as the array) -- its uses prove nothing."""
+        if e.__class__ is not ast.Name:
+            return False
+        if fn.nodes.get(ast.comprehension) and fn.comprehension_loads().get(id(e)) is not None:
+            return True
+        return any(mode == "for" and any(n.__class__ is ast.Name and n.id == e.id for n in ast.walk(target))
+                   for target, _value, mode in self.binding_table(fn).entries)
+
+    def _array_use(self, e: ast.AST, fn: Function) -> bool:
+        """``fn`` uses the expression ``e`` (the same code) as an array somewhere: an
+        operand of arithmetic or unary minus, or an argument of a ``jax.numpy``/``lax``
+        call (``w = w / scale``, ``action = -action``, ``jnp.clip(x, 0, 1)``)."""
+        key = ast.dump(e)
+        for n in fn.walk():
+            t = n.__class__
+            if t is ast.BinOp and n.op.__class__ is not ast.Mod:
+                sides = (n.left, n.right)
+            elif t is ast.UnaryOp and n.op.__class__ is ast.USub:
+                sides = (n.operand,)
+            elif t is ast.Call and n.func.__class__ in (ast.Name, ast.Attribute):
+                q = self.qualname(n.func, fn)
+                if q is None or not q.startswith(_ARRAY_PREFIXES) or q in K.STATIC_RESULT_CALLS:
+                    continue
+                sides = n.args
+            else:
+                continue
+            for side in sides:
+                if side.__class__ is e.__class__ and ast.dump(side) == key:
+                    return True
+        return False
 
     @staticmethod
     def _used_as_array(fn: Function, name: str) -> bool:

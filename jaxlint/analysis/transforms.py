@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
 from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED
-from .literals import literal_ints, literal_strs
+from .literals import literal_elements, literal_ints, literal_strs
 from .configparams import ConfigParamsMixin
 from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, TransformSite
 
@@ -396,9 +396,9 @@ class TransformsMixin(ConfigParamsMixin):
                 axes = call.args[1]
         elif tr.mesh_axes:
             axes = self._kw(call, "in_specs")
-        if isinstance(axes, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in axes.elts):
-            nums = nums + [i for i, ax in enumerate(axes.elts)
-                           if isinstance(ax, ast.Constant) and ax.value is None]
+        elts = literal_elements(axes)
+        if elts is not None:
+            nums = nums + [i for i, ax in enumerate(elts) if isinstance(ax, ast.Constant) and ax.value is None]
         if tr.kind == "grad":
             # ``jax.jacrev(f)(x, hyper)``: only ``argnums`` (default 0) are differentiated;
             # the other arguments reach ``f`` as they are (the callee's arity is unknown
@@ -509,8 +509,9 @@ class TransformsMixin(ConfigParamsMixin):
             axes = self._kw(call, "in_axes") if call is not None else None
             if axes is None and call is not None and tr.name == "jax.vmap" and len(call.args) >= 2:
                 axes = call.args[1]     # ``jax.vmap(f, (0, None), 0)``
-            if isinstance(axes, (ast.Tuple, ast.List)):
-                return {p for p, ax in zip(params, axes.elts)
+            elts = literal_elements(axes)
+            if elts is not None:
+                return {p for p, ax in zip(params, elts)
                         if not (isinstance(ax, ast.Constant) and ax.value is None)}
             return set(candidates)
         if call is not None and tr.mesh_axes:

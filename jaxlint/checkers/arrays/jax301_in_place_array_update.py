@@ -95,7 +95,7 @@ class InPlaceArrayUpdate(Rule):
             return False   # an NNX Variable or a jax.Ref: `v[...] += 1` is its update API
         if isinstance(sl, ast.Constant) and sl.value is Ellipsis and not _made_here(m, base, fn):
             return False   # `x[...] = v`: the Variable/Ref idiom, on a value made elsewhere
-        if not m.is_array(base, fn):
+        if not m.is_array(base, fn) or (fn.contexts and not m.vouched_array(base, fn)):
             return False
         # a pytree of arrays (a list of layer caches, a list's gradient) is traced too:
         # when this function treats it as a Python container, it cannot tell -- silent

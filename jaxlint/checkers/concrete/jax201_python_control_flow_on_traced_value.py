@@ -85,7 +85,7 @@ class PythonControlFlowOnTracedValue(TracedCodeRule):
             for test, kw in tests:
                 if id(test) in covered:
                     continue
-                if not m.truth_traced(test, fn) or m.off_trace(test, fn):
+                if not m.truth_traced(test, fn) or m.off_trace(test, fn) or not m.vouched_array(test, fn):
                     continue
                 for sub in ast.walk(test):
                     covered.add(id(sub))
@@ -101,7 +101,7 @@ class PythonControlFlowOnTracedValue(TracedCodeRule):
                     kw = "not"
                 else:
                     continue
-                if culprit is None or m.off_trace(node, fn):
+                if culprit is None or m.off_trace(node, fn) or not m.vouched_array(culprit, fn):
                     continue
                 for sub in ast.walk(node):
                     covered.add(id(sub))
@@ -120,3 +120,4 @@ class PythonControlFlowOnTracedValue(TracedCodeRule):
         msg = (f"Python `{kw}` on traced value `{name}` inside {fn.trace_description()}: "
                f"a tracer has no concrete truth value; {hint}")
         return ctx.finding(self, node, msg, confidence=fn.confidence)
+

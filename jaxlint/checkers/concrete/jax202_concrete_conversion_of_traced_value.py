@@ -145,7 +145,7 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
     def _traced(self, ctx: Context, e: ast.AST, fn: Function) -> Optional[ast.AST]:
         """The culprit when ``e`` is a traced array the model can vouch for."""
         m = ctx.model
-        if not traced_array(m, e, fn):
+        if not traced_array(m, e, fn) or not m.vouched_array(e, fn):
             return None
         c = culprit(m, e, fn)
         if unreliable_param(m, c, fn) or at_compile_time(m, e, fn, c) or _module_argument(c, fn):
@@ -316,7 +316,7 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
     def _formatted(self, ctx: Context, e: ast.AST, fn: Function) -> Optional[ast.AST]:
         """Culprit when formatting ``e`` shows a tracer (arrays and containers of them)."""
         m = ctx.model
-        if not traced_value(m, e, fn) or not m.kind(e, fn) & JAX:
+        if not traced_value(m, e, fn) or not m.kind(e, fn) & JAX or not m.vouched_array(e, fn):
             # without the array bit the value is an element of a traced container (a loop
             # variable over ``sorted(params.items())`` may be a dict key), not surely an array
             return None

@@ -175,7 +175,7 @@ class NumpyOnTracedValue(TracedCodeRule):
         for a in values:
             if _mapping(m, a, fn):
                 continue   # NumPy wraps a dict in an object array: no tracer is converted
-            if traced_value(m, a, fn):
+            if traced_value(m, a, fn) and m.vouched_array(a, fn):
                 c = culprit(m, a, fn)
                 if not unreliable_param(m, c, fn) and not at_compile_time(m, a, fn, c):
                     return c
