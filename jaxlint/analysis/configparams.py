@@ -12,7 +12,7 @@ arithmetic).  When the evidence is mixed, it is an array.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
 from .scopes import Function

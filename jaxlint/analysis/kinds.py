@@ -11,7 +11,7 @@ into the module use the callee's return kind.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional
 
 from . import knowledge as K
 from .scopes import _BUILTINS, Function

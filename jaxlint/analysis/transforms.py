@@ -12,20 +12,19 @@ some traced call site passes a traced value into it.
 from __future__ import annotations
 
 import ast
-import re
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
 from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED
 from .literals import literal_elements, literal_ints, literal_strs
 from .configparams import ConfigParamsMixin
+from .customrules import CustomRulesMixin
+from .staticargs import StaticArgsMixin
 from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, TransformSite
 
 
-# positions a transform site can speak for without knowing its callee
-_MAX_ARITY = 16
 
-class TransformsMixin(ConfigParamsMixin):
+class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
     # ===================================================== callables
     def lookup_function(self, name: str, scope: Function) -> Optional[Function]:
         """The def ``name`` resolves to from ``scope`` (``None`` when the name the
@@ -62,16 +61,6 @@ class TransformsMixin(ConfigParamsMixin):
         if t is ast.Call:
             return self._resolve_call_result(expr, scope, _depth)
         return None
-
-    def _partial_names(self, scope: Function) -> Set[str]:
-        """Names ``scope`` binds to a ``partial(...)`` call (``f = partial(f, flag=True)``)."""
-        memo = self._memo("_partial_names_cache")
-        got = memo.get(id(scope))
-        if got is None:
-            got = memo[id(scope)] = {
-                t.id for a in scope.of_type(ast.Assign) if a.value.__class__ is ast.Call
-                and self.qualname(a.value.func, scope) in K.PARTIAL for t in a.targets if t.__class__ is ast.Name}
-        return got
 
     def _resolve_method(self, expr: ast.Attribute, scope: Function) -> Optional[CallTarget]:
         """``self.method`` (bound: ``self`` is passed) or ``Class.method``."""
@@ -255,159 +244,11 @@ class TransformsMixin(ConfigParamsMixin):
         self.transform_sites.append(TransformSite(tr, dec, target, scope, True, call))
         self._mark(target, tr, dec, call, scope)
 
-    def _custom_rules(self) -> None:
-        """Rules of a ``custom_jvp``/``custom_vjp`` function run traced.
-
-        ``f.defvjp(fwd, bwd)``: ``fwd`` takes the primal's arguments (its
-        ``nondiff_argnums`` stay static); ``bwd`` and ``@f.defjvp`` rules take
-        the non-differentiable arguments first, then traced values.
-        """
-        custom: Dict[int, List[int]] = {}
-        for site in self.transform_sites:
-            if site.target is not None and site.transform.name in ("jax.custom_jvp", "jax.custom_vjp"):
-                nums, names = self.static_spec(site.transform, site.call)
-                primal = site.target.function
-                nums = list(nums) + [primal.params.index(n) for n in names if n in primal.params]
-                custom[id(primal)] = sorted(set(nums))
-        if not custom:
-            return
-
-        def mark(rule: Function, node: ast.AST, nondiff: List[int], leading: bool) -> None:
-            params = rule.params
-            if leading:
-                static = set(params[:len(nondiff)])
-            else:
-                static = {params[i] for i in nondiff if -len(params) <= i < len(params)}
-            traced = set(rule.all_params()) - static
-            self._add_context(rule, TraceContext("jax.custom_vjp", CERTAIN, node, "a custom derivative rule"),
-                              traced, static)
-
-        for fn in self.functions:
-            for call in fn.of_type(ast.Call):
-                f = call.func
-                if isinstance(f, ast.Attribute) and f.attr in ("defjvp", "defvjp", "defjvps"):
-                    base = self.resolve_callable(f.value, fn)
-                    if base is None or id(base.function) not in custom:
-                        continue
-                    nondiff = custom[id(base.function)]
-                    rules = []
-                    for i, a in enumerate(call.args[:2]):
-                        tgt = self.resolve_callable(a, fn)
-                        rules.append(tgt)
-                        if tgt is not None:
-                            mark(tgt.function, call, nondiff, leading=(f.attr != "defvjp" or i == 1))
-                    if f.attr == "defvjp" and len(rules) == 2 and None not in rules:
-                        self._record_residuals(rules[0].function, rules[1].function, len(nondiff))
-            for dec_fn in fn.children:
-                for d in dec_fn.decorators:
-                    if isinstance(d, ast.Attribute) and d.attr in ("defjvp", "defvjp"):
-                        base = self.resolve_callable(d.value, fn)
-                        if base is not None and id(base.function) in custom:
-                            mark(dec_fn, d, custom[id(base.function)], leading=True)
-
-    def _record_residuals(self, fwd: Function, bwd: Function, nondiff: int) -> None:
-        """``fwd`` returning ``out, (a, n, x.shape)`` (or a name bound once to that
-        tuple): remember the tuple for ``bwd``'s residual parameter."""
-        rets = fwd.of_type(ast.Return)
-        if len(rets) != 1 or nondiff >= len(bwd.params):
-            return
-        v = rets[0].value
-        if not isinstance(v, ast.Tuple) or len(v.elts) != 2:
-            return
-        self._record_cotangent(fwd, v.elts[0], bwd, nondiff + 1)
-        res = v.elts[1]
-        if isinstance(res, ast.Name):
-            bound = [(t, val) for t, val, mode in self.binding_table(fwd).entries
-                     if t.__class__ is ast.Name and t.id == res.id]
-            if len(bound) != 1 or bound[0][1] is None:
-                return
-            res = bound[0][1]
-        if isinstance(res, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in res.elts):
-            bwd.param_residuals[bwd.params[nondiff]] = (res, fwd)
-
-    def _record_cotangent(self, fwd: Function, out: ast.expr, bwd: Function, index: int) -> None:
-        """The cotangent parameter of ``bwd`` has the structure of the primal output
-        ``out`` (what ``fwd`` returns first): unless that is plainly one array (an
-        arithmetic result or a ``jax.numpy``/``lax`` call, or a name bound once to
-        one), it may be a tuple or list of arrays -- ``g[1] = ...`` can be a list
-        update."""
-        if index >= len(bwd.params):
-            return
-        if out.__class__ is ast.Name:
-            v = self.single_value(out.id, fwd)
-            out = v if v is not None else out
-        if out.__class__ is ast.BinOp:
-            return
-        if out.__class__ is ast.Call and out.func.__class__ in (ast.Name, ast.Attribute):
-            q = self.qualname(out.func, fwd) or ""
-            if q.startswith(K.SINGLE_ARRAY_MODULES) and q not in K.MULTI_ARRAY_RESULTS:
-                return
-        p = bwd.params[index]
-        bwd.param_kinds[p] = bwd.param_kinds.get(p, 0) | TRACED | CONTAINER
-
     # literal argnums/argnames (``literals.py``), also for rules that read them themselves
     _literal_ints = staticmethod(literal_ints)
     _literal_strs = staticmethod(literal_strs)
     literal_ints = staticmethod(literal_ints)
     literal_strs = staticmethod(literal_strs)
-
-    def static_spec(self, tr: K.Transform, call: Optional[ast.Call]):
-        """(static positional indices, static names) declared on a transform call."""
-        nums: List[int] = []
-        names: List[str] = []
-        if call is None:
-            return nums, names
-        for kw in call.keywords:
-            if kw.arg in tr.static_nums_kw:
-                v = self._literal_ints(kw.value)
-                nums.extend(v or [])
-            elif kw.arg in tr.static_names_kw:
-                v = self._literal_strs(kw.value)
-                names.extend(v or [])
-        return nums, names
-
-    def site_staged(self, site) -> bool:
-        """Does another trace surround the transform site: it sits in traced code, or
-        its call is the function of another transform but ``grad`` (``jax.jit(jax.grad(f))``,
-        ``jax.vmap(jax.grad(f))``: the outer one traces every argument)?"""
-        if site.scope.under_trace:
-            return True
-        if site.call is None:
-            return False
-        for other in self.transform_sites:
-            if other.call is not None and other is not site and other.transform.kind != "grad" \
-                    and self.transform_function_arg(other.call, other.transform) is site.call:
-                return True
-        return False
-
-    def untraced_spec(self, tr: K.Transform, call: Optional[ast.Call], staged: bool = True):
-        """(positional indices, names) of the arguments the transform call does not
-        trace: the declared static ones, and -- unless a staging trace surrounds the
-        site (``staged``: it would trace them itself) -- those it passes through as
-        they are (``jax.vmap(f, in_axes=(0, None))``, ``shard_map(f, in_specs=(P("x"),
-        None))``, the arguments ``jax.grad`` does not differentiate)."""
-        nums, names = self.static_spec(tr, call)
-        if call is None or staged:
-            return nums, names
-        axes = None
-        if tr.kind == "vmap":
-            axes = self._kw(call, "in_axes")
-            if axes is None and tr.name == "jax.vmap" and len(call.args) >= 2:
-                axes = call.args[1]
-        elif tr.mesh_axes:
-            axes = self._kw(call, "in_specs")
-        elts = literal_elements(axes)
-        if elts is not None:
-            nums = nums + [i for i, ax in enumerate(elts) if isinstance(ax, ast.Constant) and ax.value is None]
-        if tr.kind == "grad":
-            # ``jax.jacrev(f)(x, hyper)``: only ``argnums`` (default 0) are differentiated;
-            # the other arguments reach ``f`` as they are (the callee's arity is unknown
-            # here: positions up to _MAX_ARITY)
-            kw = self._kw(call, "argnums")
-            argnums = [0] if kw is None else self._literal_ints(kw)
-            if argnums is not None:
-                nums = nums + [i for i in range(_MAX_ARITY) if i not in argnums]
-        return nums, names
 
     def _mark(self, target: CallTarget, tr: K.Transform, node: ast.AST, call: Optional[ast.Call],
               scope: Function) -> None:
@@ -423,57 +264,6 @@ class TransformsMixin(ConfigParamsMixin):
             if outer.kind in ("jit", "trace", "pmap", "body", "filter"):
                 traced |= set(candidates) - static
         self._add_context(fn, ctx, traced, static)
-
-    def _declared_static(self, target: CallTarget, tr: K.Transform, call: Optional[ast.Call],
-                         params: List[str]) -> Set[str]:
-        """Parameters bound by ``partial`` or declared static on the transform call."""
-        fn = target.function
-        static: Set[str] = set(fn.params[:target.bound_positional]) | set(target.bound_keywords)
-        nums, names = self.static_spec(tr, call)
-        for i in nums:
-            if -len(params) <= i < len(params):
-                static.add(params[i])
-        static.update(n for n in names if n in fn.param_nodes)
-        if call is not None and any(
-                (kw.arg in tr.static_nums_kw and self._literal_ints(kw.value) is None)
-                or (kw.arg in tr.static_names_kw and self._literal_strs(kw.value) is None)
-                for kw in call.keywords):
-            # static_argnums=<a variable>: which parameters are static is unknown here;
-            # those declared or used as Python configuration are taken to be
-            static.update(p for p in params if self._is_config_param(fn, p))
-        return static
-
-    def _unpassed_defaults(self, target: CallTarget, node: ast.AST, call: Optional[ast.Call],
-                           scope: Function) -> Set[str]:
-        """Defaulted parameters no call of the transformed function passes: they keep
-        their Python defaults.  Only when the transformed callable is a name
-        (``step = jax.pmap(partial(f, ...))``, ``@jax.jit def f``) that the module
-        only ever calls, every call visible: ``step(state, batch)``."""
-        fn = target.function
-        defaulted = [p for p in fn.defaults if p not in target.bound_keywords]
-        text = getattr(self.source, "text", None)
-        if not defaulted or text is None:
-            return set()
-        if node is call:
-            owner = next((a for a in scope.of_type(ast.Assign) if a.value is call), None)
-            if owner is None or len(owner.targets) != 1 or owner.targets[0].__class__ is not ast.Name:
-                return set()
-            name, home = owner.targets[0].id, scope
-        else:
-            name, home = fn.name, fn.parent
-        calls = [c for s in self.functions for c in s.of_type(ast.Call)
-                 if c.func.__class__ is ast.Name and c.func.id == name and self.resolve_scope(name, s) is home]
-        # every mention of the name is its binding or a call of it (not passed on, not stored)
-        if not calls or len(re.findall(r"\b%s\b" % re.escape(name), text)) != len(calls) + 1:
-            return set()
-        npos, kws = 0, set()
-        for c in calls:
-            if any(a.__class__ is ast.Starred for a in c.args) or any(k.arg is None for k in c.keywords):
-                return set()
-            npos = max(npos, len(c.args))
-            kws.update(k.arg for k in c.keywords)
-        params = fn.params[target.bound_positional:]
-        return {p for p in defaulted if p not in kws and not (p in params and params.index(p) < npos)}
 
     @staticmethod
     def _candidates(target: CallTarget, params: List[str], static: Set[str]) -> List[str]:
