@@ -120,7 +120,9 @@ class BadStaticArgument(Rule):
             target = site.target
             fn = target.function
             call = site.call
-            static: Set[str] = set(target.bound_keywords) & set(fn.param_nodes)
+            # (keywords bound by ``partial`` are constants of the callable, not static
+            # arguments: passed again at a call, they are traced like any other)
+            static: Set[str] = set()
             params = fn.params[target.bound_positional:]
             if call is not None:
                 for kw in call.keywords:
