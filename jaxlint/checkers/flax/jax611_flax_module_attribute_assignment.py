@@ -78,6 +78,8 @@ class FlaxModuleAttributeAssignment(Rule):
                 if selfname is None:
                     continue
                 for node in fn.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                    if isinstance(node, ast.AnnAssign) and node.value is None:
+                        continue   # ``self.head: nn.Module`` declares, assigns nothing
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     attrs = [a for t in targets for a in _self_attributes(t, selfname)]
                     if not attrs:
