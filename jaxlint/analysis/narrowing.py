@@ -67,7 +67,12 @@ class NarrowingMixin:
                 self._narrow_region(node.body, name, k, got)
             # if not isinstance(x, T): <exit>  -- the rest of the block
             if not node.orelse and node.body and node.body[-1].__class__ in _EXITS:
-                for name, k in self._isinstance_tests(node.test, fn, positive=False):
+                facts = list(self._isinstance_tests(node.test, fn, positive=False))
+                # if isinstance(x, Tracer): <exit>  -- the rest sees a concrete x
+                tracer = self._tracer_test(node.test, fn)
+                if tracer is not None:
+                    facts.append((tracer, 0))
+                for name, k in facts:
                     block = self._block_of(node, fn)
                     if block is not None:
                         i = next(j for j, s in enumerate(block) if s is node)
@@ -163,13 +168,18 @@ class NarrowingMixin:
         a rebinding inside a loop of the region ends it at the loop."""
         loads, end = [], None
         for s in stmts:
-            for n in ast.walk(s):
-                if n.__class__ is ast.Name and n.id == name:
-                    if n.ctx.__class__ is ast.Load:
-                        loads.append(n)
-                    else:
-                        at = (n.lineno, n.col_offset)
-                        end = at if end is None or at < end else end
+            for n, stmt in _names_with_statements(s):
+                if n.id != name:
+                    continue
+                if n.ctx.__class__ is ast.Load:
+                    loads.append(n)
+                else:
+                    # the store takes effect once its statement is evaluated
+                    # (``pos = jnp.arange(pos)`` still reads the narrowed ``pos``)
+                    at = (stmt.end_lineno, stmt.end_col_offset) if stmt.__class__ in (ast.Assign, ast.AugAssign,
+                                                                                     ast.AnnAssign) \
+                        else (n.lineno, n.col_offset)
+                    end = at if end is None or at < end else end
             if s.__class__ in (ast.For, ast.AsyncFor, ast.While) and end is not None \
                     and (s.lineno, s.col_offset) <= end:
                 end = (s.lineno, s.col_offset)
@@ -177,3 +187,15 @@ class NarrowingMixin:
             if end is not None and (n.lineno, n.col_offset) >= end:
                 continue
             table[id(n)] = table[id(n)] & k if id(n) in table else k
+
+
+def _names_with_statements(stmt: ast.stmt):
+    """Every Name under ``stmt`` with its innermost enclosing statement."""
+    stack = [(stmt, stmt)]
+    while stack:
+        node, owner = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if child.__class__ is ast.Name:
+                yield child, owner
+            else:
+                stack.append((child, child if isinstance(child, ast.stmt) else owner))
