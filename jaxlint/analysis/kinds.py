@@ -23,6 +23,7 @@ NUMPY = 4       # a NumPy array
 CONTAINER = 8   # a Python list / tuple / dict / set (possibly holding arrays)
 ARRAYISH = TRACED | JAX | NUMPY
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
+_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 # attributes of an array that are arrays again
 _ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
@@ -451,6 +452,9 @@ class KindsMixin:
         if (t is ast.Name or t is ast.Attribute) and self.static_constants \
                 and self.qualname(e, fn) in self.static_constants:
             return True   # a string constant or enum member another module of the project defines
+        if t is ast.Attribute and e.value.__class__ is ast.Name and e.value.id in self.classes \
+                and any(b.rpartition(".")[2] in _ENUM_BASES for b in self.classes[e.value.id].bases):
+            return True   # a member of an enum this module defines (``Method.SUM``)
         if t is ast.Name:
             s = self.resolve_scope(e.id, fn)
             if s is not None and s.is_module:

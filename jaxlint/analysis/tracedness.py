@@ -60,6 +60,11 @@ from .scopes import INFERRED, Function
 
 # modules whose functions compute arrays, and array methods that compute on their receiver
 _ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+class _NoTransform:
+    kind = None
+
+
+_NO_TR = _NoTransform()
 _LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
 _ARRAY_RESULTS = frozenset({"optax.global_norm", "optax.safe_norm", "optax.tree_utils.tree_l2_norm"})
 _ARRAY_METHODS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "std", "var", "argmax", "argmin",
@@ -321,10 +326,15 @@ class TracednessMixin(NarrowingMixin):
         """May a rule report ``e`` (a traced value of ``fn``) as an array?  Under a
         transform this module applies, or in a function the user lists in
         ``traced-functions``, being traced is enough; in code traced by inference
-        (module methods, library contracts, other modules' calls) ``e`` must also be
+        (module methods, library contracts, other modules' calls) or by an Equinox
+        filter transform (which traces array leaves only) ``e`` must also be
         :meth:`evidently_array` -- there parameters and pytree fields are as often
         static Python values, and when the code cannot tell, rules stay silent."""
-        if fn.confidence != INFERRED or any(c.transform == "config" for c in fn.contexts):
+        if any(c.transform == "config" for c in fn.contexts):
+            return True
+        # Equinox's filter transforms trace array leaves only: a non-array field stays static
+        filtered = any((K.TRANSFORMS.get(c.transform) or _NO_TR).kind == "filter" for c in fn.contexts)
+        if fn.confidence != INFERRED and not filtered:
             return True
         return self.evidently_array(e, fn)
 
