@@ -252,7 +252,7 @@ class Project:
             return
         m.sha = file_digest(raw)
         m.mentions_jax = any(w in raw for w in _JAX_WORDS)
-        key = digest("index", 2, m.sha, m.name, m.is_package)
+        key = digest("index", 2, m.sha, m.name, m.is_package) if self.cache is not None else None
         entry = self.cache.get("index", key) if self.cache is not None else None
         if entry is not None:
             set_index(m, entry)
@@ -435,7 +435,7 @@ class Project:
         """What the registered exporters say about ``m``'s functions (cached like outgoing calls)."""
         if not EXPORTERS:
             return {}
-        key = self._key(m, "exports", sorted(EXPORTERS))
+        key = self._key(m, "exports", sorted(EXPORTERS)) if self.cache is not None else None
         if self.cache is not None and key is not None:
             entry = self.cache.get("exports", key)
             if entry is not None:
@@ -479,7 +479,7 @@ class Project:
     def _outgoing_of(self, m: Module) -> List[Outgoing]:
         """``m``'s outgoing calls under its current seeds: from the cache, or from its model."""
         step = self._rounds_of(m)
-        key = self._key(m, "outgoing")
+        key = self._key(m, "outgoing") if self.cache is not None else None
         if self.cache is not None and key is not None:
             entry = self.cache.get("outgoing", key)
             if entry is not None:
