@@ -425,7 +425,8 @@ class Project:
                     if planted is not None and self._add_seed(*planted):
                         changed.add(planted[0].path)
             dirty = changed
-        # exporters read no other module's exports: all are computed, then published
+        # each module's exports are computed with no other module's exports published (facts of
+        # the module alone, cached as such, the same in any order), then all are published
         mods = [m for m in self.modules if m.error is None and (m.mentions_jax or m.path in self.seeds)]
         for m, exports in zip(mods, driver.exports(mods)):
             m.exports = exports
