@@ -166,6 +166,9 @@ def export_static_items(model) -> Dict[str, list]:
     for fn in model.functions:
         if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
             continue
+        rets = fn.of_type(ast.Return)
+        if not rets or any(r.value.__class__ is not ast.Tuple for r in rets):
+            continue   # (the cheap test first: most functions return no tuple)
         if model.top_level_function(fn.name) is not fn:
             continue
         got = model.static_return_items(fn)

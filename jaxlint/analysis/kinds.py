@@ -370,11 +370,11 @@ class KindsMixin:
         narrowed = self.narrowed_kind(e, fn)
         if narrowed is not None:
             return narrowed     # under ``isinstance(e, int)``: a Python value
-        if e.id in fn.locals and e.id in self.dict_key_names(fn):
-            return 0            # a mapping's key (``for k in d: ... d[k]``): a Python string
         k = self.name_kind(e.id, fn)
         if not k & TRACED or e.id not in fn.locals:
             return k
+        if e.id in self.dict_key_names(fn):
+            return 0            # a mapping's key (``for k in d: ... d[k]``): a Python string
         seen = self.reaching_value(e, fn)   # only ever refines a traced kind
         return k if seen is None else self.kind(seen, fn)
 

@@ -52,8 +52,7 @@ class NarrowingMixin:
             return got
         got = {}
         cache[id(fn)] = got
-        if fn.is_lambda or not any(c.func.__class__ is ast.Name and c.func.id.lstrip("_") in _GUARDS
-                                   for c in fn.of_type(ast.Call)):
+        if fn.is_lambda or not self._has_guards(fn):
             return got
         for node in fn.of_type(ast.BoolOp):
             # ``not is_tracer(x) and x > n``: later operands see the narrowed name
@@ -78,6 +77,11 @@ class NarrowingMixin:
                         i = next(j for j, s in enumerate(block) if s is node)
                         self._narrow_region(block[i + 1:], name, k, got)
         return got
+
+    @staticmethod
+    def _has_guards(fn: Function) -> bool:
+        """Does ``fn`` call ``isinstance`` or an ``is_tracer``-like predicate at all?"""
+        return any(c.func.__class__ is ast.Name and c.func.id.lstrip("_") in _GUARDS for c in fn.of_type(ast.Call))
 
     def _block_of(self, stmt: ast.stmt, fn: Function):
         parents = self._parent_map(fn)
@@ -130,6 +134,8 @@ class NarrowingMixin:
         """``node`` sits in the body of ``if isinstance(x, Tracer) ...:`` (or of an
         ``is_tracer(x)`` test): code written to run while tracing, on purpose
         (logging the shardings a trace sees, collecting trace-time metadata)."""
+        if not self._has_guards(fn):
+            return False
         parents = self._parent_map(fn)
         child, cur = node, parents.get(id(node))
         while cur is not None:

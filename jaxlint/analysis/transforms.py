@@ -442,8 +442,9 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         before a caller's kinds read what it returns (``x, (hp, wp) =
         self.window_partition(x)``: ``(hp, wp)`` comes from ``x.shape``)."""
         added = False
-        todo = [fn for fn in self.functions if fn.contexts]
-        seen = {id(fn) for fn in todo}
+        seen = self._memo("_reached")          # functions whose calls were scanned (rounds only add)
+        todo = [fn for fn in self.functions if fn.contexts and id(fn) not in seen]
+        seen.update((id(fn), True) for fn in todo)
         while todo:
             fn = todo.pop()
             for call in fn.of_type(ast.Call):
@@ -458,7 +459,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                         "call", INFERRED, call, f"called from {fn.display()} (line {call.lineno})", fn), set())
                     added = True
                 if id(callee) not in seen:
-                    seen.add(id(callee))
+                    seen[id(callee)] = True
                     todo.append(callee)
         return added
 
