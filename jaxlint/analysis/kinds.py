@@ -239,6 +239,7 @@ class KindsMixin:
         if q is not None:
             # another module's function: which items it returns are Python values whatever
             # the arguments (its module says, through the project)
+            self._kinds_read_exports = True   # (forget_facts must then drop the kinds)
             ext = self.external_facts(q)
             got = ext.get("static_items") if ext else None
             if not got or got[0] != n:

@@ -7,6 +7,8 @@ rule-specific vocabularies (which calls are impure, which are samplers, ...).
 """
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Mapping, Set as AbstractSet
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, Optional, Tuple
@@ -31,6 +33,7 @@ CANONICAL_PREFIXES: Tuple[Tuple[str, str], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=8192)
 def canonical(name: str) -> str:
     for prefix, repl in CANONICAL_PREFIXES:
         if name == prefix or name.startswith(prefix + "."):

@@ -155,11 +155,13 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         """Drop every cached topic analysis (``facts``) and value kind: they are
         recomputed on demand, with what other modules export by then."""
         self._facts.clear()
-        for fn in self.functions:
-            fn._kinds = None
-        self._return_kinds.clear()
-        self._stages_cache = {}
-        self._primal_cache = {}
+        if self.__dict__.pop("_kinds_read_exports", False):
+            # kinds computed before other modules' exports were published read them
+            for fn in self.functions:
+                fn._kinds = None
+            self._return_kinds.clear()
+            self._stages_cache = {}
+            self._primal_cache = {}
 
     def top_level_function(self, name: str) -> Optional[Function]:
         """A module-level function (``helper``) or a method of a module-level

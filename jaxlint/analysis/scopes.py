@@ -457,6 +457,16 @@ class ScopeIndex:
         """
         if expr is None:
             return None
+        key = (id(expr), id(scope))
+        memo = self._memo("_qualnames")
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        got = self._qualname(expr, scope)
+        memo[key] = (expr, got)   # (holding ``expr`` keeps its id from being reused)
+        return got
+
+    def _qualname(self, expr: ast.AST, scope: Optional[Function]) -> Optional[str]:
         parts: List[str] = []
         node = expr
         while node.__class__ is ast.Attribute:
