@@ -373,6 +373,8 @@ class Project:
                 and self._built_with.get(m.path) == self.seeds_for(m.path)):
             model.source = source
             return model
+        if tree is None and m.tree is not None and m.source is not None and m.source.text == source.text:
+            tree = m.tree   # parsed for the index: the same text
         return self._new_model(m, tree if tree is not None else source.parse(), source, self.seeds_for(m.path))
 
     def release(self, path: str) -> None:
