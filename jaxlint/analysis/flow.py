@@ -137,7 +137,10 @@ class FlowMixin:
                 return False
             found = False
             for target, value, mode in self.binding_table(fn).entries:
-                if not any(n.__class__ is ast.Name and n.id == e.id for n in ast.walk(target)):
+                if target.__class__ is ast.Name:
+                    if target.id != e.id:
+                        continue
+                elif not any(n.__class__ is ast.Name and n.id == e.id for n in ast.walk(target)):
                     continue
                 if mode not in ("=", "ann") or value is None or not self.static_regardless(value, fn, _depth + 1):
                     return False

@@ -170,10 +170,13 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             cls, _, meth = name.partition(".")
             info = self.classes.get(cls)
             return info.methods.get(meth) if info is not None and info.scope is self.module else None
-        for fn in self.functions:
-            if fn.parent is self.module and fn.name == name and not fn.is_lambda:
-                return fn
-        return None
+        table = self.__dict__.get("_top_level")
+        if table is None:
+            table = self.__dict__["_top_level"] = {}
+            for fn in self.functions:
+                if fn.parent is self.module and not fn.is_lambda:
+                    table.setdefault(fn.name, fn)   # the first, as the scan this replaces returned
+        return table.get(name)
 
     # ------------------------------------------------------- facts
     def facts(self, cls: Type[F]) -> F:
