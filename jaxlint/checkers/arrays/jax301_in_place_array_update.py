@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import CERTAIN, Function, SemanticModel
+from ...analysis import CERTAIN, JAX, Function, SemanticModel
 from ...analysis.objects import held_as_sequence, mutable_by_design, ref_named
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
@@ -86,6 +86,8 @@ class InPlaceArrayUpdate(Rule):
         if isinstance(sl, ast.Name) and sl.id in m.dict_key_names(fn):
             return False   # ``out[k] = v`` for k of ``d.items()``: a dict keyed like ``d``
         base = t.value
+        if not fn.under_trace and not _eager_array_candidate(m, base, fn):
+            return False   # (cheap: eager code, a plain parameter or a Python display)
         if m.holds_dict(base, fn):
             return False   # ``batch["label"] = {}`` ... ``batch["label"][m] = v``
         if isinstance(base, (ast.Name, ast.Attribute)) and ref_named(base):
@@ -130,6 +132,20 @@ class InPlaceArrayUpdate(Rule):
         new = f"{base_text} = {base_text}.at{index_text}.{method}({value_text})"
         start, end = src.node_span(node)
         return self.fix.make([Edit(start, end, new)])
+
+
+def _eager_array_candidate(m, base: ast.AST, fn: Function) -> bool:
+    """Outside traced code, can ``base`` hold a JAX array at all?  Not a parameter
+    without an array annotation (nothing traced passes it one), nor a name bound only
+    to Python displays (``d = {}``)."""
+    if base.__class__ is not ast.Name:
+        return True
+    a = fn.param_nodes.get(base.id)
+    if a is not None:
+        return a.annotation is not None and bool(m.annotation_kind(a.annotation, fn.parent) & JAX)
+    v = m.single_value(base.id, fn)
+    return v is None or v.__class__ not in (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.DictComp, ast.ListComp,
+                                            ast.SetComp, ast.Constant)
 
 
 def _made_here(m, base: ast.AST, fn: Function) -> bool:
