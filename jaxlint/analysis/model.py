@@ -149,12 +149,14 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         function, or no project (a file linted on its own)."""
         if qualname is None or self.external_resolver is None:
             return None
+        self._read_external = True   # (what was computed from it may be stale: see forget_facts)
         return self.external_resolver(qualname)
 
     def forget_facts(self) -> None:
         """Drop every cached topic analysis (``facts``) and value kind: they are
         recomputed on demand, with what other modules export by then."""
-        self._facts.clear()
+        if self.__dict__.pop("_read_external", False):
+            self._facts.clear()   # facts that never asked another module stay valid
         if self.__dict__.pop("_kinds_read_exports", False):
             # kinds computed before other modules' exports were published read them
             for fn in self.functions:
