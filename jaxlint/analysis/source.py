@@ -9,6 +9,7 @@ edited spans.
 from __future__ import annotations
 
 import ast
+import bisect
 import codecs
 import io
 import re
@@ -101,10 +102,11 @@ class SourceFile:
 
     def line_text(self, lineno: int) -> str:
         """Line ``lineno`` (1-based) without its line ending."""
-        if lineno < 1 or lineno > len(self._starts):
+        starts = self._line_starts or self._starts
+        if lineno < 1 or lineno > len(starts):
             return ""
-        start = self._starts[lineno - 1]
-        end = self._starts[lineno] if lineno < len(self._starts) else len(self.text)
+        start = starts[lineno - 1]
+        end = starts[lineno] if lineno < len(starts) else len(self.text)
         return self.text[start:end].rstrip("\r\n")
 
     def _line_bytes(self, lineno: int) -> bytes:
@@ -125,9 +127,10 @@ class SourceFile:
 
     def offset(self, lineno: int, byte_col: int) -> int:
         """Absolute character offset of an ``ast`` (line, byte column) position."""
-        if lineno > len(self._starts):
+        starts = self._line_starts or self._starts
+        if lineno > len(starts):
             return len(self.text)
-        return self._starts[lineno - 1] + self.char_col(lineno, byte_col)
+        return starts[lineno - 1] + self.char_col(lineno, byte_col)
 
     def node_span(self, node: ast.AST) -> Tuple[int, int]:
         """Absolute character offsets [start, end) of a node."""
@@ -140,14 +143,10 @@ class SourceFile:
 
     def position(self, offset: int) -> Tuple[int, int]:
         """(line, character column), both line 1-based and column 0-based."""
-        lo, hi = 0, len(self._starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self._starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, offset - self._starts[lo]
+        starts = self._line_starts or self._starts
+        lo = bisect.bisect_right(starts, offset) - 1 if starts else 0
+        lo = max(lo, 0)
+        return lo + 1, offset - starts[lo]
 
     def newline(self) -> str:
         m = _NEWLINE.search(self.text)
