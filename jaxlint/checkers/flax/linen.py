@@ -269,13 +269,16 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         if self._sites is not None:
             return self._sites
         out: List[ApplySite] = []
+        if not self.model.imports.mentions_any(("flax",)):
+            self._sites = out   # no Flax module can be applied or initialised here
+            return out
         for fn in self.model.functions:
             for call in fn.of_type(ast.Call):
                 f = call.func
                 if isinstance(f, ast.Call) and len(f.args) == 1 and not f.keywords and \
                         isinstance(f.args[0], ast.Attribute) and self.model.qualname(f.func, fn) == "jax.jit":
                     f = f.args[0]     # jax.jit(model.apply)(variables, x)
-                if not isinstance(f, ast.Attribute):
+                if not isinstance(f, ast.Attribute) or not (f.attr in ("apply_fn", "apply") or f.attr in INIT_METHODS):
                     continue
                 variables = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
                 if variables is None:
