@@ -5,7 +5,8 @@ from typing import Iterator, Optional
 
 from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS
-from .facts import (PurityFacts, STORING_METHODS, Write, lazy_init, traced_writes, value_traced)
+from .facts import PurityFacts, STORING_METHODS, Write, traced_writes, value_traced
+from .idioms import lazy_init, scoped_state
 from ..base import Context, Finding, TracedCodeRule, register
 
 
@@ -86,6 +87,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
         root = w.root
         if m.trace_time_only(w.node, fn):
             return None   # under ``if isinstance(x, Tracer)``: meant to run while tracing
+        if scoped_state(m, fn, root.id):
+            return None   # set for a ``with`` block and restored in ``finally``
         if w.kind in ("name", "del") and w.target is root:
             if root.id in g:
                 if lazy_init(m, fn, w.node, root.id):

@@ -1,0 +1,49 @@
+"""Writes that are Python idioms, not trace-time pitfalls: a lazily built singleton
+(set once, from None) and state scoped to a ``with`` block (set in a context manager,
+restored in its ``finally``).  Asked by JAX102 and JAX103."""
+from __future__ import annotations
+
+import ast
+
+from ...analysis.model import Function, SemanticModel
+
+
+def lazy_init(model: SemanticModel, fn: Function, node: ast.AST, name: str) -> bool:
+    """``node`` (in ``fn``) rebinds ``name`` only while it is unset: it sits in the
+    body of ``if name is None`` / ``if not name`` (alone or in an ``and`` chain) --
+    a lazily built singleton (``global _mgr; if _mgr is None: _mgr = Manager()``).
+    Building it once, at trace time or not, is the point."""
+    parents = model._parent_map(fn)
+    child, cur = node, parents.get(id(node))
+    while cur is not None:
+        if cur.__class__ is ast.If and any(child is s for s in cur.body):
+            tests = cur.test.values if cur.test.__class__ is ast.BoolOp and cur.test.op.__class__ is ast.And \
+                else [cur.test]
+            for t in tests:
+                if t.__class__ is ast.Compare and len(t.ops) == 1 and t.ops[0].__class__ is ast.Is \
+                        and t.left.__class__ is ast.Name and t.left.id == name \
+                        and t.comparators[0].__class__ is ast.Constant and t.comparators[0].value is None:
+                    return True
+                if t.__class__ is ast.UnaryOp and t.op.__class__ is ast.Not \
+                        and t.operand.__class__ is ast.Name and t.operand.id == name:
+                    return True
+        child, cur = cur, parents.get(id(cur))
+    return False
+
+
+def scoped_state(model: SemanticModel, fn: Function, name: str) -> bool:
+    """``fn`` is a context manager (``@contextlib.contextmanager``) whose ``finally``
+    writes ``name`` again: state set for the duration of a ``with`` block and restored
+    (a nesting counter, a stack of settings) -- bookkeeping around the trace, not state
+    the trace was meant to update."""
+    if not any(model.qualname(d, fn.parent) in _CONTEXT_MANAGERS for d in fn.decorators):
+        return False
+    for t in fn.of_type(ast.Try):
+        for stmt in t.finalbody:
+            for n in ast.walk(stmt):
+                if n.__class__ is ast.Name and n.id == name:
+                    return True
+    return False
+
+
+_CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
