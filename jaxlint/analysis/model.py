@@ -159,11 +159,7 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             self._facts.clear()   # facts that never asked another module stay valid
         if self.__dict__.pop("_kinds_read_exports", False):
             # kinds computed before other modules' exports were published read them
-            for fn in self.functions:
-                fn._kinds = None
-            self._return_kinds.clear()
-            self._stages_cache = {}
-            self._primal_cache = {}
+            self._forget_values()
 
     def top_level_function(self, name: str) -> Optional[Function]:
         """A module-level function (``helper``) or a method of a module-level

@@ -414,14 +414,19 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return set()
         return fn.traced_params - set(fn.param_kinds)
 
+    def _forget_values(self) -> None:
+        """Drop every value kind and the caches derived from them (they are recomputed
+        on demand): after contexts or parameter kinds changed."""
+        for fn in self.functions:
+            fn._kinds = None
+        self._return_kinds.clear()
+        self._stages_cache = {}
+        self._primal_cache = {}
+
     def _propagate(self) -> None:
         for _round in range(20):
             changed = self._reach_callees()
-            for fn in self.functions:
-                fn._kinds = None
-            self._return_kinds.clear()
-            self._stages_cache = {}
-            self._primal_cache = {}
+            self._forget_values()
             for fn in list(self.functions):
                 if not fn.contexts:
                     continue
@@ -429,11 +434,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     changed = True
             if not changed:
                 break
-        for fn in self.functions:
-            fn._kinds = None
-        self._return_kinds.clear()
-        self._stages_cache = {}
-        self._primal_cache = {}
+        self._forget_values()
 
     def _reach_callees(self) -> bool:
         """Before a round computes any value kind: every function of the module that
@@ -497,11 +498,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     fn.param_kinds[p] = TRACED | CONTAINER
                     changed = True
         if changed:
-            for fn in self.functions:
-                fn._kinds = None
-            self._return_kinds.clear()
-            self._stages_cache = {}
-            self._primal_cache = {}
+            self._forget_values()
 
     def _propagate_from(self, fn: Function) -> bool:
         changed = False
