@@ -46,6 +46,15 @@ class StaticArgsMixin:
                 return True
         return False
 
+    def vmap_in_axes(self, tr: K.Transform, call: Optional[ast.Call]) -> Optional[ast.expr]:
+        """The ``in_axes`` of a vmap-like call (keyword, or ``jax.vmap(f, (0, None))``)."""
+        if call is None:
+            return None
+        axes = self._kw(call, "in_axes")
+        if axes is None and tr.name == "jax.vmap" and len(call.args) >= 2:
+            axes = call.args[1]
+        return axes
+
     def untraced_spec(self, tr: K.Transform, call: Optional[ast.Call], staged: bool = True):
         """(positional indices, names) of the arguments the transform call does not
         trace: the declared static ones, and -- unless a staging trace surrounds the
@@ -57,9 +66,7 @@ class StaticArgsMixin:
             return nums, names
         axes = None
         if tr.kind == "vmap":
-            axes = self._kw(call, "in_axes")
-            if axes is None and tr.name == "jax.vmap" and len(call.args) >= 2:
-                axes = call.args[1]
+            axes = self.vmap_in_axes(tr, call)
         elif tr.mesh_axes:
             axes = self._kw(call, "in_specs")
         elts = literal_elements(axes)

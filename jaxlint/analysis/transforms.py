@@ -296,10 +296,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 return set(candidates)
             return {params[i] for i in idx if -len(params) <= i < len(params)}
         if kind == "vmap":
-            axes = self._kw(call, "in_axes") if call is not None else None
-            if axes is None and call is not None and tr.name == "jax.vmap" and len(call.args) >= 2:
-                axes = call.args[1]     # ``jax.vmap(f, (0, None), 0)``
-            elts = literal_elements(axes)
+            elts = literal_elements(self.vmap_in_axes(tr, call))
             if elts is not None:
                 return {p for p, ax in zip(params, elts)
                         if not (isinstance(ax, ast.Constant) and ax.value is None)}
