@@ -331,33 +331,34 @@ class KindsMixin:
         around it) is a ``grad``/``vmap``-style transform applied outside any trace,
         where ``jnp.sum(constant)`` runs eagerly and gives a concrete array (helpers
         called from traced code follow their callers)."""
-        cache = self._memo("_stages_cache")
+        return not self._traced_only_by(fn, "_stages_cache", lambda tr: tr.kind in ("grad", "vmap"))
+
+    def _traced_only_by(self, fn: Function, memo: str, accept) -> bool:
+        """``fn`` is traced, and every trace of it and of the functions around it is a
+        transform ``accept(record)`` takes, applied outside any trace -- or, for a helper,
+        a call from traced code for which the same holds.  (``memo``: the cache, which
+        the propagation rounds reset.)"""
+        cache = self._memo(memo)
         got = cache.get(id(fn))
         if got is not None:
             return got
-        cache[id(fn)] = True
+        cache[id(fn)] = False   # recursion guard
         sites = {id(site.node): site for site in self.transform_sites}
-        result = False
+        seen, ok = False, True
         s: Optional[Function] = fn
-        seen = False
-        while s is not None and not s.is_module:
+        while ok and s is not None and not s.is_module:
             for c in s.contexts:
                 seen = True
                 if c.transform == "call" and c.caller is not None:
-                    # a helper called from traced code stages what its callers stage
-                    if self.stages_constants(c.caller):
-                        result = True
-                        break
-                    continue
-                tr = K.TRANSFORMS.get(c.transform)
-                site = sites.get(id(c.node))
-                if tr is None or tr.kind not in ("grad", "vmap") or site is None or site.scope.under_trace:
-                    result = True
+                    ok = self._traced_only_by(c.caller, memo, accept)
+                else:
+                    tr = K.TRANSFORMS.get(c.transform)
+                    site = sites.get(id(c.node))
+                    ok = tr is not None and accept(tr) and site is not None and not site.scope.under_trace
+                if not ok:
                     break
-            if result:
-                break
             s = s.parent
-        got = result or not seen
+        got = ok and seen
         cache[id(fn)] = got
         return got
 

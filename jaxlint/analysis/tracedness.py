@@ -97,29 +97,7 @@ class TracednessMixin(NarrowingMixin):
         boolean-mask indexing on them work (``jax.grad`` of ``if x > 0: ...`` runs).
         Any ``jit``, ``vmap``, ``lax`` body, module method or other module's trace
         around it: False."""
-        cache = self._memo("_primal_cache")
-        got = cache.get(id(fn))
-        if got is not None:
-            return got
-        cache[id(fn)] = False   # recursion guard
-        sites = {id(site.node): site for site in self.transform_sites}
-        seen, ok = False, True
-        s: Optional[Function] = fn
-        while ok and s is not None and not s.is_module:
-            for c in s.contexts:
-                seen = True
-                if c.transform == "call" and c.caller is not None:
-                    ok = self.concrete_primal(c.caller)
-                else:
-                    tr = K.TRANSFORMS.get(c.transform)
-                    site = sites.get(id(c.node))
-                    ok = tr is not None and tr.differentiates and site is not None and not site.scope.under_trace
-                if not ok:
-                    break
-            s = s.parent
-        got = ok and seen
-        cache[id(fn)] = got
-        return got
+        return self._traced_only_by(fn, "_primal_cache", lambda tr: tr.differentiates)
 
     def is_traced(self, e: ast.AST, fn: Function) -> bool:
         """``e`` holds a tracer: ``fn`` runs traced and ``e`` is a traced value."""
