@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 
 from . import knowledge as K
 from .scopes import _BUILTINS, Function
+from .statics import ENUM_BASES
 
 # value kinds: a small bit set
 TRACED = 1      # a tracer while the enclosing function is being traced
@@ -23,7 +24,6 @@ NUMPY = 4       # a NumPy array
 CONTAINER = 8   # a Python list / tuple / dict / set (possibly holding arrays)
 ARRAYISH = TRACED | JAX | NUMPY
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
-_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 # attributes of an array that are arrays again
 _ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
@@ -455,7 +455,7 @@ class KindsMixin:
                 and self.qualname(e, fn) in self.static_constants:
             return True   # a string constant or enum member another module of the project defines
         if t is ast.Attribute and e.value.__class__ is ast.Name and e.value.id in self.classes \
-                and any(b.rpartition(".")[2] in _ENUM_BASES for b in self.classes[e.value.id].bases):
+                and any(b.rpartition(".")[2] in ENUM_BASES for b in self.classes[e.value.id].bases):
             return True   # a member of an enum this module defines (``Method.SUM``)
         if t is ast.Name:
             s = self.resolve_scope(e.id, fn)

@@ -87,7 +87,7 @@ def static_names(tree: ast.Module) -> Tuple[Set[str], Set[str]]:
     return fields, methods
 
 
-_ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 
 def module_constants(tree: ast.Module) -> Set[str]:
@@ -102,7 +102,7 @@ def module_constants(tree: ast.Module) -> Set[str]:
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                 and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
             out.add(stmt.target.id)
-        elif isinstance(stmt, ast.ClassDef) and any(_terminal(b) in _ENUM_BASES for b in stmt.bases):
+        elif isinstance(stmt, ast.ClassDef) and any(_terminal(b) in ENUM_BASES for b in stmt.bases):
             for item in stmt.body:
                 if isinstance(item, ast.Assign):
                     out.update(f"{stmt.name}.{t.id}" for t in item.targets if isinstance(t, ast.Name))

@@ -60,11 +60,6 @@ from .scopes import INFERRED, Function
 
 # modules whose functions compute arrays, and array methods that compute on their receiver
 _ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
-class _NoTransform:
-    kind = None
-
-
-_NO_TR = _NoTransform()
 _LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
 _ARRAY_RESULTS = frozenset({"optax.global_norm", "optax.safe_norm", "optax.tree_utils.tree_l2_norm"})
 _ARRAY_METHODS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "std", "var", "argmax", "argmin",
@@ -311,7 +306,7 @@ class TracednessMixin(NarrowingMixin):
         if any(c.transform == "config" for c in fn.contexts):
             return True
         # Equinox's filter transforms trace array leaves only: a non-array field stays static
-        filtered = any((K.TRANSFORMS.get(c.transform) or _NO_TR).kind == "filter" for c in fn.contexts)
+        filtered = any(getattr(K.transform_for(c.transform), "kind", None) == "filter" for c in fn.contexts)
         if fn.confidence != INFERRED and not filtered:
             return True
         return self.evidently_array(e, fn)
