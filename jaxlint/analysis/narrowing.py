@@ -136,16 +136,18 @@ class NarrowingMixin:
         (logging the shardings a trace sees, collecting trace-time metadata)."""
         if not self._has_guards(fn):
             return False
+        return any(self._tracer_test(t, fn) is not None for t in self.guarding_tests(node, fn))
+
+    def guarding_tests(self, node: ast.AST, fn: Function):
+        """The conditions that hold wherever ``node`` (in ``fn``) runs: the test of every
+        ``if`` whose body holds it, split at ``and``."""
         parents = self._parent_map(fn)
         child, cur = node, parents.get(id(node))
         while cur is not None:
             if cur.__class__ is ast.If and any(child is b for b in cur.body):
                 t = cur.test
-                tests = t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t]
-                if any(self._tracer_test(x, fn) is not None for x in tests):
-                    return True
+                yield from (t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t])
             child, cur = cur, parents.get(id(cur))
-        return False
 
     def _static_type_kind(self, t: ast.expr, fn: Function) -> Optional[int]:
         if t.__class__ is ast.Tuple:

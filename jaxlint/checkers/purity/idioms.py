@@ -13,21 +13,14 @@ def lazy_init(model: SemanticModel, fn: Function, node: ast.AST, name: str) -> b
     body of ``if name is None`` / ``if not name`` (alone or in an ``and`` chain) --
     a lazily built singleton (``global _mgr; if _mgr is None: _mgr = Manager()``).
     Building it once, at trace time or not, is the point."""
-    parents = model._parent_map(fn)
-    child, cur = node, parents.get(id(node))
-    while cur is not None:
-        if cur.__class__ is ast.If and any(child is s for s in cur.body):
-            tests = cur.test.values if cur.test.__class__ is ast.BoolOp and cur.test.op.__class__ is ast.And \
-                else [cur.test]
-            for t in tests:
-                if t.__class__ is ast.Compare and len(t.ops) == 1 and t.ops[0].__class__ is ast.Is \
-                        and t.left.__class__ is ast.Name and t.left.id == name \
-                        and t.comparators[0].__class__ is ast.Constant and t.comparators[0].value is None:
-                    return True
-                if t.__class__ is ast.UnaryOp and t.op.__class__ is ast.Not \
-                        and t.operand.__class__ is ast.Name and t.operand.id == name:
-                    return True
-        child, cur = cur, parents.get(id(cur))
+    for t in model.guarding_tests(node, fn):
+        if t.__class__ is ast.Compare and len(t.ops) == 1 and t.ops[0].__class__ is ast.Is \
+                and t.left.__class__ is ast.Name and t.left.id == name \
+                and t.comparators[0].__class__ is ast.Constant and t.comparators[0].value is None:
+            return True
+        if t.__class__ is ast.UnaryOp and t.op.__class__ is ast.Not \
+                and t.operand.__class__ is ast.Name and t.operand.id == name:
+            return True
     return False
 
 
