@@ -324,10 +324,16 @@ class ScopeIndex:
             fn.locals.difference_update(fn.globals_declared)
 
     def _index_scope(self, scope: Function, roots: list, cls: Optional[ClassInfo], pending: list) -> None:
+        # the hottest loop of the analysis (every node of every module passes here once):
+        # names are handled where they are met instead of being pushed, and the few node
+        # types that need more than their children visited are tested with one set lookup
         fields_of = _CHILD_FIELDS
         indexed = INDEXED
+        special = _SPECIAL
+        leaves = _LEAVES
         nodes = scope.nodes
         locals_ = scope.locals
+        add_local = locals_.add
         terminals = K.transform_terminals()
         transform_calls = self._transform_calls
         Name, Call, Attribute, Store = ast.Name, ast.Call, ast.Attribute, ast.Store
@@ -336,13 +342,10 @@ class ScopeIndex:
         pop, push, extend = stack.pop, stack.append, stack.extend
         while stack:
             node = pop()
-            if node.__class__ is _ClassExit:
-                cls = node.cls
-                continue
             t = node.__class__
             if t is Name:
                 if node.ctx.__class__ is Store:
-                    locals_.add(node.id)
+                    add_local(node.id)
                 continue
             if t in indexed:
                 lst = nodes.get(t)
@@ -356,59 +359,67 @@ class ScopeIndex:
                 if (ft is Attribute and (f.attr in terminals or f.attr == "partial")) or \
                         (ft is Name and (f.id in terminals or f.id == "partial")):
                     transform_calls.append((node, scope))
-            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
-                fn = self._new_function(node, scope, cls)
-                self.function_of_node[id(node)] = fn
-                args = node.args
-                extend(args.defaults)
-                extend(d for d in args.kw_defaults if d is not None)
-                if t is not ast.Lambda:
+            elif t is Attribute:
+                v = node.value
+                if v.__class__ is not Name and v.__class__ not in leaves:
+                    push(v)
+                continue
+            elif t in special:
+                if t is _ClassExit or t is _ClassEnter:
+                    cls = node.cls
+                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
+                    fn = self._new_function(node, scope, cls)
+                    self.function_of_node[id(node)] = fn
+                    args = node.args
+                    extend(args.defaults)
+                    extend(d for d in args.kw_defaults if d is not None)
+                    if t is not ast.Lambda:
+                        extend(node.decorator_list)
+                        extend(self._arg_annotations(args))
+                        if node.returns is not None:
+                            push(node.returns)
+                        add_local(node.name)
+                        pending.append((fn, list(node.body), None))
+                    else:
+                        pending.append((fn, [node.body], None))
+                elif t is ast.ClassDef:
+                    info = ClassInfo(node, scope)
+                    self.class_list.append(info)
+                    if scope.is_module:
+                        self.classes[node.name] = info
+                    add_local(node.name)
+                    # after the body, restore the outer class
+                    push(_ClassExit(cls))
+                    extend(reversed(node.body))
+                    push(_ClassEnter(info))
+                    extend(node.bases)
+                    extend(kw.value for kw in node.keywords)
                     extend(node.decorator_list)
-                    extend(self._arg_annotations(args))
-                    if node.returns is not None:
-                        push(node.returns)
-                    locals_.add(node.name)
-                    pending.append((fn, list(node.body), None))
-                else:
-                    pending.append((fn, [node.body], None))
-                continue
-            elif t is ast.ClassDef:
-                info = ClassInfo(node, scope)
-                self.class_list.append(info)
-                if scope.is_module:
-                    self.classes[node.name] = info
-                locals_.add(node.name)
-                # after the body, restore the outer class
-                push(_ClassExit(cls))
-                stack.extend(reversed(node.body))
-                push(_ClassEnter(info))
-                extend(node.bases)
-                extend(kw.value for kw in node.keywords)
-                extend(node.decorator_list)
-                continue
-            elif t is _ClassEnter:
-                cls = node.cls
-                continue
-            elif t is ast.Import or t is ast.ImportFrom:
-                self.imports.add(node)
-                for a in node.names:
-                    locals_.add((a.asname or a.name).split(".")[0])
-                continue
-            elif t is ast.Global or t is ast.Nonlocal:
-                scope.globals_declared.update(node.names)
+                elif t is ast.Import or t is ast.ImportFrom:
+                    self.imports.add(node)
+                    for a in node.names:
+                        add_local((a.asname or a.name).split(".")[0])
+                else:   # Global, Nonlocal
+                    scope.globals_declared.update(node.names)
                 continue
             fields = fields_of.get(t)
             if fields is None:
                 fields = _child_fields(t)
             for field in fields:
                 v = getattr(node, field, None)
-                if v is None:
-                    continue
-                if v.__class__ is list:
+                vt = v.__class__
+                if vt is list:
                     for x in reversed(v):
-                        if x is not None and x.__class__ not in _LEAVES:
+                        xt = x.__class__
+                        if xt is Name:
+                            if x.ctx.__class__ is Store:
+                                add_local(x.id)
+                        elif xt not in leaves:
                             push(x)
-                elif v.__class__ not in _LEAVES:
+                elif vt is Name:
+                    if v.ctx.__class__ is Store:
+                        add_local(v.id)
+                elif vt not in leaves:
                     push(v)
 
     @staticmethod
@@ -611,6 +622,10 @@ _LEAVES = frozenset({
     str, int, bool, float, complex, bytes, type(None), type(Ellipsis),
 })
 
+# the node types the index walk does more with than visit their children
+_SPECIAL = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Import,
+                      ast.ImportFrom, ast.Global, ast.Nonlocal})
+
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "id", "attr", "arg", "name",
                           "module", "asname", "level", "simple", "is_async", "conversion", "type_ignores"})
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
@@ -631,3 +646,6 @@ class _ClassEnter:
 
 class _ClassExit(_ClassEnter):
     __slots__ = ()
+
+
+_SPECIAL = _SPECIAL | {_ClassEnter, _ClassExit}

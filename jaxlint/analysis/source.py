@@ -12,6 +12,7 @@ import ast
 import bisect
 import codecs
 import io
+import itertools
 import re
 import tokenize
 import warnings
@@ -42,9 +43,13 @@ class SourceFile:
         """The start offset (in characters) of every line: line N (1-based) starts
         at ``_starts[N-1]``.  Built on first use (a cached lint never needs it)."""
         if self._line_starts is None:
-            starts = [0]
-            for m in _NEWLINE.finditer(self.text):
-                starts.append(m.end())
+            text = self.text
+            if "\r" in text:
+                starts = [0]
+                for m in _NEWLINE.finditer(text):
+                    starts.append(m.end())
+            else:   # the common case, without a Python-level loop over every line
+                starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
             self._line_starts = starts
         return self._line_starts
 
