@@ -7,6 +7,7 @@ streams, functions of other project modules that do not draw from that parameter
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from ...analysis import knowledge as K
 from ..messages import short
@@ -90,7 +91,7 @@ class KeyCalls:
         if target is None and f.__class__ in (ast.Name, ast.Attribute):
             ext = self.m.external_facts(self.m.qualname(f, fn))
             if ext is not None and "prng" in ext:
-                return _external_uses(call, cands, ext, display, ident)
+                return _external_uses(call, cands, ext, display, ident, self.m.external_facts)
         if target is not None:
             # a function of this module consumes a key only through a parameter it treats as
             # a key (draws from it, splits it, passes it on to a key consumer)
@@ -101,7 +102,7 @@ class KeyCalls:
             for p, a in pairs:
                 for c in cands:
                     if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c)):
-                        if p in kp and not an.only_folded(callee, p):
+                        if p in kp and not an.passes_on_folded(callee, p):
                             out.append((c, "call", None, display, ident, True))
             # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
             seen = set()
@@ -238,12 +239,15 @@ class KeyCalls:
                 self._collect(v, out)
 
 
-def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: str) -> list:
+def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: str, lookup) -> list:
     """A call of another project module's function: like a local helper, it consumes
     a key only through a parameter that draws from it there (``ext``: the facts the
-    project exported for it, see ``keys.export_key_params``)."""
+    project exported for it, see ``keys.export_key_params``; ``lookup`` reads other
+    functions' facts, for a key it only hands on to one that folds it)."""
     params = ext["params"]
-    draws = set(ext["prng"]["key"]) - set(ext["prng"]["folded"])
+    via = ext["prng"].get("via", {})
+    draws = {p for p in set(ext["prng"]["key"]) - set(ext["prng"]["folded"])
+             if not (p in via and all(external_folds(lookup, q, i, k) for q, i, k in via[p]))}
     pairs = []
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
@@ -260,3 +264,20 @@ def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: 
                 seen.add(id(c))
                 out.append((c, "call", None, display, ident, True))
     return out
+
+
+def external_folds(lookup, qualname: str, index: Optional[int], keyword: Optional[str], _depth: int = 0) -> bool:
+    """Another project module's function ``qualname`` only derives keys per call from the
+    argument at ``index`` (or ``keyword``), by its exported facts (``lookup``: the model's
+    ``external_facts``); False when unknown."""
+    facts = lookup(qualname)
+    if facts is None or "prng" not in facts:
+        return False
+    params, prng = facts["params"], facts["prng"]
+    name = params[index] if index is not None and index < len(params) else keyword
+    if name is None:
+        return False
+    if name in prng["folded"] or name not in prng["key"]:
+        return True
+    via = prng.get("via", {}).get(name)
+    return bool(via) and _depth < 4 and all(external_folds(lookup, q, i, k, _depth + 1) for q, i, k in via)

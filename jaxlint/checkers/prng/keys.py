@@ -55,6 +55,7 @@ from typing import Dict, List, Optional, Set, Tuple
 from ...analysis.bindings import ASSIGN
 from ...analysis.model import Function, SemanticModel
 from ...analysis.project import register_exporter
+from .consumers import external_folds
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
@@ -162,14 +163,25 @@ class KeyAnalysis:
         return self._keys.get(id(fn), set())
 
     def only_folded(self, fn: Function, param: str) -> bool:
-        """Key parameter ``param`` is only ever used through ``jax.random.fold_in(param, data)``
-        with non-constant data (``rng = fold_in(rng, state.step)`` first thing in the body):
+        """Key parameter ``param`` is only ever used to derive a key per call: through
+        ``jax.random.fold_in(param, data)`` with non-constant data (``rng = fold_in(rng,
+        state.step)`` first thing in the body, or ``return fold_in(key, hash(name))``), or
+        handed on to functions of this module that do so (``derive_key(key, name)``):
         each call derives its own key, so passing the same key on every call repeats nothing."""
         k = (id(fn), param)
         got = self._folded.get(k)
         if got is not None:
             return got
-        ok = False
+        self._folded[k] = False     # (a recursive chain of helpers: not folded)
+        ok = self._folds_first(fn, param)
+        if not ok:
+            targets = self.forwards(fn, param)
+            ok = bool(targets) and all(t[0] == "fold" or (t[0] == "local" and self.only_folded(t[1], t[2]))
+                                       for t in targets if not _itself(t, fn, param))
+        self._folded[k] = ok
+        return ok
+
+    def _folds_first(self, fn: Function, param: str) -> bool:
         body = fn.node.body if isinstance(fn.node.body, list) else []
         for i, stmt in enumerate(body):
             v = getattr(stmt, "value", None)
@@ -178,16 +190,95 @@ class KeyAnalysis:
                     and isinstance(v.args[0], ast.Name) and v.args[0].id == param \
                     and self.random_qualname(v, fn) == "jax.random.fold_in" and not constant_data(v):
                 if stmt.targets[0].id == param:
-                    ok = True   # rng = fold_in(rng, step): later reads see the derived key
-                else:
-                    # step_key = fold_in(rng, step): the original key must not be read again
-                    ok = not any(isinstance(n, ast.Name) and n.id == param
-                                 for later in body[i + 1:] for n in ast.walk(later))
-                break
+                    return True   # rng = fold_in(rng, step): later reads see the derived key
+                # step_key = fold_in(rng, step): the original key must not be read again
+                return not any(isinstance(n, ast.Name) and n.id == param
+                               for later in body[i + 1:] for n in ast.walk(later))
             if any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt)):
-                break   # read (or rebound) before any fold
-        self._folded[k] = ok
-        return ok
+                return False   # read (or rebound) before any fold
+        return False
+
+    def forwards(self, fn: Function, param: str) -> Optional[List[tuple]]:
+        """Where key parameter ``param`` goes when every read of it in ``fn`` is a plain
+        argument of a call: ``("fold",)`` for ``jax.random.fold_in(param, data)`` with
+        non-constant data, ``("local", callee, parameter)`` for a function of this module,
+        ``("ext", qualname, index, keyword)`` for another module's function.  None when
+        the key is used any other way (drawn from, stored, rebound, read by a nested function)."""
+        m = self.model
+        if param not in fn.param_nodes or param in fn.locals - set(fn.param_nodes):
+            return None
+        reads = 0
+        for n in ast.walk(fn.node):
+            if n.__class__ is ast.Name and n.id == param:
+                reads += 1
+            elif n.__class__ is ast.Compare and _none_test(n, param):
+                reads -= 1      # `if key is None:` looks at the key, draws nothing
+        out: List[tuple] = []
+        seen = 0
+        for call in fn.of_type(ast.Call):
+            slots = [(i, None, a) for i, a in enumerate(call.args)] + \
+                    [(None, kw.arg, kw.value) for kw in call.keywords]
+            for i, kw, a in slots:
+                if a.__class__ is ast.Starred and isinstance(a.value, ast.Name) and a.value.id == param:
+                    return None
+                if not (a.__class__ is ast.Name and a.id == param):
+                    continue
+                seen += 1
+                if kw is None and i is None:
+                    return None                                     # **param
+                f = call.func
+                if self.random_qualname(call, fn) == "jax.random.fold_in" and i == 0 and not constant_data(call):
+                    out.append(("fold",))
+                    continue
+                target = m.resolve_callable(f, fn)
+                if target is not None:
+                    pairs, unknown = m.bind_arguments(target, call)
+                    bound = [q for q, arg in pairs if arg is a]
+                    if len(bound) != 1 or unknown:
+                        return None
+                    out.append(("local", target.function, bound[0]))
+                    continue
+                q = m.qualname(f, fn) if f.__class__ in (ast.Name, ast.Attribute) else None
+                if q is None or q.startswith(RANDOM):
+                    return None
+                out.append(("ext", q, i, kw))
+        return out if out and seen == reads else None
+
+    def passes_on_folded(self, fn: Function, param: str, _depth: int = 0) -> bool:
+        """:meth:`only_folded`, or every path of the key ends in another project module's
+        function that only folds it (read from the project's exported facts)."""
+        if self.only_folded(fn, param):
+            return True
+        targets = self.forwards(fn, param) if _depth < 4 else None
+        if not targets:
+            return False
+        for t in targets:
+            if t[0] == "fold" or _itself(t, fn, param):
+                continue
+            if t[0] == "local":
+                if not self.passes_on_folded(t[1], t[2], _depth + 1):
+                    return False
+            elif not external_folds(self.model.external_facts, t[1], t[2], t[3], _depth + 1):
+                return False
+        return True
+
+    def via(self, fn: Function, param: str, _depth: int = 0) -> Optional[List[list]]:
+        """For the project's exports: the other modules' functions ``param`` is handed to
+        (directly or through this module's functions), when that is all ``fn`` does with it
+        besides folding; the caller's module resolves them once every module's facts are published."""
+        targets = self.forwards(fn, param) if _depth < 4 else None
+        if not targets:
+            return None
+        ext: List[list] = []
+        for t in targets:
+            if t[0] == "ext" and [t[1], t[2], t[3]] not in ext:
+                ext.append([t[1], t[2], t[3]])
+            elif t[0] == "local" and not _itself(t, fn, param) and not self.only_folded(t[1], t[2]):
+                sub = self.via(t[1], t[2], _depth + 1)
+                if not sub:
+                    return None
+                ext.extend(x for x in sub if x not in ext)
+        return ext or None
 
     def key_params(self, fn: Function) -> Set[str]:
         ks = self._keys.get(id(fn))
@@ -432,7 +523,11 @@ def export_key_params(model: SemanticModel) -> Dict[str, Dict[str, List[str]]]:
             continue
         kp = an.key_names(fn) & set(fn.param_nodes)
         out[name] = {"key": sorted(kp), "folded": sorted(p for p in kp if an.only_folded(fn, p))}
+        via = {p: v for p in sorted(kp) if p not in out[name]["folded"] for v in [an.via(fn, p)] if v}
+        if via:
+            out[name]["via"] = via
     return out
+
 
 
 register_exporter("prng", export_key_params)
@@ -449,3 +544,15 @@ def key_analysis(model: SemanticModel, text: Optional[str] = None) -> KeyAnalysi
     """The (cached) key analysis of ``model`` (``model.facts(KeyAnalysis)``); the model's
     source text enables a cheap pre-filter (``text`` is accepted for old callers)."""
     return model.facts(KeyAnalysis)
+
+
+def _none_test(c: ast.Compare, name: str) -> bool:
+    """``name is None`` / ``name is not None``: looks at the key, draws nothing."""
+    return (len(c.ops) == 1 and c.ops[0].__class__ in (ast.Is, ast.IsNot)
+            and c.left.__class__ is ast.Name and c.left.id == name
+            and c.comparators[0].__class__ is ast.Constant and c.comparators[0].value is None)
+
+
+def _itself(target: tuple, fn: Function, param: str) -> bool:
+    """A recursive call handing the key to the same parameter: neither draws nor folds."""
+    return target[0] == "local" and target[1] is fn and target[2] == param
