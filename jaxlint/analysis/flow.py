@@ -84,15 +84,31 @@ class _Rebinding:
 
 
 class FlowMixin:
-    def reaching_value(self, e: ast.Name, fn: Function) -> Optional[ast.expr]:
-        """The value of the one straight-line assignment the load ``e`` (in ``fn``)
-        sees, when the name is bound more than once in ``fn``; else None."""
+    def _rebinding(self, fn: Function) -> _Rebinding:
         cache = getattr(self, "_rebinding_cache", None)
         if cache is None:
             cache = self._rebinding_cache = {}
         rb = cache.get(id(fn))
         if rb is None:
             rb = cache[id(fn)] = _Rebinding(fn)
+        return rb
+
+    def sees_parameter(self, e: ast.Name, fn: Function) -> bool:
+        """The load ``e`` of a parameter of ``fn`` comes before every rebinding of it, and
+        no loop around the load rebinds it: it sees the argument itself."""
+        rb = self._rebinding(fn)
+        stores = rb.stores.get(e.id)
+        if not stores or stores[0][0] != (0, 0) or e.id not in fn.param_nodes:
+            return False
+        at = (e.lineno, e.col_offset)
+        if stores[1][0] <= at:
+            return False
+        return not any(start <= at <= stop and e.id in names for start, stop, names in rb.loops)
+
+    def reaching_value(self, e: ast.Name, fn: Function) -> Optional[ast.expr]:
+        """The value of the one straight-line assignment the load ``e`` (in ``fn``)
+        sees, when the name is bound more than once in ``fn``; else None."""
+        rb = self._rebinding(fn)
         stores = rb.stores.get(e.id)
         if not stores:
             return None

@@ -37,16 +37,8 @@ class KindsMixin:
         kinds: Dict[str, int] = {}
         fn._kinds = kinds   # guards recursion through closures
         evidence = self.container_evidence(fn)
-        traced_ctx = bool(fn.contexts)
         for p in fn.all_params():
-            k = 0
-            if traced_ctx and p in fn.traced_params:
-                k |= fn.param_kinds.get(p, TRACED | JAX)
-            ann = fn.param_nodes[p].annotation
-            if ann is not None:
-                k |= self.annotation_kind(ann, fn.parent)
-            if p == fn.vararg or p == fn.kwarg or p in evidence:
-                k |= CONTAINER
+            k = self._param_kind(p, fn, evidence)
             if k:
                 kinds[p] = k
         bindings = self._bindings(fn)
@@ -62,6 +54,18 @@ class KindsMixin:
             if name in kinds:
                 kinds[name] |= CONTAINER
         return kinds
+
+    def _param_kind(self, p: str, fn: Function, evidence) -> int:
+        """The kind parameter ``p`` of ``fn`` has on entry (before any rebinding of it)."""
+        k = 0
+        if fn.contexts and p in fn.traced_params:
+            k |= fn.param_kinds.get(p, TRACED | JAX)
+        ann = fn.param_nodes[p].annotation
+        if ann is not None:
+            k |= self.annotation_kind(ann, fn.parent)
+        if p == fn.vararg or p == fn.kwarg or p in evidence:
+            k |= CONTAINER
+        return k
 
     def annotation_kind(self, ann: Optional[ast.expr], scope: Function, _depth: int = 0) -> int:
         """``JAX`` for an array annotation, ``CONTAINER`` for a dict/list/tuple/sequence
@@ -378,6 +382,9 @@ class KindsMixin:
         if e.id in self.dict_key_names(fn):
             return 0            # a mapping's key (``for k in d: ... d[k]``): a Python string
         seen = self.reaching_value(e, fn)   # only ever refines a traced kind
+        if seen is None and self.sees_parameter(e, fn):
+            # ``assert n >= 1`` before ``n = jnp.asarray(n)``: still the parameter here
+            return self._param_kind(e.id, fn, self.container_evidence(fn))
         return k if seen is None else self.kind(seen, fn)
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
