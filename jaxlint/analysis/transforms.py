@@ -497,6 +497,35 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         if changed:
             self._forget_values()
 
+    def _leaves_are_objects(self, call: ast.Call, fn: Function) -> bool:
+        """A tree-map call whose ``is_leaf`` selects instances of a class that is not an
+        array type (``lambda x: isinstance(x, SubSaveAt)``, or a function returning that)."""
+        pred = next((kw.value for kw in call.keywords if kw.arg == "is_leaf"), None)
+        if pred is None:
+            return False
+        if pred.__class__ is ast.Lambda:
+            body, scope = pred.body, fn
+        else:
+            target = self.resolve_callable(pred, fn)
+            body_stmts = getattr(target.function.node, "body", None) if target is not None else None
+            if not (isinstance(body_stmts, list) and len(body_stmts) == 1
+                    and body_stmts[0].__class__ is ast.Return and body_stmts[0].value is not None):
+                return False
+            body, scope = body_stmts[0].value, target.function
+        tests = body.values if body.__class__ is ast.BoolOp and body.op.__class__ is ast.Or else [body]
+        for t in tests:
+            if not (t.__class__ is ast.Call and t.func.__class__ is ast.Name and t.func.id == "isinstance"
+                    and len(t.args) == 2):
+                return False
+            types = t.args[1].elts if t.args[1].__class__ is ast.Tuple else [t.args[1]]
+            for ty in types:
+                if ty.__class__ not in (ast.Name, ast.Attribute):
+                    return False
+                q = self.qualname(ty, scope) or (ty.id if ty.__class__ is ast.Name else ty.attr)
+                if q in K.ARRAY_ANNOTATIONS or q.rsplit(".", 1)[-1] in ("Array", "ndarray", "ArrayImpl", "Tracer"):
+                    return False
+        return True
+
     def _propagate_from(self, fn: Function) -> bool:
         changed = False
         for call in fn.of_type(ast.Call):
@@ -513,7 +542,11 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                             params = target.function.params[target.bound_positional:]
                             if q in K.PATH_FIRST:
                                 rest = [None] + list(rest)
-                            if any(isinstance(a, ast.Starred) for a in rest):
+                            if self._leaves_are_objects(call, fn):
+                                # ``is_leaf=lambda x: isinstance(x, SubSaveAt)``: the callback gets those
+                                # objects (configuration records, boxes), not arrays
+                                tp = set()
+                            elif any(isinstance(a, ast.Starred) for a in rest):
                                 traced = any(a is not None and self.kind(a, fn) & TRACED for a in rest)
                                 tp = set(params) if traced else set()
                             else:
