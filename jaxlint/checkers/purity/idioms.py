@@ -26,9 +26,15 @@ def lazy_init(model: SemanticModel, fn: Function, node: ast.AST, name: str) -> b
 
 def scoped_state(model: SemanticModel, fn: Function, name: str) -> bool:
     """``fn`` is a context manager (``@contextlib.contextmanager``) whose ``finally``
-    writes ``name`` again: state set for the duration of a ``with`` block and restored
-    (a nesting counter, a stack of settings) -- bookkeeping around the trace, not state
-    the trace was meant to update."""
+    writes ``name`` again, or the ``__enter__``/``__exit__`` of a class whose other half
+    writes it too (``_STACK.append(self)`` ... ``_STACK.pop()``): state set for the
+    duration of a ``with`` block and restored (a nesting counter, a stack of effect
+    handlers, of settings) -- bookkeeping around the trace, not state the trace was
+    meant to update."""
+    if fn.cls is not None and fn.name in _WITH_HALVES:
+        other = fn.cls.methods.get(_WITH_HALVES[fn.name])
+        return other is not None and any(n.__class__ is ast.Name and n.id == name
+                                         for n in ast.walk(other.node))
     if not any(model.qualname(d, fn.parent) in _CONTEXT_MANAGERS for d in fn.decorators):
         return False
     for t in fn.of_type(ast.Try):
@@ -39,4 +45,6 @@ def scoped_state(model: SemanticModel, fn: Function, name: str) -> bool:
     return False
 
 
+_WITH_HALVES = {"__enter__": "__exit__", "__exit__": "__enter__",
+                "__aenter__": "__aexit__", "__aexit__": "__aenter__"}
 _CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
