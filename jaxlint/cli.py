@@ -551,6 +551,10 @@ def cmd_check(args) -> int:
             return EXIT_ERROR if run.errors else EXIT_OK
 
         notes: List[str] = []
+        partial = sum(1 for r in run.results if r.error and r.source is not None and r.error == r.source.partial_error)
+        if partial:
+            notes.append(f"{partial} notebook{'s' if partial != 1 else ''} checked only in part: "
+                         f"a cell that does not parse was left out (the error names it)")
         if baseline:
             hidden = apply_baseline(baseline, run.results)
             if hidden:

@@ -100,7 +100,7 @@ def lint_path(path: str, rules: Optional[Sequence[Rule]] = None,
     try:
         source = SourceFile.from_path(path)
         findings = lint_source(source, rules, settings)
-        return FileResult(path, findings, source=source)
+        return FileResult(path, findings, source=source, error=source.partial_error)
     except SourceError as exc:
         return FileResult(path, error=str(exc))
     except InternalError as exc:
@@ -127,7 +127,7 @@ def lint_and_fix(source: SourceFile, lint: Callable[[SourceFile], List[Finding]]
     Raises :class:`SourceError`/:class:`InternalError` like :func:`lint_source`.
     """
     findings = lint(source)
-    res = FileResult(source.path, findings, source=source)
+    res = FileResult(source.path, findings, source=source, error=source.partial_error)
     if not fix or not any(f.fix is not None for f in findings):
         return res
     report: FixReport = fix_text(source, lint, unsafe=unsafe)

@@ -194,10 +194,17 @@ def test_missing_file_and_non_python_notebook(tmp_path):
         load_source(path)
 
 
-def test_syntax_error_names_the_cell(tmp_path):
+def test_syntax_error_names_the_cell_and_the_other_cells_are_checked(tmp_path):
     path = write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax"), new_markdown_cell("x"),
-                                            new_code_cell("x = 1\ndef broken(:\n    pass")])
-    with pytest.raises(SourceError, match=r"^syntax error in cell 3 at line 2:"):
+                                            new_code_cell("x = 1\ndef broken(:\n    pass"),
+                                            new_code_cell(PRINT_CELL)])
+    nb = load_source(path)
+    assert nb.partial_error == ("syntax error in cell 3 at line 2:12: invalid syntax "
+                                "(that cell was not checked; the other cells were)")
+    assert positions(nb) == [("JAX101", (4, 3), 4)]    # the cell after the broken one, same numbering
+    # every code cell broken: nothing to check, one error
+    path = write_nb(tmp_path / "all.ipynb", [new_code_cell("def broken(:"), new_code_cell("  x = 1")])
+    with pytest.raises(SourceError, match=r"^syntax error in cell 1 at line 1:"):
         load_source(path).parse()
 
 
@@ -459,6 +466,21 @@ def test_cli_bad_notebook_is_one_line_naming_the_file(tmp_path):
     assert errors == ["bad.ipynb: error: not a notebook: invalid JSON at line 1 column 12: Expecting value"]
     assert "Traceback" not in r.stderr
     assert "train.ipynb:cell 3:line 4:5: JAX101" in r.stdout    # one bad file does not stop the others
+
+
+def test_cli_notebook_with_a_broken_cell_is_checked_in_part_and_says_so(tmp_path):
+    write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax"),
+                                     new_code_cell(" https://example.com/licence\n# a stray line"),
+                                     new_code_cell(PRINT_CELL)])
+    r = jaxlint("check", "nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 2                       # an error: one cell was not checked
+    assert r.stderr.splitlines() == ["nb.ipynb: error: syntax error in cell 2 at line 1:1: unexpected indent "
+                                     "(that cell was not checked; the other cells were)"]
+    assert "nb.ipynb:cell 3:line 3:5: JAX101" in r.stdout
+    write_nb(tmp_path / "nb.ipynb", [new_code_cell("import jax"), new_code_cell(" x = 1")])
+    r = jaxlint("check", "nb.ipynb", cwd=tmp_path)
+    assert r.returncode == 2 and "All checks passed" not in r.stdout
+    assert "checked only in part" in r.stdout
 
 
 def test_cli_non_python_notebook_is_skipped_not_an_error(tmp_path):

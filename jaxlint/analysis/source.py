@@ -93,6 +93,9 @@ class SourceFile:
         except (ValueError, RecursionError, MemoryError) as exc:
             raise SourceError(f"cannot parse: {exc}") from None
 
+    # a notebook whose cells did not all parse says which (see jaxlint.notebook.source)
+    partial_error: Optional[str] = None
+
     def encode(self, text: str) -> bytes:
         """Encode ``text`` the way this file was stored (keeping a BOM)."""
         data = text.encode(self.encoding if self.encoding != "utf-8-sig" else "utf-8")

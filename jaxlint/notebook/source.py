@@ -175,14 +175,51 @@ class NotebookSource(SourceFile):
 
     # ------------------------------------------------------------ parsing
     def parse(self):
-        try:
-            return super().parse()
-        except SourceError as exc:
-            m = re.match(r"syntax error at (\d+):(\d+): (.*)", str(exc))
-            if not m:
-                raise
-            cell, line = self.cell_position(int(m.group(1)))
-            raise SourceError(f"syntax error in cell {cell} at line {line}:{m.group(2)}: {m.group(3)}") from None
+        """The syntax tree of the code cells.  A cell that does not parse is left out (its
+        lines blanked, so every other line keeps its number) and named by
+        :attr:`partial_error`, as Jupyter runs the other cells; only a notebook none of
+        whose cells parses raises :class:`SourceError`."""
+        text = self.text
+        skipped: List[str] = []
+        blanked: set = set()
+        while True:
+            try:
+                tree = SourceFile(self.path, text).parse()
+                break
+            except SourceError as exc:
+                m = re.match(r"syntax error at (\d+):(\d+): (.*)", str(exc))
+                if not m:
+                    raise
+                pos, line = self._cell_at(int(m.group(1)))
+                cell = self._cells[pos].index + 1 if pos >= 0 else 1
+                msg = f"syntax error in cell {cell} at line {line}:{m.group(2)}: {m.group(3)}"
+                if pos < 0 or pos in blanked or len(blanked) + 1 >= len(self._cells):
+                    raise SourceError(skipped[0] if skipped else msg) from None   # nothing left to check
+                blanked.add(pos)
+                skipped.append(msg)
+                text = self._blank(text, self._cells[pos])
+        self._partial = "; ".join(skipped) + (" (that cell was not checked; the other cells were)"
+                                              if len(skipped) == 1 else
+                                              " (those cells were not checked; the other cells were)") \
+            if skipped else None
+        return tree
+
+    @staticmethod
+    def _blank(text: str, cell: "_Cell") -> str:
+        lines = _split_lines(text)
+        for i in range(cell.first_line - 1, min(len(lines), cell.first_line - 1 + cell.line_count)):
+            lines[i] = _ending(lines[i]) or "\n"
+        return "".join(lines)
+
+    @property
+    def partial_error(self) -> Optional[str]:
+        """Which cells did not parse and were left out (None: every code cell was checked)."""
+        if not hasattr(self, "_partial"):
+            try:
+                self.parse()
+            except SourceError:
+                return None
+        return self._partial
 
     # ------------------------------------------------------------ writing back
     def cell_sources(self, text: str) -> List[Tuple[int, str]]:
