@@ -7,6 +7,7 @@ from ...analysis import CERTAIN, INFERRED, SemanticModel
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
+from .crn import compared_together
 from .keys import Reuse, Use, rule_analysis
 from .naming import split_spelling, subkey_name
 from .vocabulary import RANDOM
@@ -64,8 +65,12 @@ class PrngKeyReuse(Rule):
     ```
     Correct patterns are not flagged: `key, sub = jax.random.split(key)` in
     each iteration, `keys = jax.random.split(key, n)` then `keys[i]` or a loop
-    over `keys`, `jax.random.fold_in(key, step)` with distinct data, and a key
-    only read by `jax.random.key_data` or `print`.
+    over `keys`, `jax.random.fold_in(key, step)` with distinct data, a key
+    only read by `jax.random.key_data` or `print`, and *common random
+    numbers*: one key given to two computations whose results are then
+    compared with each other in an assertion (`ref = reference(x, key)`,
+    `out = fused(x, key)`, `assert_allclose(out, ref)`), as tests of an
+    implementation against a reference do on purpose.
 
     ## Fix safety
     The fix inserts `key, subkey = jax.random.split(key)` (with the module's
@@ -85,6 +90,8 @@ class PrngKeyReuse(Rule):
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         ka = rule_analysis(ctx)
         for r in ka.reuses() if ka is not None else ():
+            if r.reason == "again" and r.first is not None and compared_together(r.fn, r.first, r.use):
+                continue    # common random numbers: both sides of a comparison get the same key on purpose
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
