@@ -430,7 +430,9 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 if self._propagate_from(fn):
                     changed = True
             if not changed:
-                break
+                # the kinds this round computed saw the final contexts and parameter kinds:
+                # they stay (the rules and the project's outgoing calls read them again)
+                return
         self._forget_values()
 
     def _reach_callees(self) -> bool:
