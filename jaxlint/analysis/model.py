@@ -90,6 +90,8 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.seeds = tuple(seeds)
         # set by the project: qualname -> facts about another module's function (external_facts)
         self.external_resolver = None
+        # set by the project: method name -> facts of every project class's method of that name
+        self.method_resolver = None
         self.module = Function(tree, "<module>", "<module>", None, None)
         self.functions: List[Function] = [self.module]
         self.classes: Dict[str, ClassInfo] = {}
@@ -151,6 +153,14 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             return None
         self._read_external = True   # (what was computed from it may be stale: see forget_facts)
         return self.external_resolver(qualname)
+
+    def methods_named(self, name: str) -> Optional[list]:
+        """The facts of every project class's method ``name`` (see
+        :meth:`~jaxlint.analysis.project.Project.methods_named`), or None."""
+        if self.method_resolver is None:
+            return None
+        self._read_external = True
+        return self.method_resolver(name)
 
     def forget_facts(self) -> None:
         """Drop every cached topic analysis (``facts``) and value kind: they are

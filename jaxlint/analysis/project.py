@@ -346,6 +346,7 @@ class Project:
         model = SemanticModel(tree, source, module_name=m.name, is_package=m.is_package, seeds=seeds,
                               **self._statics())
         model.external_resolver = lambda q: self.external_facts(q, m)
+        model.method_resolver = self.methods_named
         return model
 
     def _model_of(self, m: Module) -> Optional[SemanticModel]:
@@ -465,6 +466,26 @@ class Project:
             if name in per:
                 facts[exporter] = per[name]
         return facts
+
+    def methods_named(self, name: str) -> Optional[List[Dict[str, object]]]:
+        """The facts of every project class's method ``name`` (``{"params": [...] without
+        self, exporter: fact, ...}``), for a call on a receiver whose class is not known
+        (``partitioner.setup(task, key)``); None when no project class defines one."""
+        index = self.__dict__.get("_method_index")
+        if index is None:
+            index = self._method_index = {}
+            for mod in self.modules:
+                for cls, methods in mod.classes.items():
+                    for meth, params in methods.items():
+                        index.setdefault(meth, []).append((mod, f"{cls}.{meth}", params))
+        out = []
+        for mod, qual, params in index.get(name, ()):
+            facts: Dict[str, object] = {"params": params}
+            for exporter, per in mod.exports.items():
+                if qual in per:
+                    facts[exporter] = per[qual]
+            out.append(facts)
+        return out or None
 
     def exports_digest(self) -> str:
         """Changes when any module's exported facts change (part of findings cache keys)."""

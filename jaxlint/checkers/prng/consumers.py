@@ -14,7 +14,7 @@ from ..messages import short
 from .states import contains
 from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
                          KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
-                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, abstract_only, key_argument,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, abstract_only, is_key_like_name, key_argument,
                          stores_state)
 
 
@@ -89,9 +89,17 @@ class KeyCalls:
         display = short(f)
         ident = self._callee_identity(f)
         if target is None and f.__class__ in (ast.Name, ast.Attribute):
-            ext = self.m.external_facts(self.m.qualname(f, fn))
+            q = self.m.qualname(f, fn)
+            ext = self.m.external_facts(q)
             if ext is not None and "prng" in ext:
                 return _external_uses(call, cands, ext, display, ident, self.m.external_facts)
+            if q is None and f.__class__ is ast.Attribute and f.attr not in KEY_FIRST_METHODS \
+                    and not f.attr.startswith("__"):
+                # a method of an object whose class is not known here: the project's classes that
+                # define a method of that name decide, when none of them draws from the key
+                impls = [e for e in self.m.methods_named(f.attr) or () if _accepts(e["params"], call, cands)]
+                if impls and all(_keeps_key(call, cands, e, self.m.external_facts) for e in impls):
+                    return []
         if target is not None:
             # a function of this module consumes a key only through a parameter it treats as
             # a key (draws from it, splits it, passes it on to a key consumer)
@@ -239,15 +247,45 @@ class KeyCalls:
                 self._collect(v, out)
 
 
+def _draws(ext: dict, lookup) -> set:
+    """The parameters of another module's function that draw from the key they get."""
+    via = ext["prng"].get("via", {})
+    return {p for p in set(ext["prng"]["key"]) - set(ext["prng"]["folded"])
+            if not (p in via and all(external_folds(lookup, q, i, k) for q, i, k in via[p]))}
+
+
+def _accepts(params: list, call: ast.Call, cands: list) -> bool:
+    """A method with these parameters (``self`` left out) can take this call's arguments, each
+    key in a parameter named as a key: a plausible target of the call."""
+    if len(call.args) > len(params) or not all(kw.arg in params for kw in call.keywords):
+        return False
+    pairs = [(params[i], a) for i, a in enumerate(call.args)] + [(kw.arg, kw.value) for kw in call.keywords]
+    return all(is_key_like_name(p) for p, a in pairs if any(c is a for c in cands))
+
+
+def _keeps_key(call: ast.Call, cands: list, ext: dict, lookup) -> bool:
+    """One project class's method of the called name takes each key argument in a parameter
+    named as a key and only stores it (``def setup(self, task, init_key): self._key = init_key``)."""
+    if "prng" not in ext or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    params = ext["params"]
+    pairs = [(params[i], a) for i, a in enumerate(call.args) if i < len(params)]
+    pairs.extend((kw.arg, kw.value) for kw in call.keywords if kw.arg in params)
+    draws = _draws(ext, lookup)
+    for c in cands:
+        bound = [p for p, a in pairs if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c))]
+        if len(bound) != 1 or bound[0] in draws or bound[0] not in ext["prng"].get("stored", ()):
+            return False
+    return True
+
+
 def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: str, lookup) -> list:
     """A call of another project module's function: like a local helper, it consumes
     a key only through a parameter that draws from it there (``ext``: the facts the
     project exported for it, see ``keys.export_key_params``; ``lookup`` reads other
     functions' facts, for a key it only hands on to one that folds it)."""
     params = ext["params"]
-    via = ext["prng"].get("via", {})
-    draws = {p for p in set(ext["prng"]["key"]) - set(ext["prng"]["folded"])
-             if not (p in via and all(external_folds(lookup, q, i, k) for q, i, k in via[p]))}
+    draws = _draws(ext, lookup)
     pairs = []
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):

@@ -526,7 +526,23 @@ def export_key_params(model: SemanticModel) -> Dict[str, Dict[str, List[str]]]:
         via = {p: v for p in sorted(kp) if p not in out[name]["folded"] for v in [an.via(fn, p)] if v}
         if via:
             out[name]["via"] = via
+        stored = sorted(p for p in fn.param_nodes if is_key_like_name(p) and p not in kp and _only_stored(fn, p))
+        if stored:
+            out[name]["stored"] = stored
     return out
+
+
+def _only_stored(fn: Function, param: str) -> bool:
+    """Every read of ``param`` in ``fn`` keeps it in an attribute (``self._init_key = init_key``):
+    the function stores the key for later; it draws nothing from it here."""
+    reads = stores = 0
+    for n in ast.walk(fn.node):
+        if n.__class__ is ast.Name and n.id == param and n.ctx.__class__ is ast.Load:
+            reads += 1
+        elif n.__class__ is ast.Assign and n.value.__class__ is ast.Name and n.value.id == param \
+                and all(t.__class__ is ast.Attribute for t in n.targets):
+            stores += 1
+    return reads > 0 and reads == stores
 
 
 
