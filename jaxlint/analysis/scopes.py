@@ -60,7 +60,7 @@ class Function:
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
         "is_staticmethod", "binding_table", "param_kinds", "param_inits", "_comprehension_loads",
-        "param_residuals",
+        "param_residuals", "is_module", "is_lambda",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -70,6 +70,8 @@ class Function:
         self.qualname = qualname
         self.parent = parent
         self.cls = cls
+        self.is_module = node.__class__ is ast.Module    # (asked hundreds of thousands of times)
+        self.is_lambda = node.__class__ is ast.Lambda
         self.params: List[str] = []
         self.kwonly: List[str] = []
         self.vararg: Optional[str] = None
@@ -123,13 +125,6 @@ class Function:
             self.param_nodes[args.kwarg.arg] = args.kwarg
         self.locals.update(self.param_nodes)
 
-    @property
-    def is_module(self) -> bool:
-        return isinstance(self.node, ast.Module)
-
-    @property
-    def is_lambda(self) -> bool:
-        return isinstance(self.node, ast.Lambda)
 
     @property
     def is_method(self) -> bool:
@@ -469,7 +464,9 @@ class ScopeIndex:
         if expr is None:
             return None
         key = (id(expr), id(scope))
-        memo = self._memo("_qualnames")
+        memo = self.__dict__.get("_qualnames")
+        if memo is None:
+            memo = self._memo("_qualnames")
         hit = memo.get(key)
         if hit is not None:
             return hit[1]
