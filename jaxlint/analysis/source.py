@@ -14,11 +14,14 @@ import codecs
 import io
 import itertools
 import re
+import sys
 import tokenize
 import warnings
 from typing import Dict, List, Optional, Set, Tuple
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+# ``type Vec = list[float]``: a Python 3.12 type alias statement
+_TYPE_ALIAS = re.compile(r"\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*=")
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
@@ -89,9 +92,21 @@ class SourceFile:
         except SyntaxError as exc:
             line = exc.lineno or 0
             col = (exc.offset or 0)
-            raise SourceError(f"syntax error at {line}:{col}: {exc.msg}") from None
+            raise SourceError(f"syntax error at {line}:{col}: {exc.msg}{self._newer_syntax(line, exc.msg)}") from None
         except (ValueError, RecursionError, MemoryError) as exc:
             raise SourceError(f"cannot parse: {exc}") from None
+
+    def _newer_syntax(self, lineno: int, msg: str) -> str:
+        """A hint when the line uses syntax of a newer Python than the one running jaxlint
+        (``type X = ...`` and f-strings nesting the same quotes are Python 3.12): the file is
+        fine, the interpreter is too old to read it."""
+        if sys.version_info >= (3, 12):
+            return ""
+        text = self.line_text(lineno)
+        if _TYPE_ALIAS.match(text) or msg.startswith("f-string"):
+            return (f" (this looks like Python 3.12 syntax; jaxlint is running on Python "
+                    f"{sys.version_info[0]}.{sys.version_info[1]}: run it with the Python your code targets)")
+        return ""
 
     # a notebook whose cells did not all parse says which (see jaxlint.notebook.source)
     partial_error: Optional[str] = None
