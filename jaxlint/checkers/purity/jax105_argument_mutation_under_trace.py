@@ -118,6 +118,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             return None
         if not facts.external_param(fn, p):
             return None
+        if _callers_read_back(facts.model, fn, p):
+            return None   # a helper filling in its caller's dict, which reads it afterwards, inside the trace
         return (f"`{w.describe()}` mutates argument `{p}` inside {fn.trace_description()}; under a transform "
                 f"the caller's object is not updated — return the new value instead")
 
@@ -163,6 +165,30 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
         return e is w.root and facts.container_param(fn, p)
 
 
+def _callers_read_back(m: SemanticModel, fn: Function, p: str) -> bool:
+    """``fn`` runs only as a helper called from traced code, and every such caller reads the
+    object it passed as ``p`` again after the call (``compute_targets(batch)`` then
+    ``loss(batch["targets"])``): the mutation reaches its reader inside the same trace."""
+    if not fn.contexts or any(c.transform not in ("call", "project") for c in fn.contexts):
+        return False
+    for ctx in fn.contexts:
+        caller, call = ctx.caller, ctx.node
+        if caller is None or not isinstance(call, ast.Call):
+            return False
+        target = m.resolve_callable(call.func, caller)
+        if target is None or target.function is not fn:
+            return False
+        pairs, _ = m.bind_arguments(target, call)
+        names = [a.id for q, a in pairs if q == p and isinstance(a, ast.Name)]
+        if len(names) != 1:
+            return False
+        end = getattr(call, "end_lineno", None) or call.lineno
+        if not any(isinstance(n, ast.Name) and n.id == names[0] and isinstance(n.ctx, ast.Load)
+                   and n.lineno > end for n in caller.walk()):
+            return False
+    return True
+
+
 def _read_later(fn: Function, p: str, w: Write) -> bool:
     """Does a later statement of ``fn`` read what ``w`` wrote into ``p``?  Then
     the function itself uses the change (``params["student"] = student_params``
@@ -172,10 +198,16 @@ def _read_later(fn: Function, p: str, w: Write) -> bool:
     count; nor does anything after a read-modify-write of ``p`` (state meant
     to persist across calls)."""
     write = w.node
+    end = getattr(write, "end_lineno", None) or write.lineno
     if isinstance(write, ast.AugAssign) or any(
             isinstance(n, ast.Name) and n.id == p for v in w.values for n in ast.walk(v)):
-        return False   # ``v[i] = 0.9 * v[i] + g``: a state update meant to persist
-    end = getattr(write, "end_lineno", None) or write.lineno
+        # ``v[i] = 0.9 * v[i] + g``: a state update meant to persist -- unless the whole object
+        # is handed on afterwards (``batch["label"] = batch["label"][0]`` then
+        # ``metrics_fn(logits, batch)``): then the function uses the change, and it cannot tell
+        return any(isinstance(c, ast.Call) and c.lineno > end
+                   and any(isinstance(a, ast.Name) and a.id == p
+                           for a in list(c.args) + [k.value for k in c.keywords])
+                   for c in fn.walk())
     part = _written_part(w)
     parents = {}
     nodes = list(fn.walk())
