@@ -57,15 +57,24 @@ class KindsMixin:
 
     def _param_kind(self, p: str, fn: Function, evidence) -> int:
         """The kind parameter ``p`` of ``fn`` has on entry (before any rebinding of it)."""
+        if p == "dtype" or p.endswith("_dtype"):
+            return 0    # a dtype: never an array argument (jit rejects it unless static)
         k = 0
         if fn.contexts and p in fn.traced_params:
-            k |= fn.param_kinds.get(p, TRACED | JAX)
+            k |= fn.param_kinds.get(p, TRACED if self._filtered_only(fn) else TRACED | JAX)
         ann = fn.param_nodes[p].annotation
         if ann is not None:
             k |= self.annotation_kind(ann, fn.parent)
         if p == fn.vararg or p == fn.kwarg or p in evidence:
             k |= CONTAINER
         return k
+
+    @staticmethod
+    def _filtered_only(fn: Function) -> bool:
+        """Every trace of ``fn`` is an Equinox-style filter transform, which traces the array
+        leaves of its arguments and keeps everything else static: a parameter is an array or
+        a Python value (``eqx.filter_jit(f)(x, axis_spec)``), so not known to be an array."""
+        return all(getattr(K.transform_for(c.transform), "kind", None) == "filter" for c in fn.contexts)
 
     def annotation_kind(self, ann: Optional[ast.expr], scope: Function, _depth: int = 0) -> int:
         """``JAX`` for an array annotation, ``CONTAINER`` for a dict/list/tuple/sequence

@@ -398,6 +398,7 @@ STATIC_ATTRS = frozenset({
     "shape", "ndim", "dtype", "size", "itemsize", "nbytes", "weak_type",
     "sharding", "aval", "named_shape", "__class__", "__name__",
     "irreps",   # e3nn-jax ``IrrepsArray.irreps``: static structure of an equivariant array
+    "axes",     # haliax ``NamedArray.axes``: the named axes (names and sizes) of a named array
 })
 
 # calls whose result is a Python value computed from static facts only

@@ -30,7 +30,10 @@ _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex", "t
                            "jax.sharding.Sharding",
                            # host NumPy values and other array types no tracer is an instance of
                            "numpy.ndarray", "numpy.generic", "numpy.number", "numpy.integer",
-                           "numpy.floating", "scipy.sparse.csr_matrix", "scipy.sparse.spmatrix"})
+                           "numpy.floating", "scipy.sparse.csr_matrix", "scipy.sparse.spmatrix",
+                           # the numeric tower: a tracer is an instance of none of them
+                           "numbers.Number", "numbers.Complex", "numbers.Real", "numbers.Rational",
+                           "numbers.Integral"})
 _CONTAINER_TYPES = frozenset({"tuple", "list", "dict", "set", "frozenset",
                               "collections.abc.Sequence", "collections.abc.Mapping", "typing.Sequence",
                               "typing.Mapping"})

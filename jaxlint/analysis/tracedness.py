@@ -323,6 +323,8 @@ class TracednessMixin(NarrowingMixin):
         if e is None or _depth > 6:
             return False
         t = e.__class__
+        if t is ast.Name and (self.kind(e, fn) & (CONTAINER | JAX)) == CONTAINER:
+            return False   # a Python list or dict (``primary_H + others`` concatenates lists)
         if t in (ast.Name, ast.Subscript, ast.Attribute, ast.Call) and not self._loop_variable(e, fn) \
                 and self._array_use(e, fn):
             return True

@@ -118,6 +118,8 @@ class JitRecreatedPerCall(Rule):
             return None
         if _calls_rebuilt_function(b, loop):
             return None
+        if _stored_element(b, loop):
+            return None   # ``{impl: jax.jit(partial(f, impl=impl)) for impl in impls}``: one kept per item
         if what is not None:
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
@@ -143,6 +145,8 @@ class JitRecreatedPerCall(Rule):
                                     for kw in call.keywords):
             return True   # ``jax.jit(f, out_shardings=sharding[name])``: a different program per iteration
         it = loop.iter
+        if isinstance(it, ast.Name) and _displays_only(m, it.id, scope):
+            it = ast.List(elts=[], ctx=ast.Load())   # ``dtypes = [f32]; dtypes += [f64]``: a literal list
         if isinstance(it, ast.Name):   # ``configs = itertools.product(...)``; ``for c in configs``
             it = m.single_value(it.id, scope) or it
         if isinstance(it, ast.Call) and m.qualname(it.func, scope) in ("enumerate", "zip", "sorted", "reversed"):
@@ -164,6 +168,12 @@ class JitRecreatedPerCall(Rule):
                 captured |= _free_names(d)
         elif b.fun_expr is not None:
             captured = _free_names(b.fun_expr)
+            if isinstance(b.fun_expr, ast.Name):   # ``def make(): ... dtype ...`` in the loop, then ``jit(make)``
+                for n in _walk_loop(loop):
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == b.fun_expr.id:
+                        own = {a.arg for a in ast.walk(n.args) if isinstance(a, ast.arg)}
+                        captured |= {x.id for x in ast.walk(n) if isinstance(x, ast.Name)
+                                     and isinstance(x.ctx, ast.Load)} - own
         else:
             return False
         return bool(captured & loop_vars)
@@ -467,6 +477,33 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
     return None
 
 
+
+
+def _stored_element(b: JitBinding, loop: ast.AST) -> bool:
+    """The jitted function is the element a comprehension collects (a dict or list of
+    jitted functions, one per configuration): each is kept and called later, none is
+    thrown away after one call."""
+    if not isinstance(loop, (ast.ListComp, ast.DictComp, ast.SetComp)) or b.kind not in ("inline", "other"):
+        return False
+    elt = loop.value if isinstance(loop, ast.DictComp) else loop.elt
+    return elt is b.site.node
+
+
+def _displays_only(m, name: str, scope: Function) -> bool:
+    """Every binding of ``name`` in ``scope`` is a list or tuple display (``xs = [a]``,
+    ``xs += [b]``): the loop runs over a literal set of configurations."""
+    found = False
+    for n in scope.walk():
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+            v = n.value
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name) and n.target.id == name:
+            v = n.value
+        else:
+            continue
+        if not isinstance(v, (ast.List, ast.Tuple)):
+            return False
+        found = True
+    return found
 
 
 def _rebuilt_in_loop(loop: ast.AST, site: ast.AST) -> Set[str]:

@@ -434,11 +434,22 @@ class PurityFacts:
         for node in scope.of_type(ast.Return, ast.Yield, ast.YieldFrom):
             if node.value is not None and wrapper(node.value) is not None:
                 escapes = True
+        # every binding of the aliases, in order: ``k_jit = jit(lambda: f(...))`` rebound to another
+        # lambda's jit further down is no longer ``fn`` there
+        rebinds: Dict[str, List[Tuple[int, bool]]] = {}
+        for node in scope.of_type(ast.Assign, ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in names and node.value is not None:
+                    rebinds.setdefault(t.id, []).append((node.lineno, wrapper(node.value) is not None))
         uses: List[int] = []
         cached: List[int] = []
         for call in scope.of_type(ast.Call):
             f = call.func
             if f.__class__ is ast.Name and f.id in names:
+                seen = [w for line, w in sorted(rebinds.get(f.id, ())) if line < call.lineno]
+                if seen and not seen[-1]:
+                    continue   # the name holds another function by now
                 uses.append(call.lineno)
                 if names[f.id]:
                     cached.append(call.lineno)

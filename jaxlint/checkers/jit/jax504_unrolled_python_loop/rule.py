@@ -79,8 +79,8 @@ class UnrolledPythonLoop(Rule):
         threshold = ctx.settings.unrolled_loop_threshold
         for fn in traced_functions(ctx):
             loops = fn.of_type(ast.For, ast.While)
-            if not loops:
-                continue
+            if not loops or not m.stages_constants(fn):
+                continue    # (under vmap or grad alone the loop runs op by op: nothing is compiled)
             for loop in loops:
                 if isinstance(loop, ast.For):
                     trip = for_trip(m, fn, loop)
