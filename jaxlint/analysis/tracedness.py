@@ -181,6 +181,19 @@ class TracednessMixin(NarrowingMixin):
         for v in self._none_guards(node, fn):
             if self._not_none_when_traced(v, fn):
                 return True
+        return self._host_type_branch(node, fn)
+
+    def _host_type_branch(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` sits under ``if isinstance(e, np.ndarray):`` (a NumPy array, a Python
+        number, a sharding...) where ``e`` is traced: no tracer is an instance of such a
+        type, so the branch is the eager path and never runs while ``fn`` is traced."""
+        if not fn.nodes.get(ast.If):
+            return False
+        for t in self.guarding_tests(node, fn):
+            if t.__class__ is ast.Call and t.func.__class__ is ast.Name and t.func.id == "isinstance" \
+                    and len(t.args) == 2 and self._static_type_kind(t.args[1], fn) == 0 \
+                    and self.kind(t.args[0], fn) & TRACED:
+                return True
         return False
 
     def _none_guards(self, node: ast.AST, fn: Function):

@@ -127,6 +127,8 @@ class UnrolledPythonLoop(Rule):
         m = ctx.model
         for s in loop.body:
             for n in ast.walk(s):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and _named_slot(n.targets[0]):
+                    continue   # ``stats[f"layer{i}/load"] = x[i]``: filing values under names, no computation
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
                     if n.value is not None and m.kind(n.value, fn) & TRACED:
                         return True
@@ -184,3 +186,14 @@ class UnrolledPythonLoop(Rule):
     def _carried(loop: ast.AST, fn: Function) -> bool:
         carried, _ = carry_names(loop.body)
         return bool(carried)
+
+
+def _named_slot(t: ast.AST) -> bool:
+    """``d[f"..."]`` / ``d["..." + name]``: an entry of a dict keyed by a string built per
+    iteration (a metrics dict, one entry per layer or expert)."""
+    if not isinstance(t, ast.Subscript):
+        return False
+    k = t.slice
+    return isinstance(k, ast.JoinedStr) or (isinstance(k, ast.BinOp) and any(
+        isinstance(x, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(x, "value", ""), str)
+        for x in (k.left, k.right)))
