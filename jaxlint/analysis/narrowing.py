@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional
 
+from . import knowledge as K
 from .kinds import CONTAINER
 from .scopes import Function
 
@@ -67,6 +68,16 @@ class NarrowingMixin:
             # if isinstance(x, T) [and ...]: body
             for name, k in self._isinstance_tests(node.test, fn, positive=True):
                 self._narrow_region(node.body, name, k, got)
+            # if isinstance(x, jax.Array): ... else: <x is no array, so no tracer>
+            arr = self._array_test(node.test, fn)
+            if arr is not None:
+                if node.orelse:
+                    self._narrow_region(node.orelse, arr, 0, got)
+                elif node.body and node.body[-1].__class__ in _EXITS:
+                    block = self._block_of(node, fn)
+                    if block is not None:
+                        i = next(j for j, s in enumerate(block) if s is node)
+                        self._narrow_region(block[i + 1:], arr, 0, got)
             # if not isinstance(x, T): <exit>  -- the rest of the block
             if not node.orelse and node.body and node.body[-1].__class__ in _EXITS:
                 facts = list(self._isinstance_tests(node.test, fn, positive=False))
@@ -119,6 +130,21 @@ class NarrowingMixin:
         k = self._static_type_kind(test.args[1], fn)
         if k is not None:
             yield test.args[0].id, k
+
+    def _array_test(self, test: ast.expr, fn: Function) -> Optional[str]:
+        """The name ``test`` (``isinstance(x, jax.Array)``, ``isinstance(x, jnp.ndarray)``)
+        asks "is it a JAX array?" of: every tracer is one, so where the answer is no, ``x``
+        is a Python value."""
+        if not (test.__class__ is ast.Call and test.func.__class__ is ast.Name and test.func.id == "isinstance"
+                and len(test.args) == 2 and test.args[0].__class__ is ast.Name):
+            return None
+        t = test.args[1]
+        types = t.elts if t.__class__ is ast.Tuple else [t]
+        for ty in types:
+            q = self.qualname(ty, fn) if ty.__class__ in (ast.Name, ast.Attribute) else None
+            if q in K.ARRAY_ANNOTATIONS:
+                return test.args[0].id
+        return None
 
     def _tracer_test(self, test: ast.expr, fn: Function) -> Optional[str]:
         """The name ``test`` asks "is it a tracer?" of: ``isinstance(x, jax.core.Tracer)``

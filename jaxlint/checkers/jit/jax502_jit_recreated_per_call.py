@@ -154,11 +154,17 @@ class JitRecreatedPerCall(Rule):
         else:
             args = [it]
         for a in args:
+            if isinstance(a, ast.Name):   # ``methods = ("Unrolled", "Implicit")``; ``zip(flags, methods)``
+                a = m.single_value(a.id, scope) or a
             if isinstance(a, (ast.List, ast.Tuple, ast.Set)):
                 continue
             if isinstance(a, ast.Call) and (m.qualname(a.func, scope) or "").startswith("itertools."):
                 continue
             return False
+        parent_call = b.site.node
+        if b.kind == "inline" and any(isinstance(c, ast.Call) and c.func is parent_call
+                                      and _free_names(c) & loop_vars for c in _walk_loop(loop)):
+            return True   # ``jax.jit(f)(arg)`` over a literal list of inputs: a trace per input anyway
         if b.kind == "def" and b.target is not None:
             captured = set()
             for n in b.target.walk():
@@ -589,6 +595,7 @@ def _loop_derived(loop: ast.AST) -> Set[str]:
     ``vf = transform(partial(fn, axis_name=axis_name))``): values that differ per iteration."""
     out = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     assigns = [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Assign)]
+    branches = [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.If)]
     changed = True
     while changed:
         changed = False
@@ -600,6 +607,14 @@ def _loop_derived(loop: ast.AST) -> Set[str]:
                     if isinstance(n, ast.Name) and n.id not in out:
                         out.add(n.id)
                         changed = True
+        for b in branches:
+            # ``if constant: dt0 = 0.1 else: dt0 = None``: chosen by the loop variable
+            if not (_free_names(b.test) & out):
+                continue
+            for n in (x for st in b.body + b.orelse for x in ast.walk(st)):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in out:
+                    out.add(n.id)
+                    changed = True
     return out
 
 
