@@ -407,6 +407,12 @@ class KindsMixin:
                 return self._self_attr_kind(owner, e.attr)
             if self.qualname(v, fn) is not None:
                 return 0   # a module attribute such as jnp.pi or jnp.float32
+            made = self.single_value(v.id, fn) if v.id in fn.locals else None
+            if made is not None and made.__class__ is ast.Call and _class_like(made.func):
+                given = next((kw.value for kw in made.keywords if kw.arg == e.attr), None)
+                if given is not None:
+                    # ``prob = Problem(y=y, penalty=penalty)`` ... ``prob.penalty``: what was given
+                    return self.kind(given, fn)
         vk = self.kind(v, fn)
         if e.attr in _ARRAY_VIEWS:
             return vk & (TRACED | JAX | NUMPY)
@@ -700,3 +706,9 @@ _KIND_RULES = {
     ast.NamedExpr: KindsMixin._kind_wrapped,
     ast.Await: KindsMixin._kind_wrapped,
 }
+
+
+def _class_like(f: ast.AST) -> bool:
+    """A callee named like a class (``Problem``, ``gwb.GWBarycenterProblem``): a constructor."""
+    name = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else ""
+    return name[:1].isupper() and not name.isupper()

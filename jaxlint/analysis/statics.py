@@ -59,7 +59,17 @@ def _static_return(fn: ast.AST) -> bool:
             ann = ast.parse(ann.value, mode="eval").body
         except SyntaxError:
             return False
-    return _terminal(ann) in STATIC_RETURNS if ann is not None else False
+    if ann is None:
+        return False
+    # ``Optional[int]``, ``int | None``, ``Union[int, None]``: still a Python value
+    if isinstance(ann, ast.Subscript) and _terminal(ann.value) in ("Optional", "Union"):
+        parts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+    elif isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        parts = [ann.left, ann.right]
+    else:
+        parts = [ann]
+    parts = [x for x in parts if not (isinstance(x, ast.Constant) and x.value is None)]
+    return bool(parts) and all(_terminal(x) in STATIC_RETURNS for x in parts)
 
 
 def static_names(tree: ast.Module) -> Tuple[Set[str], Set[str]]:
