@@ -48,3 +48,32 @@ def scoped_state(model: SemanticModel, fn: Function, name: str) -> bool:
 _WITH_HALVES = {"__enter__": "__exit__", "__exit__": "__enter__",
                 "__aenter__": "__aexit__", "__aexit__": "__aenter__"}
 _CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+
+
+# calls whose result is shape metadata, a Python value even while tracing
+_SHAPE_CALLS = frozenset({"jax.numpy.shape", "numpy.shape", "jax.numpy.ndim", "numpy.ndim", "len"})
+_SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
+
+
+def shape_metadata(model: SemanticModel, fn: Function, e: ast.AST) -> bool:
+    """``e`` computes shape metadata only (``jnp.shape(x)``, ``x.shape``, ``len(xs)``, a list or
+    generator of them): recording it at trace time is bookkeeping, not a lost side effect."""
+    t = e.__class__
+    if t is ast.Call:
+        f = e.func
+        q = model.qualname(f, fn) if f.__class__ in (ast.Name, ast.Attribute) else None
+        return q in _SHAPE_CALLS
+    if t is ast.Attribute:
+        return e.attr in _SHAPE_ATTRS
+    if t in (ast.List, ast.Tuple):
+        return all(shape_metadata(model, fn, x) for x in e.elts)
+    if t in (ast.ListComp, ast.GeneratorExp):
+        return shape_metadata(model, fn, e.elt)
+    return False
+
+
+def metadata_log(model: SemanticModel, call: ast.AST, fn: Function) -> bool:
+    """``log.append(<shape metadata>)``: a container of shapes filled at trace time."""
+    return call.__class__ is ast.Call and call.func.__class__ is ast.Attribute \
+        and call.func.attr in ("append", "extend") and len(call.args) == 1 \
+        and shape_metadata(model, fn, call.args[0])

@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS
 from .facts import PurityFacts, STORING_METHODS, Write, traced_writes, value_traced
-from .idioms import lazy_init, scoped_state
+from .idioms import lazy_init, metadata_log, scoped_state
 from ..base import Context, Finding, TracedCodeRule, register
 
 
@@ -89,6 +89,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
             return None   # under ``if isinstance(x, Tracer)``: meant to run while tracing
         if scoped_state(m, fn, root.id):
             return None   # set for a ``with`` block and restored in ``finally``
+        if w.kind == "call" and metadata_log(m, w.node, fn) and not getattr(b.resolve(root.id, fn), "is_module", True):
+            return None   # ``shapes.append(jnp.shape(carry))`` into the tracing function's own list: bookkeeping
         if w.kind in ("name", "del") and w.target is root:
             if root.id in g:
                 if lazy_init(m, fn, w.node, root.id):

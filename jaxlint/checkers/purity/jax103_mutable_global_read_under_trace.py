@@ -7,7 +7,7 @@ from typing import Dict, Iterator, Optional, Set, Tuple
 from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS, VARIABLE_KINDS, Mutation, is_flags_qualname, store_targets
 from .facts import PurityFacts, purity_for
-from .idioms import lazy_init, scoped_state
+from .idioms import lazy_init, metadata_log, scoped_state
 from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -201,6 +201,8 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 continue   # set once, from None to the object: a lazily built singleton
             if scoped_state(facts.model, mut.fn, name):
                 continue   # set for a ``with`` block and restored in ``finally``
+            if mut.kind == "call" and not scope.is_module and metadata_log(facts.model, mut.node, mut.fn):
+                continue   # a log of shapes: whatever the trace saw of it, it only sized things
             if mut.fn is scope:
                 if not after(mut.line, b.loops_around(scope, mut.node)):
                     continue   # set up before anything could have traced the reader
