@@ -178,6 +178,19 @@ class NarrowingMixin:
                 yield from (t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t])
             child, cur = cur, parents.get(id(cur))
 
+    def enclosing_branches(self, node: ast.AST, fn: Function):
+        """``(if_statement, the other branch's statements)`` for every ``if`` of ``fn`` one of
+        whose branches holds ``node``, innermost first."""
+        parents = self._parent_map(fn)
+        child, cur = node, parents.get(id(node))
+        while cur is not None:
+            if cur.__class__ is ast.If:
+                if any(child is b for b in cur.body):
+                    yield cur, cur.orelse
+                elif any(child is b for b in cur.orelse):
+                    yield cur, cur.body
+            child, cur = cur, parents.get(id(cur))
+
     def _static_type_kind(self, t: ast.expr, fn: Function) -> Optional[int]:
         if t.__class__ is ast.Tuple:
             k = 0

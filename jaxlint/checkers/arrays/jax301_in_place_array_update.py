@@ -67,7 +67,8 @@ class InPlaceArrayUpdate(Rule):
         for fn in m.functions:
             for node in fn.of_type(ast.Assign):
                 for t in node.targets:
-                    if isinstance(t, ast.Subscript) and self._is_array_target(ctx, t, fn):
+                    if isinstance(t, ast.Subscript) and self._is_array_target(ctx, t, fn) \
+                            and not _functional_twin(m, node, t, fn):
                         fix = self._fix(ctx, node, t, "set") if len(node.targets) == 1 else None
                         yield self._finding(ctx, fn, node, t, "=", fix)
             for node in fn.of_type(ast.AugAssign):
@@ -158,3 +159,23 @@ def _made_here(m, base: ast.AST, fn: Function) -> bool:
         return False
     q = m.qualname(v.func, fn) or ""
     return q.startswith(("jax.numpy.", "numpy.", "jax.random.", "jax.lax."))
+
+
+def _functional_twin(m: SemanticModel, stmt: ast.stmt, t: ast.Subscript, fn: Function) -> bool:
+    """``if is_numpy: out[i] = v`` / ``else: out = out.at[i].set(v)``: the other branch of the
+    ``if`` around the write updates the same name functionally, so this branch is the NumPy path."""
+    base = t.value
+    if not isinstance(base, ast.Name):
+        return False
+    for _if, other in m.enclosing_branches(stmt, fn):
+        for n in (x for st in other for x in ast.walk(st)):
+            if isinstance(n, ast.Assign) and any(isinstance(x, ast.Name) and x.id == base.id for x in n.targets) \
+                    and _uses_at(n.value, base.id):
+                return True
+    return False
+
+
+def _uses_at(e: ast.AST, name: str) -> bool:
+    """``name.at[...]...`` somewhere in ``e``."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "at" and isinstance(n.value, ast.Name)
+               and n.value.id == name for n in ast.walk(e))

@@ -96,7 +96,7 @@ class FlaxMutableCollections(Rule):
                     f"`ModifyScopeVariableError`",
                     confidence=CERTAIN)
                 continue
-            dropped = _discarded(facts, site)
+            dropped = _discarded(facts, site) if names is not True else None   # (documented: not mutable=True)
             if dropped is not None:
                 origin = f"returned by `{short(site.call, 30)}`"
                 anchor = dropped

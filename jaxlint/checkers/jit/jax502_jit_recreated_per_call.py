@@ -120,6 +120,9 @@ class JitRecreatedPerCall(Rule):
             return None
         if _stored_element(b, loop):
             return None   # ``{impl: jax.jit(partial(f, impl=impl)) for impl in impls}``: one kept per item
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(b.fun_expr, ast.Name) \
+                and b.fun_expr.id in _loop_derived(loop):
+            return None   # ``for key, fn in fns.items(): fn = jax.jit(fn)``: a different function each time
         if what is not None:
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
@@ -213,7 +216,8 @@ class JitRecreatedPerCall(Rule):
             why = f"passed to {g.display()} as `{param}`, which calls it in a loop, line {inner.lineno}"
         elif _TEST_NAME.match(scope.name):
             return None   # `test_jit_update`: a test runs once, whatever its name says
-        elif _STEP_NAME.search(scope.name) and not any(u.in_loop for u in uses):
+        elif _STEP_NAME.search(scope.name) and not any(u.in_loop for u in uses) \
+                and not _called_once_at_top(idx, scope):
             why = "run every step"
         elif _EPOCH_NAME.search(scope.name):
             why = "run every epoch"
@@ -483,6 +487,13 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
     return None
 
 
+
+
+def _called_once_at_top(idx: CallIndex, scope: Function) -> bool:
+    """Every call of ``scope`` in the module is a statement of the module itself (a script's
+    ``if __name__ == "__main__": example_step()``), outside any loop: named like a step, run once."""
+    callers = idx.callers_of(scope)
+    return bool(callers) and all(c.scope.is_module and c.loop is None for c in callers)
 
 
 def _stored_element(b: JitBinding, loop: ast.AST) -> bool:

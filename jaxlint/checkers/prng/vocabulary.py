@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from typing import List, Optional, Tuple
 
 from ...analysis import knowledge as K
@@ -98,7 +99,8 @@ def stores_state(callee: str) -> bool:
     """A callee whose name says it saves or restores state (``restore_checkpoint``,
     ``mngr.restore``, ``save_ckpt``): it keeps a key it is given, it does not draw from it."""
     last = callee.rsplit(".", 1)[-1]
-    return any(w in _STORAGE_WORDS for w in last.lower().strip("_").split("_"))
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", last).lower().strip("_").split("_")   # JaxRandomKeySave
+    return any(w in _STORAGE_WORDS for w in words)
 
 
 # words in a callee's name that say it only computes shapes, specs or annotations (an abstract
