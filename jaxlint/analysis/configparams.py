@@ -15,10 +15,26 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
+from .kinds import CONTAINER, JAX, TRACED
 from .scopes import Function
 
 
 class ConfigParamsMixin:
+    def _param_kind(self, p: str, fn: Function, evidence) -> int:
+        """The kind parameter ``p`` of ``fn`` has on entry (before any rebinding of it); a
+        ``dtype`` is never an array argument (jit rejects it unless static)."""
+        if p == "dtype" or p.endswith("_dtype"):
+            return 0
+        k = 0
+        if fn.contexts and p in fn.traced_params:
+            k |= fn.param_kinds.get(p, TRACED if fn.filtered_only else TRACED | JAX)
+        ann = fn.param_nodes[p].annotation
+        if ann is not None:
+            k |= self.annotation_kind(ann, fn.parent)
+        if p == fn.vararg or p == fn.kwarg or p in evidence:
+            k |= CONTAINER
+        return k
+
     def _is_config_param(self, fn: Function, p: str) -> bool:
         """A parameter of a function traced with ``inferred`` confidence (a module
         method, a library contract, another module's seed) or by an Equinox filter

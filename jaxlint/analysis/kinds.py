@@ -14,6 +14,7 @@ import ast
 from typing import Dict, List, Optional
 
 from . import knowledge as K
+from .names import class_like
 from .scopes import _BUILTINS, Function
 from .statics import ENUM_BASES
 
@@ -54,27 +55,6 @@ class KindsMixin:
             if name in kinds:
                 kinds[name] |= CONTAINER
         return kinds
-
-    def _param_kind(self, p: str, fn: Function, evidence) -> int:
-        """The kind parameter ``p`` of ``fn`` has on entry (before any rebinding of it)."""
-        if p == "dtype" or p.endswith("_dtype"):
-            return 0    # a dtype: never an array argument (jit rejects it unless static)
-        k = 0
-        if fn.contexts and p in fn.traced_params:
-            k |= fn.param_kinds.get(p, TRACED if self._filtered_only(fn) else TRACED | JAX)
-        ann = fn.param_nodes[p].annotation
-        if ann is not None:
-            k |= self.annotation_kind(ann, fn.parent)
-        if p == fn.vararg or p == fn.kwarg or p in evidence:
-            k |= CONTAINER
-        return k
-
-    @staticmethod
-    def _filtered_only(fn: Function) -> bool:
-        """Every trace of ``fn`` is an Equinox-style filter transform, which traces the array
-        leaves of its arguments and keeps everything else static: a parameter is an array or
-        a Python value (``eqx.filter_jit(f)(x, axis_spec)``), so not known to be an array."""
-        return all(getattr(K.transform_for(c.transform), "kind", None) == "filter" for c in fn.contexts)
 
     def annotation_kind(self, ann: Optional[ast.expr], scope: Function, _depth: int = 0) -> int:
         """``JAX`` for an array annotation, ``CONTAINER`` for a dict/list/tuple/sequence
@@ -407,12 +387,12 @@ class KindsMixin:
                 return self._self_attr_kind(owner, e.attr)
             if self.qualname(v, fn) is not None:
                 return 0   # a module attribute such as jnp.pi or jnp.float32
+            # ``prob = Problem(y=y, penalty=p)`` ... ``prob.penalty``: the kind of what was given
             made = self.single_value(v.id, fn) if v.id in fn.locals else None
-            if made is not None and made.__class__ is ast.Call and _class_like(made.func):
-                given = next((kw.value for kw in made.keywords if kw.arg == e.attr), None)
-                if given is not None:
-                    # ``prob = Problem(y=y, penalty=penalty)`` ... ``prob.penalty``: what was given
-                    return self.kind(given, fn)
+            given = next((kw.value for kw in made.keywords if kw.arg == e.attr), None) \
+                if made.__class__ is ast.Call and class_like(made.func) else None
+            if given is not None:
+                return self.kind(given, fn)
         vk = self.kind(v, fn)
         if e.attr in _ARRAY_VIEWS:
             return vk & (TRACED | JAX | NUMPY)
@@ -706,9 +686,3 @@ _KIND_RULES = {
     ast.NamedExpr: KindsMixin._kind_wrapped,
     ast.Await: KindsMixin._kind_wrapped,
 }
-
-
-def _class_like(f: ast.AST) -> bool:
-    """A callee named like a class (``Problem``, ``gwb.GWBarycenterProblem``): a constructor."""
-    name = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else ""
-    return name[:1].isupper() and not name.isupper()

@@ -78,3 +78,9 @@ class ImportTable:
                 if best is None or len(cand) < len(best):
                     best = cand
         return best
+
+
+def class_like(f: ast.AST) -> bool:
+    """A callee named like a class (``Problem``, ``gwb.GWBarycenterProblem``): a constructor."""
+    name = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else ""
+    return name[:1].isupper() and not name.isupper()

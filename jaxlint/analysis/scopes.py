@@ -127,6 +127,13 @@ class Function:
 
 
     @property
+    def filtered_only(self) -> bool:
+        """Every trace of this function is an Equinox-style filter transform, which traces the
+        array leaves of its arguments and keeps everything else static: a parameter is an array
+        or a Python value (``eqx.filter_jit(f)(x, axis_spec)``), so not known to be an array."""
+        return all(getattr(K.transform_for(c.transform), "kind", None) == "filter" for c in self.contexts)
+
+    @property
     def is_method(self) -> bool:
         return self.cls is not None and not self.is_lambda and not self.is_staticmethod
 
