@@ -23,6 +23,7 @@ TRACED = 1      # a tracer while the enclosing function is being traced
 JAX = 2         # a JAX array (concrete or traced)
 NUMPY = 4       # a NumPy array
 CONTAINER = 8   # a Python list / tuple / dict / set (possibly holding arrays)
+NOT_ARRAY = -1  # (a narrowing, not a kind: "not a JAX array", see narrowing.py)
 ARRAYISH = TRACED | JAX | NUMPY
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
 
@@ -363,6 +364,10 @@ class KindsMixin:
             self._assign(gen.target, self.kind(gen.iter, fn), elems, fn, gen.iter, "for")
             return elems.get(e.id, 0)
         narrowed = self.narrowed_kind(e, fn)
+        if narrowed == NOT_ARRAY:
+            # ``else`` of ``isinstance(x, jax.Array)``: no array, but maybe a container of tracers
+            k = self.name_kind(e.id, fn)
+            return CONTAINER | (k & TRACED) if k else 0
         if narrowed is not None:
             return narrowed     # under ``isinstance(e, int)``: a Python value
         k = self.name_kind(e.id, fn)
@@ -391,8 +396,13 @@ class KindsMixin:
             made = self.single_value(v.id, fn) if v.id in fn.locals else None
             given = next((kw.value for kw in made.keywords if kw.arg == e.attr), None) \
                 if made.__class__ is ast.Call and class_like(made.func) else None
-            if given is not None:
-                return self.kind(given, fn)
+            guard = (id(e), "given")
+            if given is not None and guard not in self._attrs_in_progress:
+                self._attrs_in_progress.add(guard)
+                try:
+                    return self.kind(given, fn)
+                finally:
+                    self._attrs_in_progress.discard(guard)
         vk = self.kind(v, fn)
         if e.attr in _ARRAY_VIEWS:
             return vk & (TRACED | JAX | NUMPY)

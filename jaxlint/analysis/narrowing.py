@@ -17,7 +17,7 @@ import ast
 from typing import Dict, Optional
 
 from . import knowledge as K
-from .kinds import CONTAINER
+from .kinds import CONTAINER, NOT_ARRAY
 from .scopes import Function
 
 # isinstance types whose instances are Python values: the kind a narrowed load gets
@@ -72,12 +72,12 @@ class NarrowingMixin:
             arr = self._array_test(node.test, fn)
             if arr is not None:
                 if node.orelse:
-                    self._narrow_region(node.orelse, arr, 0, got)
+                    self._narrow_region(node.orelse, arr, NOT_ARRAY, got)
                 elif node.body and node.body[-1].__class__ in _EXITS:
                     block = self._block_of(node, fn)
                     if block is not None:
                         i = next(j for j, s in enumerate(block) if s is node)
-                        self._narrow_region(block[i + 1:], arr, 0, got)
+                        self._narrow_region(block[i + 1:], arr, NOT_ARRAY, got)
             # if not isinstance(x, T): <exit>  -- the rest of the block
             if not node.orelse and node.body and node.body[-1].__class__ in _EXITS:
                 facts = list(self._isinstance_tests(node.test, fn, positive=False))
@@ -190,6 +190,14 @@ class NarrowingMixin:
                 elif any(child is b for b in cur.orelse):
                     yield cur, cur.body
             child, cur = cur, parents.get(id(cur))
+
+    def _host_types(self, t: ast.expr, fn: Function) -> bool:
+        """Every type of an isinstance test is a host type no tracer is an instance of (a
+        NumPy array, a Python number, a sharding): not a class of this module, which may be a
+        pytree holding tracers."""
+        types = t.elts if t.__class__ is ast.Tuple else [t]
+        return bool(types) and all(x.__class__ in (ast.Name, ast.Attribute) and self.qualname(x, fn) in _SCALAR_TYPES
+                                   for x in types)
 
     def _static_type_kind(self, t: ast.expr, fn: Function) -> Optional[int]:
         if t.__class__ is ast.Tuple:

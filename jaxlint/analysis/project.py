@@ -410,6 +410,7 @@ class Project:
         of ``--jobs`` (:mod:`jaxlint.jobs`).  Each step depends on nothing but the module
         and the seeds it is given, so every driver reaches the same seeds and exports."""
         driver = driver or _Serial(self)
+        self.__dict__.pop("_method_index", None)
         driver.index(self.modules)
         dirty = {m.path for m in self.modules if m.mentions_jax and m.error is None}
         for m in self.modules:
@@ -433,7 +434,9 @@ class Project:
         mods = [m for m in self.modules if m.error is None and (m.mentions_jax or m.path in self.seeds)]
         for m, exports in zip(mods, driver.exports(mods)):
             m.exports = exports
-        self._exports_key = digest(sorted((m.path, m.exports) for m in self.modules if m.exports))
+        # (the classes and their methods' parameters too: ``methods_named`` answers from them)
+        self._exports_key = digest([sorted((m.path, m.exports) for m in self.modules if m.exports),
+                                    sorted((m.path, m.classes) for m in self.modules if m.classes)])
 
     def _exports_of(self, m: Module) -> Dict[str, Dict[str, object]]:
         """What the registered exporters say about ``m``'s functions (cached like outgoing calls)."""

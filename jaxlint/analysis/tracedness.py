@@ -53,7 +53,7 @@ import ast
 from typing import Optional
 
 from . import knowledge as K
-from .kinds import CONTAINER, JAX, NUMPY, TRACED
+from .kinds import CONTAINER, JAX, NOT_ARRAY, NUMPY, TRACED
 from .narrowing import NarrowingMixin
 from .scopes import INFERRED, Function
 
@@ -189,12 +189,19 @@ class TracednessMixin(NarrowingMixin):
         type, so the branch is the eager path and never runs while ``fn`` is traced."""
         if not fn.nodes.get(ast.If):
             return False
+        direct = any(c.transform not in ("call", "project") for c in fn.contexts)
         for t in self.guarding_tests(node, fn):
             if t.__class__ is ast.Call and t.func.__class__ is ast.Name and t.func.id == "isinstance" \
-                    and len(t.args) == 2 and self._static_type_kind(t.args[1], fn) == 0 \
-                    and self.kind(t.args[0], fn) & TRACED:
+                    and len(t.args) == 2 and direct and self._host_types(t.args[1], fn) \
+                    and self._directly_traced_value(t.args[0], fn):
                 return True
         return False
+
+    def _directly_traced_value(self, e: ast.AST, fn: Function) -> bool:
+        """``e`` is a parameter a transform traces (or an item of one): surely a tracer here."""
+        while e.__class__ is ast.Subscript:
+            e = e.value
+        return e.__class__ is ast.Name and e.id in fn.traced_params and not self.reaching_value(e, fn)
 
     def _none_guards(self, node: ast.AST, fn: Function):
         """Names ``v`` of the ``if v is None`` branches (of ``fn``) that hold ``node``."""
@@ -377,7 +384,7 @@ class TracednessMixin(NarrowingMixin):
         if t is ast.Name:
             narrowed = self.narrowed_kind(e, fn)
             if narrowed is not None:
-                return bool(narrowed & JAX)
+                return narrowed != NOT_ARRAY and bool(narrowed & JAX)
             if self.surely_array(e, fn):
                 return True
             a = fn.param_nodes.get(e.id)

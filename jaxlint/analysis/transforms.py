@@ -499,6 +499,23 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         if changed:
             self._forget_values()
 
+    @staticmethod
+    def _record_params(cb: Function) -> bool:
+        """Every read of the callback's parameters is a field of a record (``spec.t0``, not
+        ``x.sum()`` or ``x * 2``): the leaves it handles are the objects ``is_leaf`` picks."""
+        params = set(cb.param_nodes)
+        parents = {}
+        for n in cb.walk():
+            for c in ast.iter_child_nodes(n):
+                parents[id(c)] = n
+        for n in cb.walk():
+            if n.__class__ is ast.Name and n.id in params and n.ctx.__class__ is ast.Load:
+                up = parents.get(id(n))
+                if not (up.__class__ is ast.Attribute and up.value is n and up.attr not in _ARRAYISH_ATTRS
+                        and not (parents.get(id(up)).__class__ is ast.Call and parents[id(up)].func is up)):
+                    return False
+        return True
+
     def _leaves_are_objects(self, call: ast.Call, fn: Function) -> bool:
         """A tree-map call whose ``is_leaf`` selects instances of a class that is not an
         array type (``lambda x: isinstance(x, SubSaveAt)``, or a function returning that)."""
@@ -544,9 +561,9 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                             params = target.function.params[target.bound_positional:]
                             if q in K.PATH_FIRST:
                                 rest = [None] + list(rest)
-                            if self._leaves_are_objects(call, fn):
-                                # ``is_leaf=lambda x: isinstance(x, SubSaveAt)``: the callback gets those
-                                # objects (configuration records, boxes), not arrays
+                            if self._leaves_are_objects(call, fn) and self._record_params(target.function):
+                                # ``is_leaf=lambda x: isinstance(x, SubSaveAt)``, and the callback only reads
+                                # fields of what it gets: configuration records, not arrays
                                 tp = set()
                             elif any(isinstance(a, ast.Starred) for a in rest):
                                 traced = any(a is not None and self.kind(a, fn) & TRACED for a in rest)
@@ -594,3 +611,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             if self._add_context(callee, TraceContext("call", INFERRED, call, desc, fn), traced):
                 changed = True
         return changed
+
+
+# attributes and methods of arrays: reading one says the value is an array, not a record
+_ARRAYISH_ATTRS = frozenset({"shape", "ndim", "dtype", "size", "T", "at", "real", "imag"})

@@ -509,8 +509,15 @@ def _stored_element(b: JitBinding, loop: ast.AST) -> bool:
 def _displays_only(m, name: str, scope: Function) -> bool:
     """Every binding of ``name`` in ``scope`` is a list or tuple display (``xs = [a]``,
     ``xs += [b]``): the loop runs over a literal set of configurations."""
+    if name in scope.param_nodes:
+        return False   # ``if configs is None: configs = [a]``: callers may pass anything
     found = False
     for n in scope.walk():
+        bound = n.target if isinstance(n, (ast.For, ast.comprehension, ast.NamedExpr)) else \
+            ast.Tuple(elts=[i.optional_vars for i in n.items if i.optional_vars is not None], ctx=ast.Store()) \
+            if isinstance(n, ast.With) else None
+        if bound is not None and any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(bound)):
+            return False   # bound by a loop, a with or a walrus: not a display
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
             v = n.value
         elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name) and n.target.id == name:

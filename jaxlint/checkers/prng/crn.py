@@ -27,19 +27,30 @@ _COMPARERS = frozenset({"allclose", "array_equal", "isclose", "array_equiv", "tr
 
 
 def _sides(node: ast.AST) -> Optional[list]:
-    """The compared operands of an assertion or comparison call, else None."""
+    """The compared operands of a comparison of values -- an ``assert`` of ``==``/``<``/...,
+    or a call like ``assert_allclose``/``assertAllClose``/``array_equal`` -- else None.
+    Comparisons of shapes, dtypes, lengths or types compare no random numbers."""
     if node.__class__ is ast.Assert:
         node = node.test
-        if node.__class__ is ast.Compare:
-            return [node.left] + list(node.comparators)
+        if node.__class__ is ast.Compare and not any(op.__class__ in (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+                                                     for op in node.ops):
+            sides = [node.left] + list(node.comparators)
+            return sides if not any(_metadata(x) for x in sides) else None
     if node.__class__ is not ast.Call:
         return None
     f = node.func
-    name = f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else ""
-    if not (name.lower().startswith("assert") or name in _COMPARERS):
+    name = (f.attr if f.__class__ is ast.Attribute else f.id if f.__class__ is ast.Name else "").lower()
+    if not (name in _COMPARERS or (name.startswith("assert") and ("close" in name or "equal" in name))):
         return None
     args = [a for a in node.args if a.__class__ is not ast.Starred]
-    return args if len(args) >= 2 else None
+    return args if len(args) >= 2 and not any(_metadata(x) for x in args) else None
+
+
+def _metadata(e: ast.AST) -> bool:
+    """``a.shape``, ``x.dtype``, ``len(xs)``, ``type(v)``: a property of a value, not its numbers."""
+    if e.__class__ is ast.Attribute:
+        return e.attr in ("shape", "dtype", "ndim", "size")
+    return e.__class__ is ast.Call and e.func.__class__ is ast.Name and e.func.id in ("len", "type", "isinstance")
 
 
 def _names(node: Optional[ast.AST]) -> Set[str]:

@@ -33,8 +33,7 @@ def scoped_state(model: SemanticModel, fn: Function, name: str) -> bool:
     meant to update."""
     if fn.cls is not None and fn.name in _WITH_HALVES:
         other = fn.cls.methods.get(_WITH_HALVES[fn.name])
-        return other is not None and any(n.__class__ is ast.Name and n.id == name
-                                         for n in ast.walk(other.node))
+        return other is not None and any(_writes(n, name) for n in ast.walk(other.node))
     if not any(model.qualname(d, fn.parent) in _CONTEXT_MANAGERS for d in fn.decorators):
         return False
     for t in fn.of_type(ast.Try):
@@ -43,6 +42,15 @@ def scoped_state(model: SemanticModel, fn: Function, name: str) -> bool:
                 if n.__class__ is ast.Name and n.id == name:
                     return True
     return False
+
+
+def _writes(n: ast.AST, name: str) -> bool:
+    """``n`` rebinds ``name`` or calls a mutating method on it (``_STACK.pop()``)."""
+    if n.__class__ is ast.Name:
+        return n.id == name and n.ctx.__class__ is ast.Store
+    return n.__class__ is ast.Call and n.func.__class__ is ast.Attribute \
+        and n.func.value.__class__ is ast.Name and n.func.value.id == name \
+        and n.func.attr in ("append", "pop", "extend", "insert", "remove", "clear", "add", "discard", "update")
 
 
 _WITH_HALVES = {"__enter__": "__exit__", "__exit__": "__enter__",

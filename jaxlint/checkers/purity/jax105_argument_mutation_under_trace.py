@@ -201,10 +201,13 @@ def _read_later(fn: Function, p: str, w: Write) -> bool:
     end = getattr(write, "end_lineno", None) or write.lineno
     if isinstance(write, ast.AugAssign) or any(
             isinstance(n, ast.Name) and n.id == p for v in w.values for n in ast.walk(v)):
-        # ``v[i] = 0.9 * v[i] + g``: a state update meant to persist -- unless the whole object
-        # is handed on afterwards (``batch["label"] = batch["label"][0]`` then
-        # ``metrics_fn(logits, batch)``): then the function uses the change, and it cannot tell
+        # ``v[i] = 0.9 * v[i] + g``: a state update meant to persist -- unless the entry is
+        # reshaped, not accumulated, and the whole object is handed on afterwards
+        # (``batch["label"] = batch["label"][0]`` then ``metrics_fn(logits, batch)``)
+        if isinstance(write, ast.AugAssign) or any(isinstance(v, ast.BinOp) for v in w.values):
+            return False
         return any(isinstance(c, ast.Call) and c.lineno > end
+                   and not (isinstance(c.func, ast.Name) and c.func.id in ("print", "repr", "str"))
                    and any(isinstance(a, ast.Name) and a.id == p
                            for a in list(c.args) + [k.value for k in c.keywords])
                    for c in fn.walk())
