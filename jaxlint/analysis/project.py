@@ -139,7 +139,7 @@ def _index_module(m: Module) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             m.top_functions[stmt.name] = _params(stmt)
         elif isinstance(stmt, ast.ClassDef):
-            m.classes[stmt.name] = {s.name: _params(s)[1:] for s in stmt.body
+            m.classes[stmt.name] = {s.name: _params(s) if _static_method(s) else _params(s)[1:] for s in stmt.body
                                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.add(stmt)
@@ -148,6 +148,11 @@ def _index_module(m: Module) -> None:
     m.static_attrs, m.static_methods = sorted(fields), sorted(methods)
     m.constants = sorted(module_constants(m.tree))
     m.indexed = True
+
+
+def _static_method(node: ast.AST) -> bool:
+    """``@staticmethod``: no ``self`` to leave out of its parameters."""
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
 def _package(m: Module) -> str:
