@@ -401,6 +401,10 @@ STATIC_ATTRS = frozenset({
     "axes",     # haliax ``NamedArray.axes``: the named axes (names and sizes) of a named array
 })
 
+# attributes describing an array's layout, never its numbers (recording or comparing them
+# is bookkeeping: trace-time shape logs, ``assert a.shape == b.shape``)
+SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
+
 # calls whose result is a Python value computed from static facts only
 STATIC_RESULT_CALLS = frozenset({
     "len", "isinstance", "issubclass", "type", "id", "callable", "hasattr",

@@ -70,17 +70,13 @@ class NarrowingMixin:
                 self._narrow_region(node.body, name, k, got)
             # if isinstance(x, jax.Array): ... else: <x is no array, so no tracer>
             arr = self._array_test(node.test, fn)
-            if arr is not None:
-                if node.orelse:
-                    self._narrow_region(node.orelse, arr, NOT_ARRAY, got)
-                elif node.body and node.body[-1].__class__ in _EXITS:
-                    block = self._block_of(node, fn)
-                    if block is not None:
-                        i = next(j for j, s in enumerate(block) if s is node)
-                        self._narrow_region(block[i + 1:], arr, NOT_ARRAY, got)
+            if arr is not None and node.orelse:
+                self._narrow_region(node.orelse, arr, NOT_ARRAY, got)
             # if not isinstance(x, T): <exit>  -- the rest of the block
             if not node.orelse and node.body and node.body[-1].__class__ in _EXITS:
-                facts = list(self._isinstance_tests(node.test, fn, positive=False))
+                # if isinstance(x, jax.Array): <exit>  -- the rest sees no array
+                facts = [(arr, NOT_ARRAY)] if arr is not None else []
+                facts += self._isinstance_tests(node.test, fn, positive=False)
                 # if isinstance(x, Tracer): <exit>  -- the rest sees a concrete x
                 tracer = self._tracer_test(node.test, fn)
                 if tracer is not None:

@@ -147,22 +147,7 @@ class JitRecreatedPerCall(Rule):
         if call is not None and any(kw.arg in _PROGRAM_KEYWORDS and _free_names(kw.value) & loop_vars
                                     for kw in call.keywords):
             return True   # ``jax.jit(f, out_shardings=sharding[name])``: a different program per iteration
-        it = loop.iter
-        if isinstance(it, ast.Name) and _displays_only(m, it.id, scope):
-            it = ast.List(elts=[], ctx=ast.Load())   # ``dtypes = [f32]; dtypes += [f64]``: a literal list
-        if isinstance(it, ast.Name):   # ``configs = itertools.product(...)``; ``for c in configs``
-            it = m.single_value(it.id, scope) or it
-        if isinstance(it, ast.Call) and m.qualname(it.func, scope) in ("enumerate", "zip", "sorted", "reversed"):
-            args = it.args
-        else:
-            args = [it]
-        for a in args:
-            if isinstance(a, ast.Name):   # ``methods = ("Unrolled", "Implicit")``; ``zip(flags, methods)``
-                a = m.single_value(a.id, scope) or a
-            if isinstance(a, (ast.List, ast.Tuple, ast.Set)):
-                continue
-            if isinstance(a, ast.Call) and (m.qualname(a.func, scope) or "").startswith("itertools."):
-                continue
+        if not _literal_iterable(m, loop.iter, scope):
             return False
         parent_call = b.site.node
         if b.kind == "inline" and any(isinstance(c, ast.Call) and c.func is parent_call
@@ -487,8 +472,6 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
     return None
 
 
-
-
 def _called_once_at_top(idx: CallIndex, scope: Function) -> bool:
     """Every call of ``scope`` in the module is a statement of the module itself (a script's
     ``if __name__ == "__main__": example_step()``), outside any loop: named like a step, run once."""
@@ -506,6 +489,29 @@ def _stored_element(b: JitBinding, loop: ast.AST) -> bool:
     return elt is b.site.node
 
 
+def _literal_iterable(m, it: ast.expr, scope: Function) -> bool:
+    """The loop runs over a literal set of configurations: a display, a name bound only to
+    displays (``dtypes = [f32]; dtypes += [f64]``), ``itertools`` over such values, or
+    ``zip``/``enumerate``/``sorted``/``reversed`` of them."""
+    if isinstance(it, ast.Name):
+        if _displays_only(m, it.id, scope):
+            return True
+        it = m.single_value(it.id, scope) or it   # ``configs = itertools.product(...)``; ``for c in configs``
+    if isinstance(it, ast.Call) and m.qualname(it.func, scope) in ("enumerate", "zip", "sorted", "reversed"):
+        args = it.args
+    else:
+        args = [it]
+    for a in args:
+        if isinstance(a, ast.Name):   # ``methods = ("Unrolled", "Implicit")``; ``zip(flags, methods)``
+            a = m.single_value(a.id, scope) or a
+        if isinstance(a, (ast.List, ast.Tuple, ast.Set)):
+            continue
+        if isinstance(a, ast.Call) and (m.qualname(a.func, scope) or "").startswith("itertools."):
+            continue
+        return False
+    return True
+
+
 def _displays_only(m, name: str, scope: Function) -> bool:
     """Every binding of ``name`` in ``scope`` is a list or tuple display (``xs = [a]``,
     ``xs += [b]``): the loop runs over a literal set of configurations."""
@@ -513,10 +519,13 @@ def _displays_only(m, name: str, scope: Function) -> bool:
         return False   # ``if configs is None: configs = [a]``: callers may pass anything
     found = False
     for n in scope.walk():
-        bound = n.target if isinstance(n, (ast.For, ast.comprehension, ast.NamedExpr)) else \
-            ast.Tuple(elts=[i.optional_vars for i in n.items if i.optional_vars is not None], ctx=ast.Store()) \
-            if isinstance(n, ast.With) else None
-        if bound is not None and any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(bound)):
+        if isinstance(n, (ast.For, ast.comprehension, ast.NamedExpr)):
+            bound = [n.target]
+        elif isinstance(n, ast.With):
+            bound = [i.optional_vars for i in n.items if i.optional_vars is not None]
+        else:
+            bound = []
+        if any(isinstance(x, ast.Name) and x.id == name for b in bound for x in ast.walk(b)):
             return False   # bound by a loop, a with or a walrus: not a display
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
             v = n.value

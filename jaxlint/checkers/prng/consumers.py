@@ -109,7 +109,7 @@ class KeyCalls:
             out = []
             for p, a in pairs:
                 for c in cands:
-                    if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c)):
+                    if _holds(a, c):
                         if p in kp and not an.passes_on_folded(callee, p):
                             out.append((c, "call", None, display, ident, True))
             # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
@@ -247,6 +247,22 @@ class KeyCalls:
                 self._collect(v, out)
 
 
+def _holds(a: ast.expr, c: ast.expr) -> bool:
+    """Argument ``a`` is the key expression ``c``, or a dict/tuple/list display holding it."""
+    return c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c))
+
+
+def _bind_by_name(call: ast.Call, params: list):
+    """``(parameter, argument)`` pairs of a call of another module's function, by position
+    and keyword (``params`` as the project exports them); None when a ``*args`` argument
+    makes the binding unknown."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    pairs = [(params[i], a) for i, a in enumerate(call.args) if i < len(params)]
+    pairs.extend((kw.arg, kw.value) for kw in call.keywords if kw.arg in params)
+    return pairs
+
+
 def _draws(ext: dict, lookup) -> set:
     """The parameters of another module's function that draw from the key they get."""
     via = ext["prng"].get("via", {})
@@ -266,14 +282,12 @@ def _accepts(params: list, call: ast.Call, cands: list) -> bool:
 def _keeps_key(call: ast.Call, cands: list, ext: dict, lookup) -> bool:
     """One project class's method of the called name takes each key argument in a parameter
     named as a key and only stores it (``def setup(self, task, init_key): self._key = init_key``)."""
-    if "prng" not in ext or any(isinstance(a, ast.Starred) for a in call.args):
+    pairs = _bind_by_name(call, ext["params"]) if "prng" in ext else None
+    if pairs is None:
         return False
-    params = ext["params"]
-    pairs = [(params[i], a) for i, a in enumerate(call.args) if i < len(params)]
-    pairs.extend((kw.arg, kw.value) for kw in call.keywords if kw.arg in params)
     draws = _draws(ext, lookup)
     for c in cands:
-        bound = [p for p, a in pairs if c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c))]
+        bound = [p for p, a in pairs if _holds(a, c)]
         if len(bound) != 1 or bound[0] in draws or bound[0] not in ext["prng"].get("stored", ()):
             return False
     return True
@@ -284,21 +298,16 @@ def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: 
     a key only through a parameter that draws from it there (``ext``: the facts the
     project exported for it, see ``keys.export_key_params``; ``lookup`` reads other
     functions' facts, for a key it only hands on to one that folds it)."""
-    params = ext["params"]
+    pairs = _bind_by_name(call, ext["params"])
+    if pairs is None:
+        return [(c, "call", None, display, ident, False) for c in cands]   # unknown binding
     draws = _draws(ext, lookup)
-    pairs = []
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            return [(c, "call", None, display, ident, False) for c in cands]   # unknown binding
-        if i < len(params):
-            pairs.append((params[i], a))
-    pairs.extend((kw.arg, kw.value) for kw in call.keywords if kw.arg in params)
     out, seen = [], set()
     for p, a in pairs:
         if p not in draws:
             continue
         for c in cands:
-            if (c is a or (isinstance(a, (ast.Dict, ast.Tuple, ast.List)) and contains(a, c))) and id(c) not in seen:
+            if _holds(a, c) and id(c) not in seen:
                 seen.add(id(c))
                 out.append((c, "call", None, display, ident, True))
     return out

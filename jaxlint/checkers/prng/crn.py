@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Set
 
+from ...analysis import knowledge as K
 from ...analysis.model import Function
 
 # calls that compare values (by their last name: ``np.testing.assert_allclose``,
@@ -49,7 +50,7 @@ def _sides(node: ast.AST) -> Optional[list]:
 def _metadata(e: ast.AST) -> bool:
     """``a.shape``, ``x.dtype``, ``len(xs)``, ``type(v)``: a property of a value, not its numbers."""
     if e.__class__ is ast.Attribute:
-        return e.attr in ("shape", "dtype", "ndim", "size")
+        return e.attr in K.SHAPE_ATTRS
     return e.__class__ is ast.Call and e.func.__class__ is ast.Name and e.func.id in ("len", "type", "isinstance")
 
 

@@ -74,6 +74,7 @@ class KeyAnalysis:
         self._random_q: Dict[int, Optional[str]] = {}
         self._keys: Dict[int, Set[str]] = {}
         self._folded: Dict[Tuple[int, str], bool] = {}
+        self._forwards: Dict[Tuple[int, str], Optional[List[tuple]]] = {}
         self._reuses: Optional[List[Reuse]] = None
         self._loop_bodies: Optional[Dict[int, Tuple[str, Optional[str], str]]] = None
         self._text = text if text is not None else getattr(model.source, "text", None)
@@ -204,6 +205,12 @@ class KeyAnalysis:
         non-constant data, ``("local", callee, parameter)`` for a function of this module,
         ``("ext", qualname, index, keyword)`` for another module's function.  None when
         the key is used any other way (drawn from, stored, rebound, read by a nested function)."""
+        k = (id(fn), param)
+        if k not in self._forwards:     # (asked by only_folded, passes_on_folded and via alike)
+            self._forwards[k] = self._find_forwards(fn, param)
+        return self._forwards[k]
+
+    def _find_forwards(self, fn: Function, param: str) -> Optional[List[tuple]]:
         m = self.model
         if param not in fn.param_nodes or param in fn.locals - set(fn.param_nodes):
             return None
@@ -543,7 +550,6 @@ def _only_stored(fn: Function, param: str) -> bool:
                 and all(t.__class__ is ast.Attribute for t in n.targets):
             stores += 1
     return reads > 0 and reads == stores
-
 
 
 register_exporter("prng", export_key_params)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from ...analysis import knowledge as K
 from ...analysis.model import Function, SemanticModel
 
 
@@ -60,7 +61,6 @@ _CONTEXT_MANAGERS = frozenset({"contextlib.contextmanager", "contextlib.asynccon
 
 # calls whose result is shape metadata, a Python value even while tracing
 _SHAPE_CALLS = frozenset({"jax.numpy.shape", "numpy.shape", "jax.numpy.ndim", "numpy.ndim", "len"})
-_SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 
 
 def shape_metadata(model: SemanticModel, fn: Function, e: ast.AST) -> bool:
@@ -72,7 +72,7 @@ def shape_metadata(model: SemanticModel, fn: Function, e: ast.AST) -> bool:
         q = model.qualname(f, fn) if f.__class__ in (ast.Name, ast.Attribute) else None
         return q in _SHAPE_CALLS
     if t is ast.Attribute:
-        return e.attr in _SHAPE_ATTRS
+        return e.attr in K.SHAPE_ATTRS
     if t in (ast.List, ast.Tuple):
         return all(shape_metadata(model, fn, x) for x in e.elts)
     if t in (ast.ListComp, ast.GeneratorExp):
