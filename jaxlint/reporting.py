@@ -1,16 +1,20 @@
-"""Output formats: text (rich), json, github (workflow annotations), sarif 2.1.0."""
+"""Output formats: text (rich), concise (one line per finding), json, github (workflow
+annotations), sarif 2.1.0, gitlab (GitLab code quality), junit (JUnit XML), pylint (pylint's
+parseable text format)."""
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import os
+import re
 from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .checkers import REGISTRY, Finding, all_rules
 from .fixes.edits import SAFE
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "concise", "json", "github", "sarif", "gitlab", "junit", "pylint")
 
 # findings the front end makes itself (not rules in the registry)
 PSEUDO_RULES = {"JAX000": ("unused-noqa", "A `# noqa` directive names a jaxlint rule that reports nothing there")}
@@ -331,14 +335,207 @@ def render_sarif(results, out: TextIO) -> None:
     out.write("\n")
 
 
+# ---------------------------------------------------------------- shared by the line formats
+def _with_note(f: Finding) -> str:
+    """The message, with the runtime confirmation's status and evidence when there is one."""
+    note = _confirm_note(f)
+    if note is None:
+        return f.message
+    status, detail = note
+    return f"{f.message} [{status}: {detail}]" if detail else f"{f.message} [{status}]"
+
+
+def _checked_count(results) -> int:
+    return sum(1 for res in results if res.source is not None)
+
+
+def _report_path(path: str, root: Optional[str]) -> str:
+    """``path`` relative to ``root`` (forward slashes), as CI systems that know only the
+    repository expect; a path outside ``root`` stays as it was given."""
+    if root is None:
+        return path.replace(os.sep, "/")
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if rel == ".." or rel.startswith(".." + os.sep):
+        return path.replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
+
+
+def _error_line(error: str) -> int:
+    """The line a file error names (``syntax error at 3:5``), else 1."""
+    m = re.search(r"\bat (?:line )?(\d+)", error)
+    return int(m.group(1)) if m else 1
+
+
+# ---------------------------------------------------------------- concise
+def render_concise(results, out: TextIO, **_ignored) -> None:
+    """One line per finding (``path:line:col: CODE message``, ``[*]`` when ``--fix`` fixes it),
+    then one summary line."""
+    total = files = fixable = 0
+    for res in results:
+        if res.findings:
+            files += 1
+        for f in res.findings:
+            total += 1
+            mark = ""
+            if f.fix is not None and f.fix.applicability == SAFE:
+                mark, fixable = " [*]", fixable + 1
+            conf = "" if f.confidence == "certain" else f" [{f.confidence}]"
+            out.write(f"{location(f, res.source)}: {f.code}{mark} {_with_note(f)}{conf}\n")
+    checked = _checked_count(results)
+    if total:
+        out.write(f"Found {_plural(total, 'finding')} in {_plural(files, 'file')} "
+                  f"({_plural(checked, 'file')} checked).\n")
+        if fixable:
+            out.write(f"[*] {fixable} fixable with --fix.\n")
+    elif checked:
+        out.write(f"All checks passed ({_plural(checked, 'file')} checked).\n")
+
+
+# ---------------------------------------------------------------- pylint
+# pylint's `--output-format=parseable` line (pylint.reporters.text.ParseableTextReporter), which
+# editors, Jenkins' Warnings plug-in and other pylint consumers read
+PYLINT_LINE = "{path}:{line}: [{msg_id}({symbol}), {obj}] {msg}"
+
+
+def render_pylint(results, out: TextIO) -> None:
+    for res in results:
+        if res.error:     # what pylint itself says of a file it cannot parse or read
+            msg_id, symbol = ("E0001", "syntax-error") if "syntax error" in res.error else ("F0001", "fatal")
+            out.write(PYLINT_LINE.format(path=res.path, line=_error_line(res.error), msg_id=msg_id,
+                                         symbol=symbol, obj="", msg=res.error) + "\n")
+        for f in res.findings:
+            cell, line = cell_of(res.source, f.line)
+            where = "" if cell is None else f" (cell {cell})"
+            out.write(PYLINT_LINE.format(path=f.path, line=line, msg_id=f.code, symbol=_symbol(f.code),
+                                         obj="", msg=_with_note(f) + where) + "\n")
+
+
+# ---------------------------------------------------------------- gitlab
+# GitLab code quality report: a JSON array of issues, each with description, check_name,
+# fingerprint, severity (info, minor, major, critical, blocker) and location.path/lines.begin
+GITLAB_SEVERITY = {"certain": "major", "inferred": "minor"}
+
+
+def gitlab_report(results, root: Optional[str] = None) -> List[dict]:
+    """The issues of a GitLab code quality report.  Paths are relative to ``root`` (default:
+    ``$CI_PROJECT_DIR`` when set, else the current directory), as GitLab matches them against
+    the repository.  A fingerprint is stable while the flagged line's text is (the same key a
+    baseline uses), so moving code keeps an issue and GitLab reports only new ones as new."""
+    if root is None:
+        root = os.environ.get("CI_PROJECT_DIR") or os.getcwd()
+    issues: List[dict] = []
+    seen: Dict[str, int] = collections.Counter()
+
+    def fingerprint(*parts: str) -> str:
+        key = "\0".join(parts)
+        seen[key] += 1
+        return hashlib.sha256(f"{key}\0{seen[key]}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    for res in results:
+        path = _report_path(res.path, root)
+        if res.error:
+            issues.append({
+                "type": "issue", "check_name": "jaxlint/file-not-checked",
+                "description": f"jaxlint could not check this file: {res.error}",
+                "categories": ["Bug Risk"], "severity": "critical",
+                "fingerprint": fingerprint(path, "error", res.error),
+                "location": {"path": path, "lines": {"begin": _error_line(res.error)}},
+            })
+        for f in res.findings:
+            cell, line = cell_of(res.source, f.line)
+            text = res.source.line_text(f.line).strip() if res.source is not None else ""
+            description = f"{f.code} {_with_note(f)}" + ("" if cell is None else f" (cell {cell})")
+            issues.append({
+                "type": "issue", "check_name": f"{f.code} {_symbol(f.code)}", "description": description,
+                # JAX5xx: compilation (recompiles, unrolled loops); the rest: wrong results or errors
+                "categories": ["Performance"] if f.code.startswith("JAX5") else ["Bug Risk"],
+                "severity": GITLAB_SEVERITY.get(f.confidence, "minor"),
+                "fingerprint": fingerprint(path, f.code, text, "" if cell is None else str(cell)),
+                "location": {"path": path, "lines": {"begin": line,
+                                                     "end": line + (f.end_line - f.line)}},
+            })
+    return issues
+
+
+def render_gitlab(results, out: TextIO) -> None:
+    json.dump(gitlab_report(results), out, indent=2, ensure_ascii=False)
+    out.write("\n")
+
+
+# ---------------------------------------------------------------- junit
+def _xml_text(s: str) -> str:
+    """``s`` without the characters XML 1.0 cannot hold (control characters, lone surrogates)."""
+    return re.sub("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]", "\ufffd", s)
+
+
+def junit_document(results):
+    """The JUnit XML report (an :mod:`xml.etree.ElementTree` element ``<testsuites>``): one
+    ``<testsuite>`` per file, one failed ``<testcase>`` per finding, one passing ``<testcase>``
+    for a file without findings, an ``<error>`` for a file that could not be checked."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="jaxlint")
+    totals = collections.Counter()
+    for res in results:
+        suite = ET.SubElement(root, "testsuite", name=_xml_text(res.path))
+        counts = collections.Counter()
+        if res.error:
+            case = ET.SubElement(suite, "testcase", name="jaxlint", classname=_xml_text(res.path),
+                                 file=_xml_text(res.path), line=str(_error_line(res.error)))
+            ET.SubElement(case, "error", message=_xml_text(res.error), type="file-not-checked").text = \
+                _xml_text(f"{res.path}: {res.error}")
+            counts["tests"] += 1
+            counts["errors"] += 1
+        for f in res.findings:
+            cell, line = cell_of(res.source, f.line)
+            where = location(f, res.source)
+            case = ET.SubElement(suite, "testcase", name=_xml_text(f"{f.code} {_symbol(f.code)} at {where}"),
+                                 classname=_xml_text(res.path), file=_xml_text(f.path), line=str(line))
+            body = f"{where}: {f.code} {_with_note(f)}"
+            if res.source is not None:
+                body += "\n" + res.source.line_text(f.line)
+            ET.SubElement(case, "failure", message=_xml_text(f"{f.code} {_with_note(f)}"), type=f.code).text = \
+                _xml_text(body)
+            counts["tests"] += 1
+            counts["failures"] += 1
+        if not res.error and not res.findings:
+            ET.SubElement(suite, "testcase", name="jaxlint", classname=_xml_text(res.path),
+                          file=_xml_text(res.path))
+            counts["tests"] += 1
+        for key in ("tests", "failures", "errors"):
+            suite.set(key, str(counts[key]))
+        totals.update(counts)
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(totals[key]))
+    return root
+
+
+def render_junit(results, out: TextIO) -> None:
+    import xml.etree.ElementTree as ET
+
+    root = junit_document(results)
+    ET.indent(root)
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    out.write(ET.tostring(root, encoding="unicode"))
+    out.write("\n")
+
+
 def render(fmt: str, results, out: TextIO, **kw) -> None:
     if fmt == "text":
         render_text(results, out, **kw)
+    elif fmt == "concise":
+        render_concise(results, out)
     elif fmt == "json":
         render_json(results, out)
     elif fmt == "github":
         render_github(results, out)
     elif fmt == "sarif":
         render_sarif(results, out)
+    elif fmt == "gitlab":
+        render_gitlab(results, out)
+    elif fmt == "junit":
+        render_junit(results, out)
+    elif fmt == "pylint":
+        render_pylint(results, out)
     else:  # pragma: no cover - argparse restricts choices
         raise ValueError(fmt)
