@@ -125,6 +125,10 @@ class Module:
     mentions_jax: bool = False          # the text names a JAX-ecosystem library (worth analysing)
     released: bool = False              # linted and freed: its tree is not read again
     rel: Optional[str] = None           # the path relative to the project root (part of cache keys)
+    # a step of the analysis raised on this module (see Project.guarded): why, in one line, and
+    # whether it is a jaxlint bug (else: nested past the recursion limit); its facts are left out
+    failure: Optional[str] = None
+    failure_internal: bool = False
 
 
 def _params(node: ast.AST) -> List[str]:
@@ -180,13 +184,13 @@ class _Serial:
 
     def index(self, mods: List[Module]) -> None:
         for m in mods:
-            self.p._fingerprint(m)
+            self.p.guarded("indexing", m, self.p._fingerprint, None)
 
     def outgoing(self, mods: List[Module]) -> List[List[Outgoing]]:
-        return [self.p._outgoing_of(m) for m in mods]
+        return [self.p.guarded("cross-module calls", m, self.p._outgoing_of, []) for m in mods]
 
     def exports(self, mods: List[Module]) -> List[Dict[str, Dict[str, object]]]:
-        return [self.p._exports_of(m) for m in mods]
+        return [self.p.guarded("exported facts", m, self.p._exports_of, {}) for m in mods]
 
 
 class Project:
@@ -223,6 +227,23 @@ class Project:
         self._statics_key: Optional[str] = None
         self._seed_keys: Dict[str, str] = {}
         self._exports_key = ""
+
+    def guarded(self, step: str, m: Module, compute: Callable[[Module], object], default):
+        """``compute(m)``, one module's step of the analysis (every driver calls its steps
+        through this).  Any exception in it -- a module nested past Python's recursion
+        limit, an analysis bug -- marks that module failed (:attr:`Module.failure`, one
+        line naming the step) instead of stopping the whole project: the other modules
+        are analysed without its facts, and linting it reports the failure."""
+        if m.failure is not None:
+            return default
+        try:
+            return compute(m)
+        except Exception as exc:
+            m.failure_internal = not isinstance(exc, RecursionError)
+            m.failure = _failure_line(step, exc)
+            self.models.pop(m.path, None)
+            self._built_with.pop(m.path, None)
+            return default
 
     # ----------------------------------------------------------- loading
     def _load(self, m: Module) -> bool:
@@ -668,6 +689,17 @@ def register_exporter(name: str, exporter: Callable[[SemanticModel], Dict[str, o
 
 # the model's own: which returned tuple items are Python values (``return x, x.shape[1]``)
 register_exporter("static_items", export_static_items)
+
+
+def _failure_line(step: str, exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return (f"nested too deeply for jaxlint's analysis (Python's recursion limit was reached in the "
+                f"project analysis: {step}); not checked")
+    import traceback
+    tb = traceback.extract_tb(exc.__traceback__)
+    frame = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+    return (f"internal error in the project analysis ({step}): {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:200]}{frame} — please report this jaxlint bug")
 
 
 # words whose presence in a file makes it worth analysing (a cheap byte test)
