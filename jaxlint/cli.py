@@ -104,6 +104,9 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--extend-select", type=_codes, default=None, metavar="CODES",
                    help="codes or prefixes to enable on top of the selection")
     p.add_argument("--ignore", type=_codes, default=None, metavar="CODES", help="codes or prefixes to disable")
+    p.add_argument("--strict", action="store_true", default=None,
+                   help="also report the strict profile: findings that rest on an unknown or are "
+                        "usually deliberate (a key reused in tests); see `jaxlint rule CODE`")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.jaxlint] from this file")
     p.add_argument("--isolated", action="store_true", help="ignore configuration files")
 
@@ -257,6 +260,8 @@ def _load_config(args) -> Config:
         if value is not None:
             validate_codes(value, what)
             setattr(cfg, attr, value)
+    if getattr(args, "strict", None):
+        cfg.settings.strict = True
     return cfg
 
 

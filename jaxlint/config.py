@@ -27,7 +27,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from .checkers import REGISTRY, Rule, Settings, all_rules
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-              "unrolled-loop-threshold", "confirm", "baseline", "traced-functions"}
+              "unrolled-loop-threshold", "confirm", "baseline", "traced-functions", "strict"}
 
 
 class ConfigError(Exception):
@@ -181,6 +181,11 @@ def load_config(path: Optional[str]) -> Config:
         cfg.baseline = os.path.relpath(os.path.join(cfg.root, v))
     if "traced-functions" in section:
         cfg.traced_functions = _str_list(section["traced-functions"], "traced-functions", path)
+    if "strict" in section:
+        v = section["strict"]
+        if not isinstance(v, bool):
+            raise ConfigError(f"{path}: [tool.jaxlint] strict must be true or false")
+        cfg.settings.strict = v
     if "unrolled-loop-threshold" in section:
         v = section["unrolled-loop-threshold"]
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:

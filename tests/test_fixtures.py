@@ -3,8 +3,10 @@
 Layout, per rule code::
 
     tests/fixtures/JAX201/*.py            lint fixtures: each offending line ends with
-                                          ``# expect: JAX201``; every other line must stay
-                                          silent (negative lookalikes live beside them)
+                                          ``# expect: JAX201`` (the default profile) or
+                                          ``# expect-strict: JAX201`` (reported only with
+                                          ``--strict``); every other line must stay silent in
+                                          both profiles (negative lookalikes live beside them)
     tests/fixtures/JAX201/fix/NAME.py     a fix fixture (before)
     tests/fixtures/JAX201/fix/NAME.fixed.py         expected result of ``--fix``
     tests/fixtures/JAX201/fix/NAME.unsafe-fixed.py  expected result of ``--fix --unsafe-fixes``
@@ -22,12 +24,14 @@ from pathlib import Path
 import pytest
 
 from jaxlint.analysis import SourceFile
-from jaxlint.checkers import REGISTRY, all_rules
+from jaxlint.checkers import REGISTRY, Settings, all_rules
 from jaxlint.engine import lint_source
 from jaxlint.fixes.applier import fix_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECT = re.compile(r"#\s*expect:\s*((?:JAX\d{3}[\s,]*)+)")
+EXPECT_STRICT = re.compile(r"#\s*expect-strict:\s*((?:JAX\d{3}[\s,]*)+)")
+STRICT = Settings(strict=True)
 
 
 def _lint_fixtures():
@@ -50,10 +54,10 @@ def _fix_fixtures():
             yield pytest.param(code, p, id=f"{code}/fix/{p.name}")
 
 
-def expected_lines(text: str, code: str):
+def expected_lines(text: str, code: str, pattern=EXPECT):
     out = set()
     for i, line in enumerate(text.splitlines(), 1):
-        m = EXPECT.search(line)
+        m = pattern.search(line)
         if m and code in re.split(r"[\s,]+", m.group(1)):
             out.add(i)
     return out
@@ -61,15 +65,24 @@ def expected_lines(text: str, code: str):
 
 @pytest.mark.parametrize("code,path", list(_lint_fixtures()))
 def test_lint_fixture(code, path):
+    """The default profile reports the ``expect`` lines; ``--strict`` adds the
+    ``expect-strict`` ones, each marked as the strict profile's."""
     source = SourceFile.from_path(str(path))
     rule = REGISTRY[code]
-    findings = lint_source(source, [rule], apply_noqa=True)
-    got = sorted(f.line for f in findings)
-    want = sorted(expected_lines(source.text, code))
-    missing = sorted(set(want) - set(got))
-    extra = [f"{f.line}: {f.message}" for f in findings if f.line not in want]
-    assert not missing and not extra, f"missing on lines {missing}; unexpected: {extra}"
-    assert len(got) == len(set(got)) or len(got) == len(want), "duplicate findings on one line"
+    default = sorted(expected_lines(source.text, code))
+    strict_only = expected_lines(source.text, code, EXPECT_STRICT)
+    for settings, want in ((None, default), (STRICT, sorted(set(default) | strict_only))):
+        findings = lint_source(source, [rule], settings, apply_noqa=True)
+        got = sorted(f.line for f in findings)
+        missing = sorted(set(want) - set(got))
+        extra = [f"{f.line}: {f.message}" for f in findings if f.line not in want]
+        profile = "--strict" if settings else "default profile"
+        assert not missing and not extra, f"{profile}: missing on lines {missing}; unexpected: {extra}"
+        assert len(got) == len(set(got)) or len(got) == len(want), "duplicate findings on one line"
+        if settings is not None:
+            wrong = [f"{f.line}: {f.profile}" for f in findings if (f.profile == "strict") != (f.line in strict_only)
+                     and f.line not in default]
+            assert not wrong, f"findings in the wrong profile: {wrong}"
 
 
 @pytest.mark.parametrize("code,path", list(_fix_fixtures()))

@@ -4,10 +4,10 @@
 *what it says*: for every lint fixture ``tests/fixtures/CODE/NAME.py`` the
 file ``NAME.snap`` beside it holds one line per finding::
 
-    LINE:COL-END_LINE:END_COL CONFIDENCE FIX MESSAGE
+    LINE:COL-END_LINE:END_COL CONFIDENCE FIX [strict: BASIS] MESSAGE
 
 (1-based columns, as the CLI prints them; FIX is ``safe``, ``unsafe`` or
-``-``).  A change of message text, span, confidence or fix applicability
+``-``; the findings of both profiles, the strict profile's marked with why).  A change of message text, span, confidence or fix applicability
 shows up as a diff of that file.  Regenerate after an intended change with::
 
     python -m pytest tests/test_snapshots.py --update-snapshots
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from jaxlint.analysis import SourceFile
-from jaxlint.checkers import REGISTRY
+from jaxlint.checkers import REGISTRY, Settings
 from jaxlint.engine import lint_source
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -38,9 +38,10 @@ def _fixtures():
 def render(code: str, path: Path) -> str:
     source = SourceFile.from_path(str(path))
     lines = []
-    for f in lint_source(source, [REGISTRY[code]]):
+    for f in lint_source(source, [REGISTRY[code]], Settings(strict=True)):
         fix = f.fix.applicability if f.fix is not None else "-"
-        lines.append(f"{f.line}:{f.col + 1}-{f.end_line}:{f.end_col + 1} {f.confidence} {fix} {f.message}")
+        profile = f"[strict: {f.basis}] " if f.profile == "strict" else ""
+        lines.append(f"{f.line}:{f.col + 1}-{f.end_line}:{f.end_col + 1} {f.confidence} {fix} {profile}{f.message}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -62,6 +62,10 @@ class Seed:
     transform: str = "project"
 
 
+# base classes of test cases (``unittest.TestCase``, absltest's and parameterized's)
+_TEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase", "parameterized.TestCase"})
+
+
 def _package_of(module_name: Optional[str], is_package: bool) -> Optional[str]:
     if not module_name:
         return None
@@ -200,6 +204,32 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
     def has_facts(self, cls: type) -> bool:
         """Has ``facts(cls)`` been built for this model (tests of laziness)?"""
         return cls in self._facts
+
+    # ------------------------------------------------------- test code
+    def in_test_code(self, fn: Optional[Function] = None) -> bool:
+        """``fn`` (or the module, without one) is test code: a test module by pytest's and
+        unittest's conventions (``test_*.py``, ``*_test.py``, ``conftest.py``, a file under a
+        ``tests``/``test`` folder), or a ``test_*`` function, a method of a ``Test*`` class or
+        of a ``TestCase``.  Some pitfalls are deliberate there (one key given to two
+        computations to compare them) and belong to the strict profile."""
+        got = self.__dict__.get("_test_module")
+        if got is None:
+            # the file name, and the packages the project root puts it in (not the folders
+            # above the project: a checkout under ~/tests/ is not test code)
+            path = getattr(self.source, "path", None) or ""
+            base = path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            packages = (self.module_name or "").split(".")[:-1]
+            got = self._test_module = base.startswith("test_") or base.endswith("_test") \
+                or base in ("conftest", "tests", "test") or any(p in ("tests", "test", "testing") for p in packages)
+        if got or fn is None:
+            return got
+        s: Optional[Function] = fn
+        while s is not None and not s.is_module:
+            if s.name.startswith("test") or (s.cls is not None and (
+                    s.cls.name.startswith("Test") or any(b.rpartition(".")[2] in _TEST_BASES for b in s.cls.bases))):
+                return True
+            s = s.parent
+        return False
 
     # ------------------------------------------------------- conveniences
     def loggers(self) -> Set[str]:

@@ -35,6 +35,13 @@ from ..fixes.edits import Edit, Fix
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 
+# The two profiles (see docs/configuration.md): the default reports what the analysis proves and
+# a maintainer acts on; ``strict`` adds findings that rest on something the analysis cannot see
+# (a callee whose effect on a key is unknown) or that are deliberate more often than not (a key
+# reused in test code).
+DEFAULT_PROFILE = "default"
+STRICT_PROFILE = "strict"
+
 
 @dataclass
 class Finding:
@@ -51,6 +58,9 @@ class Finding:
     fix_title: Optional[str] = None
     # set by runtime confirmation (jaxlint check --confirm): status, evidence/reason, ...
     confirmation: Optional[dict] = None
+    # DEFAULT_PROFILE, or STRICT_PROFILE with ``basis`` saying why it is reported only there
+    profile: str = DEFAULT_PROFILE
+    basis: Optional[str] = None
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.code)
@@ -81,6 +91,9 @@ class Finding:
             d["fix"] = fix
         if self.confirmation is not None:
             d["confirmation"] = dict(self.confirmation)
+        d["profile"] = self.profile
+        if self.basis is not None:
+            d["basis"] = self.basis
         return d
 
     @classmethod
@@ -93,7 +106,8 @@ class Finding:
             fix = Fix(f["title"], edits, f["applicability"])
         return cls(d["code"], d["symbol"], d["path"], d["line"], d["col"] - 1, d["end_line"], d["end_col"] - 1,
                    d["message"], d["confidence"], fix, _rule_fix_title(d["code"]) if fix is not None else None,
-                   dict(d["confirmation"]) if d.get("confirmation") is not None else None)
+                   dict(d["confirmation"]) if d.get("confirmation") is not None else None,
+                   d.get("profile", DEFAULT_PROFILE), d.get("basis"))
 
 
 @dataclass
@@ -101,6 +115,8 @@ class Settings:
     """Rule options from ``[tool.jaxlint]`` (see docs/configuration.md)."""
 
     unrolled_loop_threshold: int = 16
+    # report the strict profile too (``--strict``, ``strict = true``)
+    strict: bool = False
 
 
 class Context:
@@ -113,7 +129,10 @@ class Context:
         self.path = source.path
 
     def finding(self, rule: "Rule", node: ast.AST, message: str, *, confidence: str = CERTAIN,
-                fix: Optional[Fix] = None, end_node: Optional[ast.AST] = None) -> Finding:
+                fix: Optional[Fix] = None, end_node: Optional[ast.AST] = None,
+                strict: Optional[str] = None) -> Finding:
+        """A finding of ``rule`` at ``node``.  ``strict``: why it belongs to the strict profile
+        only (it rests on an unknown, or is usually deliberate); None for the default profile."""
         src = self.source
         line = node.lineno
         col = src.char_col(line, node.col_offset)
@@ -121,7 +140,8 @@ class Context:
         end_line = getattr(last, "end_lineno", None) or line
         end_col = src.char_col(end_line, getattr(last, "end_col_offset", None) or node.col_offset)
         return Finding(rule.code, rule.symbol, self.path, line, col, end_line, end_col, message,
-                       confidence, fix, rule.fix_title if fix is not None else None)
+                       confidence, fix, rule.fix_title if fix is not None else None, None,
+                       STRICT_PROFILE if strict else DEFAULT_PROFILE, strict)
 
 
 @dataclass(frozen=True)
@@ -165,11 +185,15 @@ class Rule:
     jax_files_only: bool = True
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        """The findings in one file: what the engine calls."""
+        """The findings in one file: what the engine calls.  Findings of the strict profile
+        are dropped unless the settings ask for it."""
         m = ctx.model
         if self.jax_files_only and not m.mentions_jax:
             return ()
-        return self.findings(ctx, m)
+        found = self.findings(ctx, m)
+        if ctx.settings.strict:
+            return found
+        return (f for f in found if f.profile == DEFAULT_PROFILE)
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError

@@ -13,7 +13,7 @@ from ...analysis import knowledge as K
 from ..messages import short
 from .states import contains
 from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
-                         KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
+                         KEY_FIRST_METHODS, LOOK_ONLY_METHODS, LOWERING_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
                          PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, abstract_only, is_key_like_name, key_argument,
                          stores_state)
 
@@ -77,6 +77,8 @@ class KeyCalls:
                 return []
         if f.__class__ in (ast.Name, ast.Attribute) and abstract_only(f.attr if f.__class__ is ast.Attribute else f.id):
             return []       # get_abstract_state(cfg, init_fn, rng): shapes only, nothing drawn
+        if self._lowers(f):
+            return []       # jax.jit(f).lower(key): traced abstractly to compile, nothing drawn
         if self._abstract_partial(call):
             return []       # init = partial(init_state, ..., rng) only ever evaluated abstractly
         target = self.m.resolve_callable(f, fn)
@@ -93,13 +95,20 @@ class KeyCalls:
             ext = self.m.external_facts(q)
             if ext is not None and "prng" in ext:
                 return _external_uses(call, cands, ext, display, ident, self.m.external_facts)
-            if q is None and f.__class__ is ast.Attribute and f.attr not in KEY_FIRST_METHODS \
-                    and not f.attr.startswith("__"):
+            if q is None and f.__class__ is ast.Attribute and not f.attr.startswith("__"):
                 # a method of an object whose class is not known here: the project's classes that
-                # define a method of that name decide, when none of them draws from the key
+                # define a method of that name decide -- none of them draws from the key (they
+                # only store it), or every one of them does
                 impls = [e for e in self.m.methods_named(f.attr) or () if _accepts(e["params"], call, cands)]
-                if impls and all(_keeps_key(call, cands, e, self.m.external_facts) for e in impls):
+                if impls and f.attr not in KEY_FIRST_METHODS \
+                        and all(_keeps_key(call, cands, e, self.m.external_facts) for e in impls):
                     return []
+                if impls:
+                    # the project's methods of that name decide whether it draws (not the name:
+                    # a project ``problem.init(key)`` is no Flax ``init``)
+                    drawn = all(_draws_key(call, cands, e, self.m.external_facts) for e in impls)
+                    return [(c, "call", None, display, ident, drawn) for c in cands
+                            if not self._draws_nothing(call, c)]
         if target is not None:
             # a function of this module consumes a key only through a parameter it treats as
             # a key (draws from it, splits it, passes it on to a key consumer)
@@ -122,6 +131,20 @@ class KeyCalls:
             return uniq
         return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
                 if not self._draws_nothing(call, c)]
+
+    def _lowers(self, f: ast.AST) -> bool:
+        """``jax.jit(f).lower``/``.trace`` (or of a name bound to a jitted function): the
+        ahead-of-time API traces ``f`` with abstract values -- only the key's shape and type
+        are used."""
+        if not (isinstance(f, ast.Attribute) and f.attr in LOWERING_METHODS):
+            return False
+        recv = f.value
+        if isinstance(recv, ast.Name):
+            recv = self.m.single_value(recv.id, self.fn)
+        if not (isinstance(recv, ast.Call) and recv.func.__class__ in (ast.Name, ast.Attribute)):
+            return False
+        tr = K.transform_for(self.m.qualname(recv.func, self.fn))
+        return tr is not None and (tr.jit_like or tr.kind == "pmap")
 
     def _abstract_partial(self, call: ast.Call) -> bool:
         """``init = functools.partial(f, ..., key)`` where every later use of ``init`` in this
@@ -219,6 +242,8 @@ class KeyCalls:
         for kw in call.keywords:
             if kw.arg == "rngs" and (kw.value is key or contains(kw.value, key)):
                 return True
+        if isinstance(f, ast.Attribute) and f.attr == "apply" and len(call.args) > 1 and call.args[1] is key:
+            return True       # Haiku's ``transformed.apply(params, rng, *args)`` draws from ``rng``
         return first is key and self.an.initializer(f, self.fn) is not None
 
     def _callee_identity(self, f: ast.AST) -> str:
@@ -289,6 +314,20 @@ def _keeps_key(call: ast.Call, cands: list, ext: dict, lookup) -> bool:
     for c in cands:
         bound = [p for p, a in pairs if _holds(a, c)]
         if len(bound) != 1 or bound[0] in draws or bound[0] not in ext["prng"].get("stored", ()):
+            return False
+    return True
+
+
+def _draws_key(call: ast.Call, cands: list, ext: dict, lookup) -> bool:
+    """One project class's method of the called name draws from every key argument of the
+    call (the parameter it binds to is a key there, not only folded, stored or handed on)."""
+    pairs = _bind_by_name(call, ext["params"]) if "prng" in ext else None
+    if pairs is None:
+        return False
+    draws = _draws(ext, lookup)
+    for c in cands:
+        bound = [p for p, a in pairs if _holds(a, c)]
+        if len(bound) != 1 or bound[0] not in draws:
             return False
     return True
 

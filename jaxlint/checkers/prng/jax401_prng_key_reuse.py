@@ -118,7 +118,19 @@ class PrngKeyReuse(Rule):
         certain = use.kind != "call" and (r.first is None or r.first.kind != "call")
         conf = CERTAIN if certain else INFERRED
         fix = _split_fix(ctx, r)
-        return ctx.finding(self, use.call, msg, confidence=conf, fix=fix)
+        return ctx.finding(self, use.call, msg, confidence=conf, fix=fix, strict=_strict_basis(ctx, r))
+
+
+def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
+    """Why the reuse belongs to the strict profile only, or None: it is reported by default
+    when both consumers are known to draw from the key (a ``jax.random`` function, or a
+    function whose summary says it samples, splits or hands the key to one), outside tests."""
+    for u in (r.first, r.use):
+        if u is not None and u.kind == "call" and not u.draws:
+            return f"{_consumer(u)} is not known to draw from the key (its effect on a key is unknown here)"
+    if ctx.model.in_test_code(r.fn):
+        return "test code, where one key is often given to several computations on purpose"
+    return None
 
 
 def _consumer(use: Use) -> str:

@@ -337,6 +337,9 @@ class KeyAnalysis:
             if term == "Rngs" and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
                     and (self.model.qualname(f, fn) or "").startswith("flax.nnx"):
                 keys.add(call.args[0].id)     # nnx.Rngs(key): the module draws its parameters from it
+            if term == "apply" and fc is Attribute and len(call.args) > 1 and call.args[1].__class__ is Name \
+                    and keylike(call.args[1].id):
+                keys.add(call.args[1].id)     # Haiku's transformed.apply(params, rng, x)
             if scan_init and term in KEY_FIRST_METHODS and fc is Attribute and call.args:
                 # model.init(key, x), model.init({"params": key}, x), cell.initialize_carry(key, shape)
                 a = call.args[0]

@@ -53,6 +53,9 @@ CONTAINER_METHODS = frozenset({
 })
 # methods that run a model only to describe it (``model.tabulate(rng, x)`` prints a summary)
 LOOK_ONLY_METHODS = frozenset({"tabulate"})
+# methods of a jitted function's ahead-of-time API: they trace it with abstract values
+# (``jax.jit(f).lower(key)`` compiles for the key's shape; nothing is drawn)
+LOWERING_METHODS = frozenset({"lower", "trace", "eval_shape"})
 # wrappers that call the function they are given (seen through when comparing consumers)
 WRAPPERS = K.PRNG_WRAPPERS
 # methods that produce a fresh key on every call
