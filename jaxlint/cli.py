@@ -3,8 +3,10 @@
 
 Exit codes: 0 no findings, 1 findings (or, with ``--diff``, changes to make; with
 ``--exit-non-zero-on-fix``, fixes applied), 2 usage/configuration error or a file
-that could not be read or parsed.  Static checking never imports JAX or the code
-being checked.
+that could not be read, parsed or analysed (nested past the recursion limit), 3 an
+internal error (a jaxlint bug; the message names the file and the rule or step),
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM).  Static checking never imports
+JAX or the code being checked.  See docs/guarantees.md.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import argparse
 import contextlib
 import difflib
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ from .baseline import BaselineError, apply_baseline, write_baseline
 from .checkers import Finding, all_rules, get_rule
 from .config import Config, ConfigError, find_config, load_config, validate_codes
 from .discovery import is_excluded, iter_python_files
-from .engine import FileResult, InternalError, lint_and_fix
+from .engine import FileResult, InternalError, crash_message, lint_and_fix, too_deep
 from .workspace import Workspace
 from .confirm.harness import pytest_command
 from .fixes.applier import write_atomic
@@ -32,9 +35,11 @@ from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, un
 from .notebook import NotPythonNotebook, is_notebook, load_source, source_from_bytes
 from .reporting import FORMATS, render, render_statistics
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 COMMANDS = ("check", "confirm", "rules", "rule", "server")
 DEFAULT_BASELINE = "jaxlint-baseline.json"
+_CURRENT: List[Optional[str]] = [None]     # the file being checked (named by a crash report)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -148,7 +153,34 @@ def _with_default_command(argv: List[str]) -> List[str]:
     return ["check"] + argv
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C, so that every clean-up on the way out
+    runs (temporary files of ``--fix``, confirmation workers and their folders)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    try:
+        old = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError, AttributeError):     # not the main thread: leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    with _sigterm_raises():
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     parser = build_parser()
     argv = _with_default_command(list(sys.argv[1:] if argv is None else argv))
     harness = None
@@ -182,15 +214,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ConfigError, BaselineError) as exc:
         sys.stderr.write(f"jaxlint: error: {exc}\n")
         return EXIT_ERROR
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            sys.stderr.write("jaxlint: terminated\n")
+            return EXIT_TERMINATED
         sys.stderr.write("jaxlint: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         try:
             sys.stdout = open(os.devnull, "w")
         except OSError:
             pass
         return EXIT_ERROR
+    except Exception as exc:    # a jaxlint bug outside any one file: one line, its own exit code
+        where = f"`jaxlint {args.command}`" + (f" (while checking {_CURRENT[0]})" if _CURRENT[0] else "")
+        sys.stderr.write(f"jaxlint: {crash_message(exc, where)}\n")
+        if os.environ.get("JAXLINT_TRACEBACK"):
+            import traceback
+            traceback.print_exc()
+        return EXIT_INTERNAL
+    finally:
+        _CURRENT[0] = None
     parser.print_help(sys.stderr)
     return EXIT_ERROR
 
@@ -412,13 +456,19 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) ->
     try:
         source = _stdin_source(display, raw) if stdin else read_source(path)
         res = lint_and_fix(source, lint, fix=args.fix or args.diff, unsafe=args.unsafe_fixes)
-    except (SourceError, InternalError) as exc:
+    except Exception as exc:
+        # one file's failure is one line for that file; the other files are checked
         if echo:
             _write_stdout(raw)
         if isinstance(exc, NotPythonNotebook):      # not checked, and not an error either
             run.skipped.append(f"{display}: skipped: {exc}")
+        elif isinstance(exc, (SourceError, InternalError)):
+            run.results.append(FileResult(display, getattr(exc, "findings", []), error=str(exc),
+                                          internal=isinstance(exc, InternalError)))
+        elif isinstance(exc, RecursionError):
+            run.results.append(FileResult(display, error=too_deep("checking it")))
         else:
-            run.results.append(FileResult(display, error=str(exc)))
+            run.results.append(FileResult(display, error=crash_message(exc, "checking it"), internal=True))
         return
     res.path = display
     run.checked += 1
@@ -495,6 +545,7 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
             if not exists:
                 run.results.append(FileResult(path, error="no such file or directory"))
                 continue
+            _CURRENT[0] = path
             _check_one(args, cfg, rules, path, run, ws)
             if path != "-":
                 ws.done(path)
@@ -525,7 +576,7 @@ def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
     if not args.quiet:
         out.write(f"Added {added} noqa directive{'s' if added != 1 else ''} to {files} "
                   f"file{'s' if files != 1 else ''} ({run.checked} checked).\n")
-    return EXIT_ERROR if run.errors else EXIT_OK
+    return _error_code(run) or EXIT_OK
 
 
 def _unused_noqa_findings(source: SourceFile, raw: List[Finding], active) -> List[Finding]:
@@ -553,13 +604,17 @@ def cmd_check(args) -> int:
             n = write_baseline(path, run.results)
             if not args.quiet:
                 out.write(f"Wrote {n} finding{'s' if n != 1 else ''} to {path} ({run.checked} files checked).\n")
-            return EXIT_ERROR if run.errors else EXIT_OK
+            return _error_code(run) or EXIT_OK
 
         notes: List[str] = []
         partial = sum(1 for r in run.results if r.error and r.source is not None and r.error == r.source.partial_error)
         if partial:
             notes.append(f"{partial} notebook{'s' if partial != 1 else ''} checked only in part: "
                          f"a cell that does not parse was left out (the error names it)")
+        failed = len(run.errors) - partial
+        if failed and args.format == "text":    # never "All checks passed" over a file not checked
+            notes.append(f"{failed} file{'s' if failed != 1 else ''} could not be checked (the error"
+                         f"{'s name them' if failed != 1 else ' names it'})")
         if baseline:
             hidden = apply_baseline(baseline, run.results)
             if hidden:
@@ -576,7 +631,10 @@ def _print_errors(run: _Run, quiet: bool = False) -> None:
     for line in [] if quiet else run.skipped:
         sys.stderr.write(line + "\n")
     for r in run.errors:
-        sys.stderr.write(f"{r.path}: error: {r.error}\n")
+        if r.internal and not r.error.startswith("internal error"):
+            sys.stderr.write(f"{r.path}: internal error: {r.error}\n")
+        else:
+            sys.stderr.write(f"{r.path}: error: {r.error}\n")
     for p in run.problems:
         sys.stderr.write(f"jaxlint: {p}\n")
 
@@ -606,7 +664,7 @@ def _report_diff(args, run: _Run, out: TextIO) -> int:
     if not args.quiet:
         sys.stderr.write(f"Would fix {n} finding{'s' if n != 1 else ''}.\n" if n else "No fixes available.\n")
     if run.errors:
-        return EXIT_ERROR
+        return _error_code(run)
     return EXIT_FINDINGS if text else EXIT_OK
 
 
@@ -647,9 +705,16 @@ def _report(args, run: _Run, out: TextIO, confirm_line: Optional[str], notes: Li
         render(args.format, run.results, out)
 
 
+def _error_code(run: _Run) -> Optional[int]:
+    """3 when a file hit a jaxlint bug, 2 when one could not be checked, else None."""
+    if any(r.internal for r in run.errors):
+        return EXIT_INTERNAL
+    return EXIT_ERROR if run.errors else None
+
+
 def _exit_code(args, run: _Run) -> int:
     if run.errors:
-        return EXIT_ERROR
+        return _error_code(run)
     if args.exit_non_zero_on_fix and run.fixed_total:
         return EXIT_FINDINGS
     if any(r.findings for r in run.results) and not args.exit_zero:

@@ -23,6 +23,7 @@ class FileResult:
     # set by lint_and_fix when fixes changed the text: the fixed source and its findings
     fixed_source: Optional[SourceFile] = None
     fixed_findings: Optional[List[Finding]] = None
+    internal: bool = False               # ``error`` is a jaxlint bug (exit code 3), not bad input
 
     def accept_fixes(self) -> None:
         """The fixed text was written: report the findings that remain in it."""
@@ -32,7 +33,38 @@ class FileResult:
 
 
 class InternalError(Exception):
-    pass
+    """A rule or the analysis crashed on this file: a jaxlint bug.  The message names the
+    rule (or the step of the analysis); ``findings`` holds what the other rules found.
+    The command line exits with code 3 for it (docs/guarantees.md)."""
+
+    def __init__(self, message: str, findings: Optional[List[Finding]] = None):
+        super().__init__(message)
+        self.findings = list(findings or [])
+
+
+class AnalysisLimit(SourceError):
+    """The file is valid Python but beyond what the analysis can follow (nested past
+    Python's recursion limit: a 1,000-branch ``elif`` chain, ``.T`` 400 times).  Bad
+    input, like a syntax error (exit code 2); ``findings`` holds what the other rules
+    found."""
+
+    def __init__(self, message: str, findings: Optional[List[Finding]] = None):
+        super().__init__(message)
+        self.findings = list(findings or [])
+
+
+def too_deep(where: str) -> str:
+    """The one-line message of an :class:`AnalysisLimit` (``where``: a rule, a step)."""
+    return f"nested too deeply for jaxlint's analysis (Python's recursion limit was reached in {where}); " \
+           f"not checked"
+
+
+def crash_message(exc: BaseException, where: str) -> str:
+    """One line for an unexpected exception: its type, message and the innermost frame."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    frame = f" ({tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+    text = " ".join(str(exc).split())[:200]
+    return f"internal error in {where}: {type(exc).__name__}: {text}{frame} — please report this jaxlint bug"
 
 
 def lint_source(source: SourceFile, rules: Optional[Sequence[Rule]] = None,
@@ -64,11 +96,19 @@ def lint_source(source: SourceFile, rules: Optional[Sequence[Rule]] = None,
 def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings],
           tree: Optional[ast.Module], apply_noqa: bool, model: Optional[SemanticModel]) -> List[Finding]:
     if model is None:
-        model = SemanticModel(tree if tree is not None else source.parse(), source)
+        if tree is None:
+            tree = source.parse()
+        try:
+            model = SemanticModel(tree, source)
+        except RecursionError:
+            raise AnalysisLimit(too_deep("the semantic model")) from None
+        except Exception as exc:
+            raise InternalError(crash_message(exc, "the semantic model")) from None
     ctx = Context(model, source, settings)
     out: List[Finding] = []
     seen = set()
     errors = []
+    deep = []
     for rule in rules:
         try:
             for f in rule.check(ctx):
@@ -80,7 +120,7 @@ def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings
                     continue
                 out.append(f)
         except RecursionError:
-            errors.append(f"{rule.code}: expression nested too deeply")
+            deep.append(rule.code)
         except Exception as exc:  # a rule bug must not take the run down
             tb = traceback.extract_tb(exc.__traceback__)
             where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
@@ -91,7 +131,10 @@ def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings
         for f in out:
             f.message = relabel(f.message)
     if errors:
-        raise InternalError("; ".join(errors) + " — please report this jaxlint bug")
+        raise InternalError("; ".join(errors) + " — please report this jaxlint bug", out)
+    if deep:
+        raise AnalysisLimit(f"nested too deeply for jaxlint's analysis: {', '.join(deep)} could not check it "
+                            f"(Python's recursion limit was reached); the other rules did", out)
     return out
 
 
@@ -102,9 +145,9 @@ def lint_path(path: str, rules: Optional[Sequence[Rule]] = None,
         findings = lint_source(source, rules, settings)
         return FileResult(path, findings, source=source, error=source.partial_error)
     except SourceError as exc:
-        return FileResult(path, error=str(exc))
+        return FileResult(path, getattr(exc, "findings", []), error=str(exc))
     except InternalError as exc:
-        return FileResult(path, error=str(exc))
+        return FileResult(path, exc.findings, error=str(exc), internal=True)
 
 
 def with_text(source: SourceFile, text: str) -> SourceFile:

@@ -3,6 +3,8 @@
 A thin adapter over :func:`jaxlint.engine.lint_source`: the rule set and
 options come from ``[tool.jaxlint]`` (found from the checked file, as the CLI
 does); flake8's own ``--select``/``--extend-ignore`` and ``# noqa`` apply on top.
+A file jaxlint could not check is reported as ``JAX900`` on its line 1 (flake8
+then fails) with the one-line reason, never a traceback.
 """
 from __future__ import annotations
 
@@ -12,10 +14,14 @@ import sys
 from typing import Iterator, List, Tuple
 
 from . import __version__
-from .analysis import SourceFile
+from .analysis import SourceError, SourceFile
 from .config import config_for_dir
-from .engine import InternalError
+from .engine import InternalError, crash_message
 from .workspace import plugin_workspace
+
+
+# reported (line 1) for a file jaxlint could not check: nested past the recursion limit, a bug
+NOT_CHECKED_CODE = "JAX900"
 
 
 class JaxlintChecker:
@@ -39,8 +45,12 @@ class JaxlintChecker:
             path, rules, cfg.settings, apply_noqa=False)
         try:
             findings = lint(source)
-        except InternalError as exc:
-            sys.stderr.write(f"{self.filename}: jaxlint: {exc}\n")
+        except Exception as exc:
+            # the file was not checked: say so as a finding (flake8 then fails), never a traceback
+            why = str(exc) if isinstance(exc, (SourceError, InternalError)) else crash_message(exc, "jaxlint")
+            if isinstance(exc, InternalError) or not isinstance(exc, SourceError):
+                sys.stderr.write(f"{self.filename}: jaxlint: {why}\n")
+            yield 1, 0, f"{NOT_CHECKED_CODE} jaxlint could not check this file: {why}", type(self)
             return
         for f in findings:
             yield f.line, f.col, f"{f.code} {f.message}", type(self)

@@ -207,8 +207,9 @@ class _Driver:
         for m in mods:
             asks[self.owner[m.path]].append((m.path, self.p.seeds.get(m.path)))
         got: Dict[str, object] = {}
-        for ask, values in zip(asks, self._replay(self.pool.call([(cmd, ask) for ask in asks]))):
+        for ask, (values, failures) in zip(asks, self._replay(self.pool.call([(cmd, ask) for ask in asks]))):
             got.update(zip((path for path, _ in ask), values))
+            _apply_failures(self.p, failures)
         return [got[m.path] for m in mods]
 
     def outgoing(self, mods: List[Module]):
@@ -230,11 +231,24 @@ def _replay(project: Project, answers) -> List[object]:
 
 
 def _apply_index(project: Project, summaries) -> None:
-    for path, sha, mentions_jax, error, entry in summaries:
+    for path, sha, mentions_jax, error, entry, failure in summaries:
         m = project.by_path[path]
         m.sha, m.mentions_jax, m.error = sha, mentions_jax, error
+        _apply_failures(project, [(path, failure)])
         if entry is not None and not m.indexed:
             set_index(m, entry)
+
+
+def _apply_failures(project: Project, failures) -> None:
+    """A worker's modules whose step raised (:meth:`Project.guarded`): failed here too."""
+    for path, failure in failures:
+        if failure is not None:
+            m = project.by_path[path]
+            m.failure, m.failure_internal = failure
+
+
+def _failures(mods) -> list:
+    return [(m.path, (m.failure, m.failure_internal) if m.failure is not None else None) for m in mods]
 
 
 def _set_seeds(project: Project, seeds) -> None:
@@ -284,9 +298,10 @@ def _index(ws, project, mods, queue, lint_for):
         if i >= len(order):
             break
         m = project.by_path[order[i]]
-        project._fingerprint(m)
+        project.guarded("indexing", m, project._fingerprint, None)
         mods.append(m)
-    return [(m.path, m.sha, m.mentions_jax, m.error, index_entry(m) if m.indexed else None) for m in mods]
+    return [(m.path, m.sha, m.mentions_jax, m.error, index_entry(m) if m.indexed else None,
+             (m.failure, m.failure_internal) if m.failure is not None else None) for m in mods]
 
 
 def _own(ws, project, mods, paths, lint_for):
@@ -299,12 +314,15 @@ def _others(ws, project, mods, summaries, lint_for):
 
 def _outgoing(ws, project, mods, ask, lint_for):
     _set_seeds(project, ask)
-    return [project._outgoing_of(project.by_path[path]) for path, _ in ask]
+    asked = [project.by_path[path] for path, _ in ask]
+    return ([project.guarded("cross-module calls", m, project._outgoing_of, []) for m in asked],
+            _failures(asked))
 
 
 def _exports(ws, project, mods, ask, lint_for):
     _set_seeds(project, ask)
-    return [project._exports_of(project.by_path[path]) for path, _ in ask]
+    asked = [project.by_path[path] for path, _ in ask]
+    return [project.guarded("exported facts", m, project._exports_of, {}) for m in asked], _failures(asked)
 
 
 def _lint(ws, project, mods, arg, lint_for):

@@ -14,14 +14,14 @@ The message text ends with the jaxlint code, e.g. ``... (JAX101)``.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from pylint.checkers import BaseRawFileChecker
 
 from .analysis import SourceError, SourceFile
 from .checkers import all_rules
 from .config import config_for_dir
-from .engine import InternalError
+from .engine import AnalysisLimit, InternalError, crash_message
 from .workspace import plugin_workspace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +47,7 @@ class _Findings:
 
     def __init__(self) -> None:
         self._last = (None, None, [])
+        self.failure: Optional[str] = None     # why the last module could not be checked
 
     def of(self, node: "nodes.Module") -> list:
         path = node.file or node.name
@@ -54,6 +55,7 @@ class _Findings:
             raw = stream.read()
         if self._last[0] == path and self._last[1] == raw:
             return self._last[2]
+        self.failure = None
         try:
             source = SourceFile.from_bytes(path, raw)
             cfg = config_for_dir(os.path.dirname(os.path.abspath(path)))
@@ -61,8 +63,13 @@ class _Findings:
             lint = plugin_workspace(cfg.traced_functions, cfg.exclude).lint_function(
                 path, cfg.rules_for(path), cfg.settings)
             findings = lint(source)
-        except (SourceError, InternalError):
-            findings = []  # pylint reports syntax errors itself
+        except Exception as exc:
+            findings = []
+            # pylint reports syntax errors itself; anything else (nested past the recursion limit,
+            # a jaxlint bug) is one line, never a traceback, and pylint fails (astroid-error)
+            if isinstance(exc, AnalysisLimit) or not isinstance(exc, SourceError):
+                self.failure = str(exc) if isinstance(exc, (SourceError, InternalError)) \
+                    else crash_message(exc, "jaxlint")
         self._last = (path, raw, findings)
         return findings
 
@@ -76,7 +83,11 @@ class _JaxlintChecker(BaseRawFileChecker):
     msgs: dict = {}
 
     def process_module(self, node: "nodes.Module") -> None:
-        for f in _FINDINGS.of(node):
+        found = _FINDINGS.of(node)
+        if _FINDINGS.failure is not None and self.checker_id == "91":
+            self.add_message("astroid-error", line=1, args=(node.file or node.name,
+                                                            f"jaxlint could not check it: {_FINDINGS.failure}"))
+        for f in found:
             if _checker_id(f.code) != self.checker_id:
                 continue
             self.add_message(

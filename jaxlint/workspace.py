@@ -22,7 +22,8 @@ from .analysis.project import Project, find_root
 from .cache import Cache, digest, file_digest
 from .checkers import Finding, Rule, Settings
 from .discovery import iter_python_files
-from .engine import lint_source
+from .analysis.source import SourceError
+from .engine import AnalysisLimit, InternalError, crash_message, lint_source, too_deep
 from .jobs import can_fork as jobs_can_fork, reap as reap_jobs, run as run_jobs
 
 # a project with more Python files than this is linted file by file (no cross-module index)
@@ -95,6 +96,7 @@ class Workspace:
             key = None
             if project is not None:
                 self._analysed(project)
+                _raise_failure(project, source.path)
             if project is not None and (cache is not None or self._memo or self._recording is not None):
                 key = project.cache_key(source.path, "findings", project.exports_digest(), config,
                                         sha=file_digest(source.text.encode("utf-8")))
@@ -104,17 +106,22 @@ class Workspace:
                     cache.put("findings", key, hit, os.path.abspath(source.path))
                 if hit is None and cache is not None:
                     hit = cache.get("findings", key)
-                if hit is not None:
-                    found = [Finding.from_dict(d) for d in hit]
-                    for f in found:
-                        f.path = source.path
+                found = _findings_from(hit, source.path) if hit is not None else None
+                if found is not None:
                     return found
             # the model is built with the garbage collector paused, as lint_source does: the
             # project's other models are alive, and collecting would traverse them all
             was_enabled = gc.isenabled()
             gc.disable()
             try:
-                model = project.model_for_source(source) if project is not None else None
+                try:
+                    model = project.model_for_source(source) if project is not None else None
+                except RecursionError:
+                    raise AnalysisLimit(too_deep("the semantic model")) from None
+                except SourceError:
+                    raise
+                except Exception as exc:    # a bug: this file fails, the others are checked
+                    raise InternalError(crash_message(exc, "the semantic model")) from None
                 found = lint_source(source, rules, settings, apply_noqa=apply_noqa, model=model)
             finally:
                 if was_enabled:
@@ -179,6 +186,30 @@ class Workspace:
         project = self.projects.get(self.root_for(path) or "")
         if project is not None:
             project.release(path)
+
+
+def _raise_failure(project: Project, path: str) -> None:
+    """The project analysis failed on this module (:meth:`Project.guarded`): say so, for it alone."""
+    m = project.module_for(path)
+    if m is not None and m.failure is not None:
+        raise (InternalError if m.failure_internal else AnalysisLimit)(m.failure)
+
+
+def _findings_from(entries, path: str) -> Optional[List[Finding]]:
+    """Cached findings back as :class:`Finding` objects; None (a miss) for an entry of the
+    wrong shape (the cache is then recomputed, never trusted half-way)."""
+    try:
+        found = [Finding.from_dict(d) for d in entries]
+        for f in found:
+            if not (isinstance(f.code, str) and isinstance(f.message, str)
+                    and all(isinstance(v, int) for v in (f.line, f.col, f.end_line, f.end_col))
+                    and (f.fix is None or all(isinstance(e.start, int) and isinstance(e.end, int)
+                                              and isinstance(e.content, str) for e in f.fix.edits))):
+                return None
+            f.path = path
+        return found
+    except Exception:
+        return None
 
 
 def _read(path: str) -> SourceFile:
