@@ -55,7 +55,7 @@ class VariablesShapes:
                 return self.shape(arg, fn, _depth + 1, _seen)
             return None, True
         if isinstance(e, ast.Attribute) and e.attr == "params":
-            return self._state_params_shape(_depth, _seen)
+            return self._state_params_shape(e.value, _depth, _seen)
         if isinstance(e, ast.Name):
             scope = self.binding_scope(e.id, fn)
             if scope is None:
@@ -165,9 +165,14 @@ class VariablesShapes:
     def _refers_to(v: ast.expr, name: str) -> bool:
         return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(v))
 
-    def _state_params_shape(self, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
+    def _state_params_shape(self, state: ast.expr, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
+        """``state.params`` holds what the ``TrainState.create(params=...)`` that made ``state``
+        was given.  The creates that can have made it: those bound to the same name or
+        attribute (``self.actor_state = TrainState.create(...)`` for ``actor_state.params``), else
+        the file's creates that are bound to no name of their own (returned by a factory);
+        none of them: unknown (a state made in another module)."""
         shapes = set()
-        for call, fn in self.train_state_creates():
+        for call, fn in self._creates_for(state):
             kw = next((k for k in call.keywords if k.arg == "params"), None)
             if kw is None:
                 return None, True
@@ -178,6 +183,31 @@ class VariablesShapes:
         if len(shapes) == 1:
             return shapes.pop(), True
         return None, True
+
+    def _creates_for(self, state: ast.expr) -> list:
+        name = state.id if isinstance(state, ast.Name) else state.attr if isinstance(state, ast.Attribute) else None
+        named, unnamed = [], []
+        for call, fn in self.train_state_creates():
+            bound = self._bound_name(call, fn)
+            if bound is None:
+                unnamed.append((call, fn))
+            elif bound == name:
+                named.append((call, fn))
+        return named or unnamed
+
+    @staticmethod
+    def _bound_name(call: ast.Call, fn: Function) -> Optional[str]:
+        """The name or attribute the result of a create call is assigned to (``state = ...``,
+        ``self.actor_state = ...``); None when it is returned or passed on."""
+        for a in fn.of_type(ast.Assign, ast.AnnAssign):
+            if a.value is call:
+                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        return t.id
+                    if isinstance(t, ast.Attribute):
+                        return t.attr
+        return None
 
     def _param_shape(self, fn: Function, param: str, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
         if fn.is_module:

@@ -7,14 +7,14 @@ streams, functions of other project modules that do not draw from that parameter
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import List, Optional
 
 from ...analysis import knowledge as K
 from ..messages import short
 from .states import contains
 from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
                          KEY_FIRST_METHODS, LOOK_ONLY_METHODS, LOWERING_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
-                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, WRAPPERS, abstract_only, is_key_like_name, key_argument,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, VARIABLE_COLLECTIONS, WRAPPERS, abstract_only, is_key_like_name, key_argument,
                          stores_state)
 
 
@@ -213,6 +213,9 @@ class KeyCalls:
             return True       # NNX takes an `nnx.Rngs` stream there, advanced by every use
         if not isinstance(f, ast.Attribute):
             return False
+        streams = _streams_of(call, key, f.attr)
+        if streams and all(s in VARIABLE_COLLECTIONS for s in streams):
+            return True       # rngs={"batch_stats": key}: a variable collection, no RNG stream draws it
         if f.attr in ("init", "init_with_output"):
             ctor = f.value
             if isinstance(ctor, ast.Name):   # `module = nn.LayerNorm(); module.init(key, x)`
@@ -270,6 +273,21 @@ class KeyCalls:
         elif isinstance(a, ast.Dict):
             for v in a.values:
                 self._collect(v, out)
+
+
+def _streams_of(call: ast.Call, key: ast.AST, method: str) -> List[str]:
+    """The Flax RNG stream names under which ``call`` (``init({...}, x)`` or
+    ``apply(..., rngs={...})``) is given ``key``; empty when it is not given in a literal dict."""
+    dicts = [kw.value for kw in call.keywords if kw.arg == "rngs"]
+    if method in ("init", "init_with_output") and call.args:
+        dicts.append(call.args[0])
+    out = []
+    for d in dicts:
+        if isinstance(d, ast.Dict):
+            for k, v in zip(d.keys, d.values):
+                if v is key and isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    out.append(k.value)
+    return out
 
 
 def _holds(a: ast.expr, c: ast.expr) -> bool:

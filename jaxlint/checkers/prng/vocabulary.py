@@ -169,6 +169,11 @@ DETERMINISTIC_INIT_LAYERS = frozenset({
     "flax.linen.LayerNorm", "flax.linen.RMSNorm", "flax.linen.GroupNorm", "flax.linen.BatchNorm",
     "flax.linen.InstanceNorm", "flax.linen.Dropout",
 })
+# Flax variable collections, which no layer draws random numbers from: a key given under one of
+# these names in ``init({...})``/``rngs={...}`` is never drawn (RNG streams are read by
+# ``make_rng(name)`` only)
+VARIABLE_COLLECTIONS = frozenset({"batch_stats", "cache", "intermediates", "losses", "params_axes", "spectral_norm",
+                                  "weight_norm", "perturbations", "nnx"})
 # keyword values of ``apply`` that switch stochastic layers off
 DETERMINISTIC_APPLY = (("deterministic", True), ("train", False), ("training", False), ("is_training", False),
                       ("enable_dropout", False))
