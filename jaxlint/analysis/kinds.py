@@ -371,15 +371,19 @@ class KindsMixin:
         if narrowed is not None:
             return narrowed     # under ``isinstance(e, int)``: a Python value
         k = self.name_kind(e.id, fn)
-        if not k & TRACED or e.id not in fn.locals:
+        if e.id not in fn.locals:
             return k
-        if e.id in self.dict_key_names(fn):
+        if k & TRACED and e.id in self.dict_key_names(fn):
             return 0            # a mapping's key (``for k in d: ... d[k]``): a Python string
-        seen = self.reaching_value(e, fn)   # only ever refines a traced kind
-        if seen is None and self.sees_parameter(e, fn):
-            # ``assert n >= 1`` before ``n = jnp.asarray(n)``: still the parameter here
-            return self._param_kind(e.id, fn, self.container_evidence(fn))
-        return k if seen is None else self.kind(seen, fn)
+        # the one straight-line binding this load sees, when the name is bound more than once:
+        # ``x = [...]`` ... ``x[i][j] = v`` ... ``x = jnp.array(x)`` -- a list up to the rebinding
+        seen = self.reaching_value(e, fn)
+        if seen is None:
+            if k & TRACED and self.sees_parameter(e, fn):
+                # ``assert n >= 1`` before ``n = jnp.asarray(n)``: still the parameter here
+                return self._param_kind(e.id, fn, self.container_evidence(fn))
+            return k
+        return self.kind(seen, fn)
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
         if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \

@@ -141,6 +141,8 @@ def _eager_array_candidate(m, base: ast.AST, fn: Function) -> bool:
     to Python displays (``d = {}``)."""
     if base.__class__ is not ast.Name:
         return True
+    if m.reaching_value(base, fn) is not None:
+        return True    # ``y = jnp.asarray(y)`` before: the rebinding decides, not the parameter
     a = fn.param_nodes.get(base.id)
     if a is not None:
         return a.annotation is not None and bool(m.annotation_kind(a.annotation, fn.parent) & JAX)
@@ -150,11 +152,11 @@ def _eager_array_candidate(m, base: ast.AST, fn: Function) -> bool:
 
 
 def _made_here(m, base: ast.AST, fn: Function) -> bool:
-    """``base`` is a name bound once in this function from a call of an array library
-    (``x = jnp.zeros(3)``): a plain array, whatever index writes into it."""
+    """``base`` is a name whose binding here (the one that reaches it, or its only one) is a
+    call of an array library (``x = jnp.zeros(3)``): a plain array, whatever index writes into it."""
     if not isinstance(base, ast.Name):
         return False
-    v = m.single_value(base.id, fn)
+    v = m.reaching_value(base, fn) or m.single_value(base.id, fn)
     if not isinstance(v, ast.Call):
         return False
     q = m.qualname(v.func, fn) or ""
