@@ -2,7 +2,11 @@
 :class:`~jaxlint.analysis.model.SemanticModel`).
 
 ``TRACED`` (a tracer while the function is traced), ``JAX`` (a JAX array),
-``NUMPY``, ``CONTAINER`` (a Python list/dict/tuple).  Computed
+``NUMPY``, ``CONTAINER`` (a Python list/dict/tuple), ``UNSURE`` (the ``TRACED`` bit rests
+on an unknown: an object built from traced values by a constructor or a method the model
+cannot see into may hold tracers or only Python values -- :func:`proven` is false for it).
+A value is *traced* (proven), *static* (no ``TRACED`` bit) or *unknown* (``TRACED |
+UNSURE``); rules report what is proven.  Computed
 flow-insensitively per scope from parameters, assignments, loops and
 comprehensions; static facts (``.shape``, ``len``, ``is None``, literals,
 ``range(static)`` loop indices, Flax module fields) are never traced; calls
@@ -23,9 +27,29 @@ TRACED = 1      # a tracer while the enclosing function is being traced
 JAX = 2         # a JAX array (concrete or traced)
 NUMPY = 4       # a NumPy array
 CONTAINER = 8   # a Python list / tuple / dict / set (possibly holding arrays)
+UNSURE = 16     # with TRACED: may hold a tracer, or only Python values (an object of unknown class)
+TRACED_BITS = TRACED | UNSURE   # what a value passes on of its tracedness
 NOT_ARRAY = -1  # (a narrowing, not a kind: "not a JAX array", see narrowing.py)
 ARRAYISH = TRACED | JAX | NUMPY
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
+
+
+def proven(k: int) -> bool:
+    """The kind ``k`` is a tracer for sure while its function is traced (not an unknown)."""
+    return bool(k & TRACED) and not k & UNSURE
+
+
+def operate(*kinds: int) -> int:
+    """The kind of an operation on values of these kinds (``a + b``, ``f(a, b)``): traced when
+    one of them is, and proven when one traced operand is proven (an unknown added to a tracer
+    is a tracer)."""
+    k = 0
+    sure = False
+    for x in kinds:
+        k |= x
+        if x & TRACED and not x & UNSURE:
+            sure = True
+    return k & ~UNSURE if sure else k
 
 # attributes of an array that are arrays again
 _ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
@@ -105,7 +129,7 @@ class KindsMixin:
 
     def _binding_kind(self, value: ast.AST, mode: str, fn: Function) -> int:
         if mode == "aug":
-            return self.kind(value.target, fn) | (self.kind(value.value, fn) & ~CONTAINER)
+            return operate(self.kind(value.target, fn), self.kind(value.value, fn) & ~CONTAINER)
         return self.kind(value, fn)
 
     def _assign(self, target: ast.expr, k: int, kinds: Dict[str, int], fn: Function,
@@ -131,7 +155,7 @@ class KindsMixin:
         """``a, b = value`` (or a loop target ``for a, b in ...``) of kind ``k``."""
         if mode == "elem" and k & CONTAINER and len(elts) == 2 and value is None and not k & ARRAYISH:
             # a (key, value) pair from d.items(): the key is static
-            return self._assign_each(elts, [0, k & TRACED], kinds, fn)
+            return self._assign_each(elts, [0, k & TRACED_BITS], kinds, fn)
         if mode == "=" and isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elts) \
                 and not any(isinstance(e, ast.Starred) for e in value.elts):
             changed = False
@@ -162,7 +186,7 @@ class KindsMixin:
         if isinstance(value, ast.Call) and not (k & CONTAINER and not k & ARRAYISH):
             ek = k & ~CONTAINER
         else:
-            ek = k & TRACED
+            ek = k & TRACED_BITS
         elems = [ek] * len(elts)
         if isinstance(value, ast.Call) and value.func.__class__ in (ast.Name, ast.Attribute):
             for i in K.STATIC_RESULT_ITEMS.get(self.qualname(value.func, fn), ()):
@@ -189,9 +213,9 @@ class KindsMixin:
             if isinstance(it.func, ast.Attribute) and it.func.attr in ("keys",):
                 return 0
             if isinstance(it.func, ast.Attribute) and it.func.attr in ("items",):
-                return self.kind(it.func.value, fn) & TRACED | CONTAINER
+                return self.kind(it.func.value, fn) & TRACED_BITS | CONTAINER
         if k & CONTAINER and not (k & ARRAYISH):
-            return k & TRACED
+            return k & TRACED_BITS
         return k & ~CONTAINER
 
     def _unwrap_iterable(self, it: ast.AST, fn: Function) -> ast.AST:
@@ -210,14 +234,14 @@ class KindsMixin:
             inner = self._unwrap_iterable(it.args[0], fn)
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "items":
                 # enumerate(d.items()): (index, (key, value)) -- the pair is a container
-                return [0, CONTAINER | (self.kind(inner.func.value, fn) & TRACED)]
+                return [0, CONTAINER | (self.kind(inner.func.value, fn) & TRACED_BITS)]
             return [0, self._iter_element_kind(it.args[0], fn, self.kind(it.args[0], fn))]
         if q == "zip" and len(it.args) == n and not any(isinstance(a, ast.Starred) for a in it.args):
             return [self._iter_element_kind(a, fn, self.kind(a, fn)) for a in it.args]
         if (isinstance(it.func, ast.Attribute) and it.func.attr == "items" or q in K.PATH_LEAF_PAIRS) and n == 2:
             # (key, value) of d.items(), (key path, leaf) of tree_leaves_with_path: the key is static
             base = it.func.value if q not in K.PATH_LEAF_PAIRS else (it.args[0] if it.args else None)
-            return [0, self.kind(base, fn) & TRACED]
+            return [0, self.kind(base, fn) & TRACED_BITS]
         return None
 
     def _returned_tuple_kinds(self, call: ast.Call, fn: Function, n: int, k: int) -> Optional[List[int]]:
@@ -228,7 +252,7 @@ class KindsMixin:
         traced code (its parameters carry the caller's tracers), else None."""
         if call.func.__class__ not in (ast.Name, ast.Attribute):
             return None
-        fallback = k & ~CONTAINER if not (k & CONTAINER and not k & ARRAYISH) else k & TRACED
+        fallback = k & ~CONTAINER if not (k & CONTAINER and not k & ARRAYISH) else k & TRACED_BITS
         q = self.qualname(call.func, fn)
         if q is not None:
             # another module's function: which items it returns are Python values whatever
@@ -367,7 +391,7 @@ class KindsMixin:
         if narrowed == NOT_ARRAY:
             # ``else`` of ``isinstance(x, jax.Array)``: no array, but maybe a container of tracers
             k = self.name_kind(e.id, fn)
-            return CONTAINER | (k & TRACED) if k else 0
+            return CONTAINER | (k & TRACED_BITS) if k else 0
         if narrowed is not None:
             return narrowed     # under ``isinstance(e, int)``: a Python value
         k = self.name_kind(e.id, fn)
@@ -409,39 +433,36 @@ class KindsMixin:
                     self._attrs_in_progress.discard(guard)
         vk = self.kind(v, fn)
         if e.attr in _ARRAY_VIEWS:
-            return vk & (TRACED | JAX | NUMPY)
+            return vk & (TRACED_BITS | JAX | NUMPY)
         # a field of a traced pytree (state.params, state.dynamic_scale): traced,
         # but not known to be an array (it may be None, a tuple, a dataclass)
-        return vk & (TRACED | NUMPY)
+        return vk & (TRACED_BITS | NUMPY)
 
     def _kind_subscript(self, e: ast.Subscript, fn: Function) -> int:
         vk = self.kind(e.value, fn)
         if vk & CONTAINER and not vk & ARRAYISH:
-            return vk & TRACED
-        return vk & ARRAYISH
+            return vk & TRACED_BITS
+        return vk & (ARRAYISH | UNSURE)
 
     def _kind_binop(self, e: ast.BinOp, fn: Function) -> int:
         lk, rk = self.kind(e.left, fn), self.kind(e.right, fn)
-        k = lk | rk
+        k = operate(lk, rk)
         if e.op.__class__ in (ast.Mult, ast.Add) and (e.left.__class__ in _DISPLAYS or e.right.__class__ in _DISPLAYS):
-            return CONTAINER | (k & TRACED)   # ``[x] * n``, ``[a] + rest``: a list, whatever it holds
+            return CONTAINER | (k & (TRACED | UNSURE))   # ``[x] * n``, ``[a] + rest``: a list, whatever it holds
         if (lk & CONTAINER and not lk & (JAX | NUMPY)) or (rk & CONTAINER and not rk & (JAX | NUMPY)):
             return k   # tuple/list concatenation or repetition, set difference
         if k & TRACED:
-            return (k & ARRAYISH) | JAX
+            return (k & (ARRAYISH | UNSURE)) | JAX
         return k & ARRAYISH
 
     def _kind_unaryop(self, e: ast.UnaryOp, fn: Function) -> int:
         k = self.kind(e.operand, fn)
         if e.op.__class__ is ast.Not:
-            return k & TRACED if self._truthiness_traced(k) else 0
+            return k & (TRACED | UNSURE) if self._truthiness_traced(k, True) else 0
         return k & ~CONTAINER
 
     def _kind_boolop(self, e: ast.BoolOp, fn: Function) -> int:
-        k = 0
-        for v in e.values:
-            k |= self.kind(v, fn)
-        return k
+        return operate(*[self.kind(v, fn) for v in e.values])
 
     def _kind_compare(self, e: ast.Compare, fn: Function) -> int:
         for op in e.ops:
@@ -451,14 +472,12 @@ class KindsMixin:
             # ``mode == "train"``, ``v.tag == MODE``: an array is never compared with a
             # string; the value is Python configuration
             return 0
-        k = self.kind(e.left, fn)
-        for c in e.comparators:
-            k |= self.kind(c, fn)
+        k = operate(self.kind(e.left, fn), *[self.kind(c, fn) for c in e.comparators])
         if k & CONTAINER and not k & ARRAYISH:
-            return k & TRACED
+            return k & (TRACED | UNSURE)
         if k & TRACED:
-            return TRACED | JAX
-        return k & ARRAYISH
+            return TRACED | JAX | (k & UNSURE)
+        return k & (ARRAYISH | UNSURE)
 
     def _is_str_constant(self, e: ast.AST, fn: Function) -> bool:
         """A string literal, or a name bound (only) to one at module level (``MODE_TRAIN = "train"``)."""
@@ -485,14 +504,12 @@ class KindsMixin:
 
     def _kind_display(self, e: ast.AST, fn: Function) -> int:
         """A tuple/list/set/dict display: a container, traced if an element is."""
-        k = CONTAINER
-        for x in (e.values if e.__class__ is ast.Dict else e.elts):
-            k |= self.kind(x, fn) & TRACED
-        return k
+        return CONTAINER | (operate(*[self.kind(x, fn) for x in (e.values if e.__class__ is ast.Dict else e.elts)])
+                            & (TRACED | UNSURE))
 
     def _kind_comprehension(self, e: ast.AST, fn: Function) -> int:
         elt = e.value if e.__class__ is ast.DictComp else e.elt
-        return CONTAINER | (self.kind(elt, fn) & TRACED)
+        return CONTAINER | (self.kind(elt, fn) & (TRACED | UNSURE))
 
     def _kind_wrapped(self, e: ast.AST, fn: Function) -> int:
         """``*x``, ``(y := x)``, ``await x``: the kind of ``x``."""
@@ -547,6 +564,10 @@ class KindsMixin:
                 if self._returns_python_value(target, fn):
                     return k
                 return k | self._args_traced(call, fn)
+            if func.id in self.classes and self.resolve_scope(func.id, fn) is self.module:
+                # an instance of a class of this module built from traced values: it may hold
+                # tracers or only what it computed from their shapes -- unknown
+                return self._object_kind(call, fn)
         if ft is ast.Call:
             # ``jax.jit(f)(x)``: a transformed function returns arrays
             k = self._args_traced(call, fn)
@@ -554,6 +575,10 @@ class KindsMixin:
                 k |= JAX
             return k
         return self._args_traced(call, fn)
+
+    def _object_kind(self, call: ast.Call, fn: Function) -> int:
+        """An object a constructor builds from the call's arguments: unknown when one is traced."""
+        return TRACED | UNSURE if self._args_traced(call, fn) else 0
 
     def _library_call_kind(self, q: str, call: ast.Call, fn: Function) -> Optional[int]:
         """The kind of a call of the imported or builtin callable ``q`` (None: no rule)."""
@@ -572,7 +597,7 @@ class KindsMixin:
             if q == "range":
                 return k
             for a in call.args:
-                k |= self.kind(a, fn) & TRACED
+                k |= self.kind(a, fn) & TRACED_BITS
             return k
         if q in K.ARRAY_FUNCTIONS or (q.startswith(K.ARRAY_MODULES) and q not in K.NON_ARRAY):
             if q.startswith(K.PYTREE_FUNCTIONS_PREFIX):
@@ -588,7 +613,7 @@ class KindsMixin:
         if q.startswith("jax.") and (q.split(".")[-1] in K.transform_terminals()):
             return 0
         if q in ("min", "max", "abs", "sum", "round", "pow", "divmod"):
-            return self._args_traced(call, fn) | (self._args_kind(call, fn) & ARRAYISH)
+            return self._args_traced(call, fn) | (self._args_kind(call, fn) & (JAX | NUMPY))
         if q in _BUILTINS:
             return 0
         return None
@@ -609,15 +634,19 @@ class KindsMixin:
                     and owner.cls.module_kind == "linen" and m in ("param", "variable"):
                 return TRACED | JAX if fn.under_trace else JAX
         recv = self.kind(recv_node, fn)
+        if recv & UNSURE and not recv & (JAX | NUMPY | CONTAINER):
+            # a method of an unknown object (an instance built from tracers): what it returns
+            # is unknown too -- a tracer, or a Python value computed from their shapes
+            return TRACED | UNSURE
         if recv & ARRAYISH:
-            return (recv & ARRAYISH) | self._args_traced(call, fn)
+            return operate(recv & (ARRAYISH | UNSURE), self._args_traced(call, fn))
         if recv & CONTAINER:
-            return (recv & TRACED) | (CONTAINER if m in ("items", "values", "keys", "copy") else 0)
-        return (recv & TRACED) | self._args_traced(call, fn)
+            return (recv & (TRACED | UNSURE)) | (CONTAINER if m in ("items", "values", "keys", "copy") else 0)
+        return operate(recv & (TRACED | UNSURE), self._args_traced(call, fn))
 
     def return_kind(self, fn: Function) -> int:
         """Union of the kinds ``fn`` returns (without TRACED: the caller decides
-        whether the call happens under a trace)."""
+        whether the call happens under a trace; with UNSURE when it returns an unknown)."""
         cache = self._return_kinds
         k = cache.get(id(fn))
         if k is not None:
@@ -630,7 +659,7 @@ class KindsMixin:
             for ret in fn.of_type(ast.Return):
                 if ret.value is not None:
                     k |= self.kind(ret.value, fn)
-        k &= JAX | NUMPY | CONTAINER
+        k &= JAX | NUMPY | CONTAINER | UNSURE
         cache[id(fn)] = k
         return k
 
@@ -662,13 +691,16 @@ class KindsMixin:
                                   for r in rets)
 
     def _args_traced(self, call: ast.Call, fn: Function) -> int:
-        for a in call.args:
-            if self.kind(a, fn) & TRACED:
-                return TRACED
-        for kw in call.keywords:
-            if self.kind(kw.value, fn) & TRACED:
-                return TRACED
-        return 0
+        """``TRACED`` when an argument of ``call`` is proven traced, ``TRACED | UNSURE`` when
+        the traced ones are unknowns, else 0."""
+        out = 0
+        for a in list(call.args) + [kw.value for kw in call.keywords]:
+            k = self.kind(a.value if a.__class__ is ast.Starred else a, fn)
+            if k & TRACED:
+                if not k & UNSURE:
+                    return TRACED
+                out = TRACED | UNSURE
+        return out
 
     def _args_kind(self, call: ast.Call, fn: Function) -> int:
         k = 0

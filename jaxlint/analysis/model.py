@@ -31,7 +31,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, 
 from . import contracts, statics
 from . import knowledge as K
 from .bindings import BindingsMixin
-from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, KindsMixin
+from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, UNSURE, KindsMixin, proven
 from .names import ImportTable
 from .scopes import (CERTAIN, INDEXED, INFERRED, CallTarget, ClassInfo, Function, ScopeIndex, TraceContext,
                      TransformSite)
@@ -40,8 +40,8 @@ from .tracedness import TracednessMixin
 from .transforms import TransformsMixin
 
 __all__ = [
-    "ARRAYISH", "CERTAIN", "CONTAINER", "INDEXED", "INFERRED", "JAX", "NUMPY", "TRACED", "CallTarget",
-    "ClassInfo", "Function", "Seed", "SemanticModel", "TraceContext", "TransformSite",
+    "ARRAYISH", "CERTAIN", "CONTAINER", "INDEXED", "INFERRED", "JAX", "NUMPY", "TRACED", "UNSURE", "CallTarget",
+    "ClassInfo", "Function", "Seed", "SemanticModel", "TraceContext", "TransformSite", "proven",
 ]
 
 F = TypeVar("F")

@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
 from .flow import export_static_items
-from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel
+from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
 from .names import ImportTable
 from .statics import module_constants, static_names
@@ -583,7 +583,7 @@ class Project:
             p = params[slot] if isinstance(slot, int) and slot < len(params) else slot
             # only values the model knows to be arrays (or containers of them): the result of a call
             # it cannot see into is traced-but-unknown (a PartitionSpec, a config) and stays home
-            if isinstance(p, str) and p in params and kind & TRACED and kind & (ARRAYISH | CONTAINER):
+            if isinstance(p, str) and p in params and proven(kind) and kind & (ARRAYISH | CONTAINER):
                 traced.add(p)
                 kinds[p] = kinds.get(p, 0) | (kind & _KIND_BITS)
         return target, Seed(name, frozenset(traced), kinds,

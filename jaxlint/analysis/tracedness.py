@@ -53,7 +53,7 @@ import ast
 from typing import Optional
 
 from . import knowledge as K
-from .kinds import CONTAINER, JAX, NOT_ARRAY, NUMPY, TRACED
+from .kinds import CONTAINER, JAX, NOT_ARRAY, NUMPY, TRACED, UNSURE, proven
 from .narrowing import NarrowingMixin
 from .scopes import INFERRED, Function
 
@@ -69,9 +69,10 @@ _ARRAY_METHODS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "
 
 class TracednessMixin(NarrowingMixin):
     @staticmethod
-    def _truthiness_traced(k: int) -> bool:
-        """``bool(v)`` needs a tracer's value: not for a container (its length decides)."""
-        return bool(k & TRACED) and bool(k & JAX) and not (k & CONTAINER)
+    def _truthiness_traced(k: int, may: bool = False) -> bool:
+        """``bool(v)`` needs a tracer's value: not for a container (its length decides), nor
+        for an unknown (``UNSURE``) unless ``may``."""
+        return bool(k & TRACED) and bool(k & JAX) and not (k & CONTAINER) and (may or not k & UNSURE)
 
     def truth_traced(self, e: ast.AST, fn: Function) -> bool:
         """Does ``bool(e)`` (an ``if``/``while``/``and``/``not`` test) need a traced value?
@@ -95,8 +96,9 @@ class TracednessMixin(NarrowingMixin):
         return self._traced_only_by(fn, "_primal_cache", lambda tr: tr.differentiates)
 
     def is_traced(self, e: ast.AST, fn: Function) -> bool:
-        """``e`` holds a tracer: ``fn`` runs traced and ``e`` is a traced value."""
-        return fn.under_trace and bool(self.kind(e, fn) & TRACED)
+        """``e`` holds a tracer: ``fn`` runs traced and ``e`` is a traced value (proven, not an
+        unknown)."""
+        return fn.under_trace and proven(self.kind(e, fn))
 
     def traced_culprit(self, e: ast.AST, fn: Function) -> Optional[ast.AST]:
         """The innermost-leftmost sub-expression that makes ``e`` traced.
@@ -104,7 +106,7 @@ class TracednessMixin(NarrowingMixin):
         Used in messages: "`if` on traced value `x`".  Returns a Name when
         one carries the taint, else the smallest traced call or attribute.
         """
-        if not self.kind(e, fn) & TRACED:
+        if not proven(self.kind(e, fn)):
             return None
         t = e.__class__
         if t is ast.Name:
@@ -140,7 +142,7 @@ class TracednessMixin(NarrowingMixin):
         assignments are arithmetic or a ``jax.numpy``/``lax``/``random``/``nn`` call
         returning one array (``+=``-style updates keep it an array)."""
         k = self.kind(e, fn)
-        if not (k & TRACED and k & JAX) or k & CONTAINER or e.__class__ is not ast.Name:
+        if not (proven(k) and k & JAX) or k & CONTAINER or e.__class__ is not ast.Name:
             return False
         name = e.id
         if name in fn.param_nodes:

@@ -15,7 +15,7 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
-from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED
+from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, UNSURE
 from .literals import literal_elements, literal_ints, literal_strs
 from .configparams import ConfigParamsMixin
 from .customrules import CustomRulesMixin
@@ -600,7 +600,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     traced.add(p)
                     if p not in direct:
                         old = callee.param_kinds.get(p, 0)
-                        new = old | (k & (TRACED | JAX | NUMPY | CONTAINER))
+                        new = old | (k & (TRACED | JAX | NUMPY | CONTAINER | UNSURE))
                         if new != old:
                             callee.param_kinds[p] = new
                             changed = True

@@ -5,7 +5,7 @@ import math as _math
 import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ...analysis import JAX, TRACED, Function, SemanticModel
+from ...analysis import JAX, Function, SemanticModel, proven
 from .values import (at_compile_time, culprit, output_nodes, traced_array, traced_value,
                                  unreliable_param)
 from ..messages import short
@@ -378,7 +378,7 @@ def _field_only(ctx: Context, e: ast.AST, fn: Function) -> bool:
     for node in ast.walk(e):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
-    traced_names = [n for n in ast.walk(e) if isinstance(n, ast.Name) and m.kind(n, fn) & TRACED]
+    traced_names = [n for n in ast.walk(e) if isinstance(n, ast.Name) and proven(m.kind(n, fn))]
     if not traced_names:
         return False
     for n in traced_names:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import JAX, TRACED, Function, SemanticModel
+from ...analysis import JAX, Function, SemanticModel, proven
 from .values import at_compile_time, culprit, traced_operand
 from .dtypes import BoolAnalysis
 from ..messages import short
@@ -152,7 +152,7 @@ class DataDependentShape(TracedCodeRule):
                 name = "jnp.where"
             elif q is None and isinstance(func, ast.Attribute) and func.attr == "nonzero" and not call.args:
                 k = m.kind(func.value, fn)
-                if k & TRACED and k & JAX and traced_operand(m, func.value, fn):
+                if proven(k) and k & JAX and traced_operand(m, func.value, fn):
                     decisive = [func.value]
                     name = ".nonzero()"
         if name is None:

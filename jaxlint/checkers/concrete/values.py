@@ -30,7 +30,7 @@ from typing import Dict, Optional, Set, Tuple
 
 from ...analysis import knowledge as K
 from ...analysis.bindings import ASSIGN, CLASS, DEF, IMPORT
-from ...analysis.model import CONTAINER, JAX, NUMPY, TRACED, Function, SemanticModel
+from ...analysis.model import CONTAINER, JAX, NUMPY, TRACED, Function, SemanticModel, proven
 
 _WARN_FUNCS = frozenset({"warnings.warn", "absl.logging.log_first_n", "absl.logging.log_every_n"})
 
@@ -38,7 +38,7 @@ _WARN_FUNCS = frozenset({"warnings.warn", "absl.logging.log_first_n", "absl.logg
 def traced_value(model: SemanticModel, e: ast.AST, fn: Function) -> bool:
     """``e`` may hold a tracer (array or container of arrays) while ``fn`` is traced."""
     k = model.kind(e, fn)
-    if not k & TRACED:
+    if not proven(k):
         return False
     if k & NUMPY and not k & JAX:
         return False   # traced only through a NumPy conversion, reported at its source
@@ -60,7 +60,7 @@ def traced_operand(model: SemanticModel, e: ast.AST, fn: Function) -> bool:
     operands whose *role* is already certain (a boolean mask, the argument of
     ``jnp.nonzero``) the only question left is whether the value is traced."""
     k = model.kind(e, fn)
-    if not k & TRACED:
+    if not proven(k):
         return False
     if k & NUMPY and not k & JAX:
         return False

@@ -14,7 +14,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ...analysis import knowledge as K
 from .bindings import (AMBIGUOUS_METHODS, LIST_METHODS, MUTATING_METHODS, BindingFacts, bindings_for,
                        root_name)
-from ...analysis.model import CONTAINER, NUMPY, TRACED, ClassInfo, Function, SemanticModel
+from ...analysis.model import CONTAINER, NUMPY, ClassInfo, Function, SemanticModel, proven
 
 # transforms whose Python body runs on every call unless an enclosing function is staged
 EAGER_TRANSFORMS = K.EAGER_TRANSFORMS
@@ -626,7 +626,7 @@ def _container_root(e: ast.AST) -> Optional[ast.Name]:
 def value_traced(model: SemanticModel, fn: Function, values: List[ast.expr]) -> Optional[ast.expr]:
     """The first traced expression among ``values`` (a traced culprit), else None."""
     for v in values:
-        if model.kind(v, fn) & TRACED:
+        if proven(model.kind(v, fn)):
             return model.traced_culprit(v, fn) or v
     return None
 
@@ -636,7 +636,7 @@ def depends_on_locals(model: SemanticModel, fn: Function, values: List[ast.expr]
     ``fn`` itself (as opposed to only values closed over from an outer trace)?"""
     for v in values:
         for n in ast.walk(v):
-            if n.__class__ is ast.Name and n.id in fn.locals and model.kind(n, fn) & TRACED:
+            if n.__class__ is ast.Name and n.id in fn.locals and proven(model.kind(n, fn)):
                 return True
     return False
 

@@ -4,7 +4,7 @@ import ast
 import re
 from typing import Iterator, List, Optional, Tuple
 
-from ...analysis import TRACED, Function, SemanticModel
+from ...analysis import Function, SemanticModel, proven
 from ...analysis import knowledge as K
 from ...fixes.edits import SAFE, Edit, Fix
 from ...fixes.imports import module_alias
@@ -113,9 +113,9 @@ class PrintUnderTrace(TracedCodeRule):
                 a = a.args[0]
             if isinstance(a, ast.JoinedStr):
                 for v in a.values:
-                    if isinstance(v, ast.FormattedValue) and m.kind(v.value, fn) & TRACED:
+                    if isinstance(v, ast.FormattedValue) and proven(m.kind(v.value, fn)):
                         return m.traced_culprit(v.value, fn)
-            elif m.kind(a, fn) & TRACED:
+            elif proven(m.kind(a, fn)):
                 return m.traced_culprit(a, fn)
         return None
 

@@ -9,7 +9,7 @@ import io
 import tokenize
 from typing import List, Optional, Set, Tuple
 
-from ....analysis import CONTAINER, JAX, TRACED, Function
+from ....analysis import CONTAINER, JAX, Function, proven
 from ....fixes.edits import Edit, Fix
 from ....fixes.imports import module_alias
 from ....fixes.names import fresh_name, names_in_scope
@@ -296,7 +296,7 @@ class LoopFix:
                 xs = f"{jnp}.arange({lo}, {hi})" if lo_given is not None else f"{jnp}.arange({hi})"
         else:
             k = m.kind(it, fn)
-            self.require(k & TRACED and k & JAX and not k & CONTAINER)
+            self.require(proven(k) and k & JAX and not k & CONTAINER)
             xs = src.segment(it)
             self.require("\n" not in xs)
         after_pos = (after.end_lineno, after.end_col_offset)

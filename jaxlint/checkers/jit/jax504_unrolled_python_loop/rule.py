@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from ....analysis import TRACED, Function, SemanticModel
+from ....analysis import Function, SemanticModel, proven
 from ....fixes.edits import UNSAFE
 from ...base import Context, Finding, FixOffer, Rule, register, traced_functions
 from .rewrite import LoopFix, NoFix, carry_names
@@ -130,12 +130,12 @@ class UnrolledPythonLoop(Rule):
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and _named_slot(n.targets[0]):
                     continue   # ``stats[f"layer{i}/load"] = x[i]``: filing values under names, no computation
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
-                    if n.value is not None and m.kind(n.value, fn) & TRACED:
+                    if n.value is not None and proven(m.kind(n.value, fn)):
                         return True
                     v = n.value
                     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
                             and v.func.attr in ("append", "extend", "insert") \
-                            and any(m.kind(a, fn) & TRACED for a in v.args):
+                            and any(proven(m.kind(a, fn)) for a in v.args):
                         return True
         return False
 

@@ -13,7 +13,7 @@ import ast
 import re
 from typing import Optional, Tuple
 
-from ....analysis import CONTAINER, JAX, TRACED, Function, SemanticModel
+from ....analysis import CONTAINER, JAX, Function, SemanticModel, proven
 from ...messages import short
 
 # attribute chains that hold configuration: ``config.num_steps``, ``self.cfg.n_iter``
@@ -225,7 +225,7 @@ def traced_array(m: SemanticModel, fn: Function, e: ast.expr) -> bool:
     if not (isinstance(e, ast.Name) and e.id in fn.param_nodes and _ARRAY_NAME.match(e.id)):
         return False
     k = m.kind(e, fn)
-    return bool(k & TRACED and k & JAX) and not k & CONTAINER
+    return proven(k) and bool(k & JAX) and not k & CONTAINER
 
 
 def _used_as_mapping(loop: ast.For) -> bool:
