@@ -113,6 +113,10 @@ class StaticArgsMixin:
         if not defaulted or text is None:
             return set()
         if node is call:
+            invoked = next((c for c in scope.of_type(ast.Call) if c.func is call), None)
+            if invoked is not None:
+                # ``jax.vmap(f)(a, b, c)``: called at once, with these arguments only
+                return self._not_passed(target, [invoked], defaulted)
             owner = next((a for a in scope.of_type(ast.Assign) if a.value is call), None)
             if owner is None or len(owner.targets) != 1 or owner.targets[0].__class__ is not ast.Name:
                 return set()
@@ -124,13 +128,18 @@ class StaticArgsMixin:
         # every mention of the name is its binding or a call of it (not passed on, not stored)
         if not calls or len(re.findall(r"\b%s\b" % re.escape(name), text)) != len(calls) + 1:
             return set()
+        return self._not_passed(target, calls, defaulted)
+
+    @staticmethod
+    def _not_passed(target: CallTarget, calls: List[ast.Call], defaulted: List[str]) -> Set[str]:
+        """The defaulted parameters none of ``calls`` (of the transformed function) passes."""
         npos, kws = 0, set()
         for c in calls:
             if any(a.__class__ is ast.Starred for a in c.args) or any(k.arg is None for k in c.keywords):
                 return set()
             npos = max(npos, len(c.args))
             kws.update(k.arg for k in c.keywords)
-        params = fn.params[target.bound_positional:]
+        params = target.function.params[target.bound_positional:]
         return {p for p in defaulted if p not in kws and not (p in params and params.index(p) < npos)}
 
     def _partial_names(self, scope: Function) -> Set[str]:

@@ -1,8 +1,11 @@
 """Attribute and method names that hold static Python values, wherever a class
 declares them.
 
-A pytree class says which of its fields are static metadata
-(``flax.struct.field(pytree_node=False)``, ``eqx.field(static=True)``) and
+A pytree class says which of its fields are static metadata -- JAX's registration rules as
+data: ``flax.struct.field(pytree_node=False)``, ``eqx.field(static=True)``,
+``dataclasses.field(metadata=dict(static=True))`` and ``register_dataclass(...,
+meta_fields=[...])``, every attribute of a ``register_static`` class, the auxiliary data a
+``tree_flatten`` returns -- and
 which of its methods return Python values (``def num_links(self) -> int``).
 Code that receives such an object under ``jit`` -- often in another module --
 reads ``sys.link_types`` or ``range(sys.num_links())``: static values, not
@@ -15,7 +18,7 @@ jaxlint quieter, and it leaves out method names that JAX arrays also have
 from __future__ import annotations
 
 import ast
-from typing import Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 # return annotations of methods whose result is a Python value
 STATIC_RETURNS = frozenset({"int", "bool", "str", "bytes"})
@@ -38,7 +41,10 @@ def _terminal(e: ast.AST) -> str:
 
 
 def _static_field(value: ast.AST) -> bool:
-    """``struct.field(pytree_node=False)``, ``eqx.field(static=True)``, ``static_field()``."""
+    """A field JAX's pytree registration leaves out of the leaves: ``struct.field(pytree_node=False)``
+    (Flax), ``eqx.field(static=True)``/``static_field()`` (Equinox), and a dataclass field whose
+    metadata says ``static`` (``dataclasses.field(metadata=dict(static=True))``, read by
+    ``jax.tree_util.register_dataclass``)."""
     if not isinstance(value, ast.Call) or _terminal(value.func) not in _FIELD_CALLS:
         return False
     if _terminal(value.func) == "static_field":
@@ -49,7 +55,87 @@ def _static_field(value: ast.AST) -> bool:
                 return True
             if kw.arg == "static" and kw.value.value is True:
                 return True
+        if kw.arg == "metadata" and _says_static(kw.value):
+            return True
     return False
+
+
+def _says_static(meta: ast.AST) -> bool:
+    """``dict(static=True)`` or ``{"static": True}``."""
+    if isinstance(meta, ast.Call) and _terminal(meta.func) == "dict":
+        return any(kw.arg == "static" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+                   for kw in meta.keywords)
+    if isinstance(meta, ast.Dict):
+        return any(isinstance(k, ast.Constant) and k.value == "static" and isinstance(v, ast.Constant)
+                   and v.value is True for k, v in zip(meta.keys, meta.values))
+    return False
+
+
+def _strings(e: Optional[ast.AST]) -> List[str]:
+    """The string literals of a list/tuple display (``meta_fields=["n", "axis"]``)."""
+    if isinstance(e, (ast.List, ast.Tuple)):
+        return [x.value for x in e.elts if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+    return []
+
+
+def _registration(call: ast.AST) -> Tuple[Optional[str], List[str]]:
+    """``(kind, meta fields)`` of a pytree registration call or decorator:
+    ``register_static`` (every attribute is static) or ``register_dataclass(..., meta_fields=[...])``
+    (those fields are), also spelled ``functools.partial(register_dataclass, meta_fields=...)``."""
+    if not isinstance(call, (ast.Call, ast.Name, ast.Attribute)):
+        return None, []
+    if isinstance(call, ast.Call) and _terminal(call.func) == "partial" and call.args:
+        inner = ast.Call(func=call.args[0], args=[], keywords=call.keywords)
+        return _registration(inner)
+    term = _terminal(call.func if isinstance(call, ast.Call) else call)
+    if term == "register_static":
+        return "static", []
+    if term == "register_dataclass" and isinstance(call, ast.Call):
+        meta = next((kw.value for kw in call.keywords if kw.arg == "meta_fields"), None)
+        if meta is None and len(call.args) >= 3:
+            meta = call.args[2]
+        return "dataclass", _strings(meta)
+    return None, []
+
+
+def _attributes_of(cls: ast.ClassDef) -> Set[str]:
+    """Every attribute a class declares or assigns (``x: int``, ``self.x = ...``)."""
+    out: Set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+        elif isinstance(stmt, ast.Assign):
+            out.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    for n in ast.walk(cls):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) \
+                and n.value.id == "self":
+            out.add(n.attr)
+    return out
+
+
+def _dataclass_fields(cls: ast.ClassDef):
+    """``(name, default)`` of the annotated fields of a class body."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            yield stmt.target.id, stmt.value
+
+
+def _aux_attributes(cls: ast.ClassDef) -> Set[str]:
+    """The attributes a ``tree_flatten(self)`` returns as auxiliary data (its second item:
+    ``return (self.a,), (self.n,)``): JAX keeps them in the treedef, static."""
+    out: Set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "tree_flatten":
+            for r in ast.walk(stmt):
+                if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple) and len(r.value.elts) == 2:
+                    aux = r.value.elts[1]
+                    items = aux.elts if isinstance(aux, (ast.Tuple, ast.List)) else [aux]
+                    if isinstance(aux, ast.Dict):
+                        items = list(aux.values)
+                    for x in items:
+                        if isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name) and x.value.id == "self":
+                            out.add(x.attr)
+    return out
 
 
 def _static_return(fn: ast.AST) -> bool:
@@ -76,10 +162,22 @@ def static_names(tree: ast.Module) -> Tuple[Set[str], Set[str]]:
     """``(attribute names, method names)`` declared static by the classes of ``tree``."""
     fields: Set[str] = set()
     methods: Set[str] = set()
+    classes: Dict[str, ast.ClassDef] = {}
+    calls: List[ast.Call] = []
     todo = list(tree.body)
     while todo:
         node = todo.pop()
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args \
+                and isinstance(node.value.args[0], ast.Name):
+            calls.append(node.value)
         if isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+            for dec in node.decorator_list:
+                kind, meta = _registration(dec)
+                if kind == "static":
+                    fields |= _attributes_of(node)
+                fields.update(meta)
+            fields |= _aux_attributes(node)
             for stmt in node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                         and stmt.value is not None and _static_field(stmt.value):
@@ -94,6 +192,15 @@ def static_names(tree: ast.Module) -> Tuple[Set[str], Set[str]]:
                     todo.append(stmt)
         elif isinstance(node, (ast.If, ast.Try)):
             todo.extend(node.body)
+    for call in calls:
+        # ``jax.tree_util.register_static(Config)``, ``register_dataclass(State, [...], [...])``
+        registered = classes.get(call.args[0].id)
+        kind, meta = _registration(call)
+        if registered is not None and kind == "static":
+            fields |= _attributes_of(registered)
+        elif registered is not None and kind == "dataclass":
+            fields.update(meta)
+            fields.update(f for f, v in _dataclass_fields(registered) if v is not None and _static_field(v))
     return fields, methods
 
 
