@@ -12,6 +12,7 @@ from . import knowledge as K
 from .literals import literal_elements
 from .scopes import CallTarget, Function
 
+_COMMENT = re.compile(r"#[^\n]*")
 # positions a transform site can speak for without knowing its callee
 _MAX_ARITY = 16
 
@@ -125,8 +126,13 @@ class StaticArgsMixin:
             name, home = fn.name, fn.parent
         calls = [c for s in self.functions for c in s.of_type(ast.Call)
                  if c.func.__class__ is ast.Name and c.func.id == name and self.resolve_scope(name, s) is home]
-        # every mention of the name is its binding or a call of it (not passed on, not stored)
-        if not calls or len(re.findall(r"\b%s\b" % re.escape(name), text)) != len(calls) + 1:
+        # every mention of the name where it is bound is its binding or a call of it (not passed
+        # on, not stored); a mention as an attribute (``jax.grad`` for a name ``grad``) is not one
+        if not home.is_module and self.source is not None:
+            src = self.source
+            text = text[src.offset(home.node.lineno, 0):src.offset(home.node.end_lineno + 1, 0)]
+        text = _COMMENT.sub("", text)
+        if not calls or len(re.findall(r"(?<![\w.])%s\b" % re.escape(name), text)) != len(calls) + 1:
             return set()
         return self._not_passed(target, calls, defaulted)
 
