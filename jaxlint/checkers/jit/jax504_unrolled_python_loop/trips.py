@@ -225,7 +225,9 @@ def traced_array(m: SemanticModel, fn: Function, e: ast.expr) -> bool:
     if not (isinstance(e, ast.Name) and e.id in fn.param_nodes and _ARRAY_NAME.match(e.id)):
         return False
     k = m.kind(e, fn)
-    return proven(k) and bool(k & JAX) and not k & CONTAINER
+    # (in code traced by inference -- a module method -- the name is no evidence: ``xs`` is as
+    # often a Python list of feature maps; the model must vouch for an array)
+    return proven(k) and bool(k & JAX) and not k & CONTAINER and m.vouched_array(e, fn)
 
 
 def _used_as_mapping(loop: ast.For) -> bool:
