@@ -167,3 +167,34 @@ def test_namespace_packages_inside_a_package(tmp_path):
     f.write_text("MODE = 'train'\n")
     assert module_name_for(str(f), str(tmp_path))[0] == "app.common.types"
     assert module_name_for(str(f))[0] == "types"   # without the project: the __init__ chain only
+
+
+_REUSE = ("import jax\n\n"
+          "def draw(shape):\n"
+          "    key = jax.random.PRNGKey(0)\n"
+          "    a = jax.random.normal(key, shape)\n"
+          "    b = jax.random.normal(key, shape)\n"
+          "    return a, b\n")
+
+
+def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
+    """Where a file sits in its project decides the profile of a key reuse: tests and teaching
+    material (docs, tutorials, notebooks folders) keep one key on purpose, so their reuse is
+    reported with --strict only; a checkout under a folder named `tests` is not test code."""
+    from jaxlint.checkers import Settings
+    root = tmp_path / "tests" / "proj"          # the folders above the project do not count
+    for rel in ("src/model.py", "tests/helpers.py", "docs/notebooks/intro.py", "examples/train.py"):
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(_REUSE)
+    (root / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(root.rglob("*.py"))]
+    proj = Project(str(root), files)
+    got = {}
+    for f in files:
+        rel = str(Path(f).relative_to(root))
+        src = SourceFile.from_path(f)
+        found = lint_source(src, RULES, Settings(strict=True), model=proj.model_for(f))
+        got[rel] = sorted(x.profile for x in found if x.code == "JAX401")
+    assert got == {"src/model.py": ["default"], "examples/train.py": ["default"],
+                   "tests/helpers.py": ["strict"], "docs/notebooks/intro.py": ["strict"]}

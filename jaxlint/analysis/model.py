@@ -62,6 +62,8 @@ class Seed:
     transform: str = "project"
 
 
+# folders of teaching material (notebooks, tutorials, documentation)
+_TUTORIAL_FOLDERS = frozenset({"docs", "doc", "tutorials", "tutorial", "notebooks", "notebook", "colab", "colabs"})
 # base classes of test cases (``unittest.TestCase``, absltest's and parameterized's)
 _TEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase", "parameterized.TestCase"})
 
@@ -94,6 +96,8 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.seeds = tuple(seeds)
         # set by the project: qualname -> facts about another module's function (external_facts)
         self.external_resolver = None
+        # set by the project: the file's path below the project root
+        self.rel_path: Optional[str] = None
         # set by the project: method name -> facts of every project class's method of that name
         self.method_resolver = None
         self.module = Function(tree, "<module>", "<module>", None, None)
@@ -214,13 +218,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         computations to compare them) and belong to the strict profile."""
         got = self.__dict__.get("_test_module")
         if got is None:
-            # the file name, and the packages the project root puts it in (not the folders
-            # above the project: a checkout under ~/tests/ is not test code)
-            path = getattr(self.source, "path", None) or ""
-            base = path.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            packages = (self.module_name or "").split(".")[:-1]
+            folders, base = self._place()
             got = self._test_module = base.startswith("test_") or base.endswith("_test") \
-                or base in ("conftest", "tests", "test") or any(p in ("tests", "test", "testing") for p in packages)
+                or base in ("conftest", "tests", "test") or any(p in ("tests", "test", "testing") for p in folders)
         if got or fn is None:
             return got
         s: Optional[Function] = fn
@@ -230,6 +230,29 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                 return True
             s = s.parent
         return False
+
+    def in_tutorial_code(self) -> bool:
+        """The module is teaching material: a notebook, or a file under a ``docs``,
+        ``tutorials``, ``notebooks`` or ``colab`` folder of the project.  Demonstrations keep
+        one key on purpose to stay short; those findings belong to the strict profile."""
+        got = self.__dict__.get("_tutorial_module")
+        if got is None:
+            folders, _base = self._place()
+            path = getattr(self.source, "path", None) or ""
+            got = self._tutorial_module = path.endswith(".ipynb") or any(p in _TUTORIAL_FOLDERS for p in folders)
+        return got
+
+    def _place(self) -> Tuple[List[str], str]:
+        """(folders, file stem) of the module within its project: the path below the project
+        root when the project is known, else the packages of its module name (never the folders
+        above the project: a checkout under ~/tests/ is not test code)."""
+        path = (self.rel_path or getattr(self.source, "path", None) or "").replace("\\", "/")
+        base = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if self.rel_path:
+            folders = [p.lower() for p in self.rel_path.replace("\\", "/").split("/")[:-1]]
+        else:
+            folders = (self.module_name or "").split(".")[:-1]
+        return folders, base
 
     # ------------------------------------------------------- conveniences
     def loggers(self) -> Set[str]:

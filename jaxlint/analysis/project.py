@@ -373,6 +373,7 @@ class Project:
                               **self._statics())
         model.external_resolver = lambda q: self.external_facts(q, m)
         model.method_resolver = self.methods_named
+        model.rel_path = os.path.relpath(m.path, self.root)
         return model
 
     def _model_of(self, m: Module) -> Optional[SemanticModel]:

@@ -8,6 +8,7 @@ from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .crn import compared_together
+from .profiles import deliberate_basis
 from .keys import Reuse, Use, rule_analysis
 from .naming import split_spelling, subkey_name
 from .vocabulary import RANDOM
@@ -128,9 +129,36 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     for u in (r.first, r.use):
         if u is not None and u.kind == "call" and not u.draws:
             return f"{_consumer(u)} is not known to draw from the key (its effect on a key is unknown here)"
-    if ctx.model.in_test_code(r.fn):
-        return "test code, where one key is often given to several computations on purpose"
-    return None
+    if r.first is not None and r.reason == "again" and not _derives(ctx, r.fn, r.first) \
+            and _derives(ctx, r.fn, r.use):
+        # (the reverse -- split, then the parent drawn from -- is the slip maintainers fix)
+        return ("the key is drawn from first and only then split (or folded): the derived keys "
+                "do not repeat the numbers drawn")
+    return deliberate_basis(ctx.model, r.fn)
+
+
+def _derives(ctx: Context, fn, u: Use) -> bool:
+    """``u`` derives new keys from the key (``split``/``fold_in``, or a function whose summary
+    says it splits that parameter) rather than drawing numbers from it."""
+    if u.kind in ("split", "fold_in"):
+        return True
+    if u.kind != "call":
+        return False
+    m = ctx.model
+    f = u.call.func
+    target = m.resolve_callable(f, fn)
+    if target is not None:
+        ka = rule_analysis(ctx)
+        pairs, _ = m.bind_arguments(target, u.call)
+        return any(a is u.arg and ka.splits(target.function, p) for p, a in pairs)
+    q = m.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+    ext = m.external_facts(q)
+    if ext is not None and "prng" in ext:
+        params = ext["params"]
+        bound = [params[i] for i, a in enumerate(u.call.args) if a is u.arg and i < len(params)]
+        bound += [kw.arg for kw in u.call.keywords if kw.value is u.arg]
+        return any(p in ext["prng"].get("split", ()) for p in bound)
+    return False
 
 
 def _consumer(use: Use) -> str:

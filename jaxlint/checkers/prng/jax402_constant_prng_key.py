@@ -9,6 +9,7 @@ from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from ...analysis import knowledge as K
 from .keys import rule_analysis
+from .profiles import deliberate_basis
 from .loops import is_config_sweep, loop_label
 from .naming import base_key_name, split_spelling
 from .vocabulary import (COMPREHENSIONS, KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
@@ -138,11 +139,12 @@ class ConstantPrngKey(Rule):
                            f"every iteration gets the same key and draws the same numbers; create it once "
                            f"before the loop and split it")
                     fix = _hoist_fix(ctx, fn, call, loop, loops)
-                    yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix)
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix,
+                                      strict=deliberate_basis(m, fn))
                 elif traced:
                     msg = (f"`{spelled}({short(seed)})` inside {fn.trace_description()} is the same key on "
                            f"every call, so every call draws the same numbers; pass a fresh key in")
-                    yield ctx.finding(self, call, msg, confidence=fn.confidence)
+                    yield ctx.finding(self, call, msg, confidence=fn.confidence, strict=deliberate_basis(m, fn))
 
 
 def _init_like(term: str) -> bool:

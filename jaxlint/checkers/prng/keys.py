@@ -287,6 +287,16 @@ class KeyAnalysis:
                 ext.extend(x for x in sub if x not in ext)
         return ext or None
 
+    def splits(self, fn: Function, param: str) -> bool:
+        """``fn`` derives keys from its parameter ``param`` with ``jax.random.split`` (the
+        summary a caller needs: splitting that key again gives the same subkeys)."""
+        for call in fn.of_type(ast.Call):
+            if self.random_qualname(call, fn) == "jax.random.split":
+                a = key_argument(call)
+                if isinstance(a, ast.Name) and a.id == param:
+                    return True
+        return False
+
     def key_params(self, fn: Function) -> Set[str]:
         ks = self._keys.get(id(fn))
         if not ks:
@@ -533,6 +543,9 @@ def export_key_params(model: SemanticModel) -> Dict[str, Dict[str, List[str]]]:
             continue
         kp = an.key_names(fn) & set(fn.param_nodes)
         out[name] = {"key": sorted(kp), "folded": sorted(p for p in kp if an.only_folded(fn, p))}
+        split = sorted(p for p in kp if an.splits(fn, p))
+        if split:
+            out[name]["split"] = split
         via = {p: v for p in sorted(kp) if p not in out[name]["folded"] for v in [an.via(fn, p)] if v}
         if via:
             out[name]["via"] = via

@@ -1,0 +1,17 @@
+"""Where a PRNG finding is usually deliberate: tests and teaching material keep one key on
+purpose (to compare two computations, to keep a demonstration short).  Such findings belong to
+the strict profile (``--strict``)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...analysis.model import Function, SemanticModel
+
+
+def deliberate_basis(model: SemanticModel, fn: Optional[Function]) -> Optional[str]:
+    """Why a key finding in ``fn`` belongs to the strict profile, or None."""
+    if model.in_test_code(fn):
+        return "test code, where one key is often given to several computations on purpose"
+    if model.in_tutorial_code():
+        return "teaching material (a notebook or tutorial), where one key is often kept on purpose"
+    return None
