@@ -30,6 +30,14 @@ when it changes on disk.  In a project (a folder with ``pyproject.toml``,
 documents are then linted again with its lint function (what other modules tell
 about them), and the index is rebuilt after each save.  Positions follow the encoding negotiated with the client
 (UTF-16 by default); jaxlint's own columns are characters.
+
+Diagnostics are published only for the document's current version; when the project index
+is ready, an open document gets a second set only if the index changed its diagnostics.  Every request is answered: invalid params (a hover without a
+position, a negative line) with InvalidParams, a request after ``shutdown`` with InvalidRequest,
+a document the client never opened with an empty result, a jaxlint bug with a one-line
+InternalError (the traceback goes to stderr, never into the reply).  A message whose
+``Content-Length`` is over :data:`MAX_MESSAGE_BYTES` is skipped, not read into memory.  ``exit``
+ends the process at once, even while a project index is being built (in a daemon thread).
 """
 from __future__ import annotations
 
@@ -37,6 +45,8 @@ import asyncio
 import logging
 import os
 import re
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -60,6 +70,9 @@ UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 CHANGE_DELAY = 0.2
 # the code action kind of "apply every safe fix" (editors' fix-on-save asks for source.fixAll)
 FIX_ALL = "source.fixAll.jaxlint"
+# the largest message read (a whole document in didOpen/didChange); a larger Content-Length is
+# skipped with a note on stderr rather than allocated
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 def rule_url(code: str) -> str:
     return DOCS_URL.format(code=code)
@@ -445,13 +458,99 @@ def _run_build(linter: Linter, root: str):
         return None, f"{type(exc).__name__}: {exc}"
 
 
+class GuardedReader:
+    """Standard input for the server's message loop, less the messages nobody should read: a
+    ``Content-Length`` header over ``limit`` (or too long to be a number) is dropped, so the
+    message's body is skipped as unrecognised header lines instead of being allocated."""
+
+    _LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.I)
+
+    def __init__(self, stream, limit: int = MAX_MESSAGE_BYTES):
+        self.stream = stream
+        self.limit = limit
+
+    def readline(self) -> bytes:
+        line = self.stream.readline()
+        m = self._LENGTH.match(line)
+        if m and (len(m.group(1)) > 15 or int(m.group(1)) > self.limit):
+            log.error("a message of %s bytes was skipped (the limit is %d bytes)",
+                      m.group(1)[:20].decode("ascii") + ("..." if len(m.group(1)) > 20 else ""), self.limit)
+            return b"X-Jaxlint-Skipped: content-length over the limit\r\n"
+        return line
+
+    def read(self, n: int) -> bytes:
+        return self.stream.read(min(n, self.limit))
+
+
+class _Answered:
+    """A request that was answered while it was read (its params did not fit): nothing to run."""
+
+    jsonrpc = "2.0"
+
+
+def _protocol_class():
+    """pygls' LSP protocol, answering what it would leave unanswered: a request whose params do
+    not fit its type (InvalidParams) and a request after ``shutdown`` (InvalidRequest)."""
+    from lsprotocol import types as t
+    from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+    from pygls.protocol import LanguageServerProtocol
+
+    class Protocol(LanguageServerProtocol):
+        def structure_message(self, data):
+            try:
+                return super().structure_message(data)
+            except JsonRpcException as exc:
+                if not (isinstance(data, dict) and "id" in data and "method" in data
+                        and isinstance(data["id"], (int, str))):
+                    raise
+                error = exc if isinstance(exc, JsonRpcInvalidParams) else JsonRpcInvalidParams()
+                self._send_response(data["id"], error=t.ResponseError(
+                    code=error.code, message=f"invalid params for {data['method']}"))
+                return _Answered()
+
+        def handle_message(self, message):
+            if isinstance(message, _Answered):
+                return
+            method = getattr(message, "method", None)
+            if self._shutdown and method not in (None, t.EXIT) and getattr(message, "id", None) is not None:
+                error = JsonRpcInvalidRequest()
+                self._send_response(message.id, error=t.ResponseError(
+                    code=error.code, message=f"the server is shutting down: {method} was not run"))
+                return
+            super().handle_message(message)
+
+    return Protocol
+
+
+def _answering(handler):
+    """A request handler whose unexpected exceptions become a one-line InternalError (the
+    traceback is logged on stderr, never sent in the reply)."""
+    import functools
+    from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+
+    @functools.wraps(handler)
+    def run(params):
+        try:
+            return handler(params)
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            log.exception("%s failed", handler.__name__)
+            raise JsonRpcInternalError(message=f"jaxlint: {type(exc).__name__}: {exc}") from None
+    return run
+
+
 def create_server():
     """The pygls server with jaxlint's features registered (not started)."""
     from lsprotocol import types as t
     from pygls.lsp.server import LanguageServer
+    from urllib.parse import unquote
 
-    ls = LanguageServer(NAME, __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full)
-    state: Dict[str, object] = {"linter": Linter(), "checked": {}, "languages": {}, "pending": {}}
+    ls = LanguageServer(NAME, __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full,
+                        protocol_cls=_protocol_class())
+    # published: uri -> (version, diagnostics) last sent, so nothing stale or repeated is sent
+    state: Dict[str, object] = {"linter": Linter(), "checked": {}, "languages": {}, "pending": {},
+                                "published": {}, "shutdown": False}
 
     def encoding() -> str:
         enc = ls.workspace.position_encoding
@@ -463,7 +562,22 @@ def create_server():
         wse = getattr(ws, "workspace_edit", None) if ws else None
         return bool(wse and wse.document_changes)
 
-    def lint(uri: str) -> Optional[Checked]:
+    def is_open(uri: str) -> bool:
+        return unquote(uri) in ls.workspace.text_documents
+
+    def publish(uri: str, checked: Checked, only_if_changed: bool = False) -> None:
+        """Send the diagnostics of ``checked`` if it is the document's current version (and,
+        with ``only_if_changed``, if they differ from what the client last received for it)."""
+        if not is_open(uri) or ls.workspace.get_text_document(uri).version != checked.version:
+            return     # the document changed (or closed) since: its own lint will publish
+        diags = diagnostics(checked, encoding())
+        if only_if_changed and state["published"].get(uri) == (checked.version, diags):
+            return
+        state["published"][uri] = (checked.version, diags)
+        ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
+            uri=uri, version=checked.version, diagnostics=diags))
+
+    def lint(uri: str, only_if_changed: bool = False) -> Optional[Checked]:
         doc = ls.workspace.get_text_document(uri)
         if not _is_python(uri, state["languages"].get(uri)):
             return None
@@ -471,14 +585,13 @@ def create_server():
         state["checked"][uri] = checked
         if checked.error is not None:
             log.info("%s: %s", uri, checked.error)
-        ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(
-            uri=uri, version=doc.version, diagnostics=diagnostics(checked, encoding())))
+        publish(uri, checked, only_if_changed)
         index_project(_path_of(uri))
         return checked
 
     def index_project(path: Optional[str]) -> None:
-        """Build (or rebuild) the project index of ``path`` in a worker thread; when it is
-        ready, lint the open documents of that project again with it."""
+        """Build (or rebuild) the project index of ``path`` in a daemon thread (``exit`` never
+        waits for it); when it is ready, lint the open documents of that project again with it."""
         linter: Linter = state["linter"]
         root = linter.project_root(path)
         if not linter.wants_build(root):
@@ -492,8 +605,15 @@ def create_server():
         if loop is None:
             installed(root, linter, _run_build(linter, root))
             return
-        future = loop.run_in_executor(None, _run_build, linter, root)
-        future.add_done_callback(lambda fut: installed(root, linter, fut.result()))
+
+        def build():
+            outcome = _run_build(linter, root)
+            try:
+                loop.call_soon_threadsafe(installed, root, linter, outcome)
+            except RuntimeError:    # the loop closed: the server is exiting
+                pass
+
+        threading.Thread(target=build, name=f"jaxlint-index {root}", daemon=True).start()
 
     def installed(root: str, linter: Linter, outcome) -> None:
         index = linter.projects[root]
@@ -507,14 +627,20 @@ def create_server():
             index.unavailable = True     # too big or no modules: file by file for good
             return
         index.workspace, index.stale = workspace, False
-        if state["linter"] is not linter:
+        if state["linter"] is not linter or state["shutdown"]:
             return
         for uri in list(state["checked"]):
             p = _path_of(uri)
+            if uri in state["pending"] or not is_open(uri):
+                continue     # a lint is due anyway (it will use the index)
             if p is not None and linter.project_root(p) == root:
-                lint(uri)
+                lint(uri, only_if_changed=True)     # a second set only if the index changed it
 
     def current(uri: str) -> Optional[Checked]:
+        """The lint of the open document ``uri`` as it is now; None for a document the client
+        has not opened (its text is not ours to read)."""
+        if not is_open(uri):
+            return None
         checked = state["checked"].get(uri)
         doc = ls.workspace.get_text_document(uri)
         if checked is None or checked.text != doc.source:
@@ -533,6 +659,7 @@ def create_server():
     @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: t.DidOpenTextDocumentParams):
         state["languages"][params.text_document.uri] = params.text_document.language_id
+        state["published"].pop(params.text_document.uri, None)
         lint(params.text_document.uri)
 
     @ls.feature(t.TEXT_DOCUMENT_DID_CHANGE)
@@ -551,23 +678,27 @@ def create_server():
             return
 
         def fire():
-            if pending.pop(uri, None) is not None and uri in state["languages"]:
+            if pending.pop(uri, None) is not None and uri in state["languages"] and is_open(uri):
                 lint(uri)
 
         pending[uri] = loop.call_later(CHANGE_DELAY, fire)
 
     @ls.feature(t.TEXT_DOCUMENT_DID_SAVE, t.SaveOptions(include_text=False))
     def did_save(params: t.DidSaveTextDocumentParams):
-        handle = state["pending"].pop(params.text_document.uri, None)
+        uri = params.text_document.uri
+        handle = state["pending"].pop(uri, None)
         if handle is not None:
             handle.cancel()
         # what this file now plants in its neighbours (and they in it) needs a fresh index
         linter: Linter = state["linter"]
-        root = linter.project_root(_path_of(params.text_document.uri))
+        root = linter.project_root(_path_of(uri))
         if root is not None and root in linter.projects:
             linter.projects[root].stale = True
             linter.projects[root].failed = False
-        lint(params.text_document.uri)
+        if is_open(uri):
+            lint(uri)      # and rebuilds the index
+        else:
+            index_project(_path_of(uri))
 
     @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: t.DidCloseTextDocumentParams):
@@ -577,11 +708,13 @@ def create_server():
             handle.cancel()
         state["checked"].pop(uri, None)
         state["languages"].pop(uri, None)
+        state["published"].pop(uri, None)
         ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION,
                 t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix, FIX_ALL],
                                     resolve_provider=False))
+    @_answering
     def code_action(params: t.CodeActionParams):
         checked = current(params.text_document.uri)
         if checked is None:
@@ -589,11 +722,30 @@ def create_server():
         return code_actions(checked, params.range, encoding(), versioned(), params.context.only)
 
     @ls.feature(t.TEXT_DOCUMENT_HOVER)
+    @_answering
     def on_hover(params: t.HoverParams):
         checked = current(params.text_document.uri)
         if checked is None:
             return None
         return hover(checked, params.position, encoding(), markdown_hover())
+
+    @ls.feature(t.SHUTDOWN)
+    def shutdown(params):
+        state["shutdown"] = True
+        for handle in state["pending"].values():
+            handle.cancel()
+        state["pending"].clear()
+
+    @ls.feature(t.EXIT)
+    def on_exit(params):
+        # nothing is left to save (the server writes no files): end now, without waiting for an
+        # index build or the thread blocked reading standard input; 0 after shutdown, else 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(0 if state["shutdown"] else 1)
 
     def markdown_hover() -> bool:
         caps = ls.client_capabilities
@@ -610,10 +762,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         server = create_server()
     except ImportError as exc:
-        import sys
         sys.stderr.write(f"jaxlint: error: the language server needs pygls>=2 and lsprotocol ({exc})\n")
         return 2
-    server.start_io()
+    server.start_io(stdin=GuardedReader(sys.stdin.buffer))
     return 0
 
 

@@ -440,3 +440,180 @@ def test_eglot_session_with_the_documented_setup(tmp_path):
     assert "DIAG 6 jaxlint [JAX101]: `print` of traced value `x`" in out, out
     assert "ACTION JAX101: Use `jax.debug.print`" in out and "ACTION JAX101: suppress with `# noqa: JAX101`" in out
     assert "FIXED jax.debug.print('{x}', x=x)" in out and "LEFT 0" in out, out
+
+
+# ------------------------------------------------------------------ robustness (issue 20 item 11, issue 21 item 8)
+def _answer(client, rid, timeout=TIMEOUT):
+    """The response to request ``rid``, error or result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = client._next(deadline)
+        if msg.get("id") == rid and "method" not in msg:
+            return msg
+
+
+def _raw_request(client, rid, method, params):
+    client.send({"id": rid, "method": method, "params": params})
+    return _answer(client, rid)
+
+
+def test_every_request_is_answered_without_a_traceback(cli_client, project):
+    client = cli_client
+    initialize(client, project)
+    path = project / "train.py"
+    path.write_text(TRAIN)
+    uri = path.as_uri()
+    open_doc(client, uri, TRAIN)
+    client.diagnostics(uri, version=1)
+
+    # invalid params: no position, a negative line, a range that is not one
+    for rid, params in ((101, {"textDocument": {"uri": uri}}),
+                        (102, {"textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}}),
+                        (103, {"textDocument": {"uri": uri}, "position": "here"})):
+        answer = _raw_request(client, rid, "textDocument/hover", params)
+        assert answer["error"]["code"] == -32602, answer
+    answer = _raw_request(client, 104, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": None,
+                                                                   "context": {"diagnostics": []}})
+    assert answer["error"]["code"] == -32602
+    # positions past the end of the document are answered, not an error
+    assert _raw_request(client, 105, "textDocument/hover", {
+        "textDocument": {"uri": uri}, "position": {"line": 10 ** 6, "character": 10 ** 6}})["result"] is None
+
+    # a document the client never opened (missing on disk, or present): empty answers, no traceback
+    for rid, name in ((106, "never_written.py"), (107, "pyproject.toml")):
+        other = (project / name).as_uri()
+        answer = _raw_request(client, rid, "textDocument/hover", {
+            "textDocument": {"uri": other}, "position": {"line": 0, "character": 0}})
+        assert answer == {"id": rid, "jsonrpc": "2.0", "result": None}, answer
+        answer = _raw_request(client, rid + 100, "textDocument/codeAction", {
+            "textDocument": {"uri": other}, "context": {"diagnostics": []},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}})
+        assert answer["result"] == [], answer
+
+    # the server still works, then shuts down; requests after shutdown get InvalidRequest
+    assert client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                 "position": {"line": 6, "character": 16}})
+    assert client.request("shutdown", None) is None
+    answer = _raw_request(client, 110, "textDocument/hover", {
+        "textDocument": {"uri": uri}, "position": {"line": 6, "character": 16}})
+    assert answer["error"]["code"] == -32600 and "shutting down" in answer["error"]["message"]
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=TIMEOUT) == 0
+    assert "traceback" not in json.dumps(answer).lower()
+
+
+def test_an_absurd_content_length_is_skipped_and_the_server_goes_on(cli_client, project):
+    client = cli_client
+    initialize(client, project)
+    for length in (b"99999999999999999999999999", b"%d" % (10 ** 11)):
+        client.proc.stdin.write(b"Content-Length: " + length + b"\r\n\r\n" + b'{"jsonrpc": "2.0"}\r\n')
+        client.proc.stdin.flush()
+        assert client.request("textDocument/hover", {
+            "textDocument": {"uri": (project / "x.py").as_uri()}, "position": {"line": 0, "character": 0}}) is None
+    assert client.proc.poll() is None
+    assert any("skipped" in line for line in client.stderr), client.stderr
+
+
+# the project index takes long to build (a huge project, a FIFO named *.py): patched in to take 600 s
+SLOW_INDEX_SERVER = [sys.executable, "-c", "import time, jaxlint.server as s\n"
+                     "s.Linter.build_project = lambda self, root: time.sleep(600)\n"
+                     "s.main()"]
+
+
+def test_exit_does_not_wait_for_the_project_index(project):
+    client = LspClient(SLOW_INDEX_SERVER, project)
+    try:
+        initialize(client, project)
+        path = project / "train.py"
+        path.write_text(TRAIN)
+        open_doc(client, path.as_uri(), TRAIN)
+        assert [d["code"] for d in client.diagnostics(path.as_uri(), version=1)] == ["JAX101", "JAX401"]
+        assert client.request("shutdown", None) is None
+        started = time.monotonic()
+        client.notify("exit", None)
+        assert client.proc.wait(timeout=20) == 0
+        assert time.monotonic() - started < 10
+    finally:
+        client.close()
+
+
+def test_exit_without_shutdown_exits_1_even_while_indexing(project):
+    client = LspClient(SLOW_INDEX_SERVER, project)
+    try:
+        initialize(client, project)
+        open_doc(client, (project / "train.py").as_uri(), TRAIN)
+        client.diagnostics((project / "train.py").as_uri(), version=1)
+        client.notify("exit", None)
+        assert client.proc.wait(timeout=20) == 1
+    finally:
+        client.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_exit_with_a_fifo_in_the_project(project):
+    """A FIFO named like a module may block the index build; exit still ends the server."""
+    os.mkfifo(project / "pipe.py")
+    client = LspClient(CLI_SERVER, project)
+    try:
+        initialize(client, project)
+        open_doc(client, (project / "train.py").as_uri(), TRAIN)
+        client.diagnostics((project / "train.py").as_uri(), version=1)
+        assert client.request("shutdown", None) is None
+        client.notify("exit", None)
+        assert client.proc.wait(timeout=20) == 0
+    finally:
+        client.close()
+
+
+# the index takes a moment (as on a real project) and then is what it is
+LATE_INDEX_SERVER = [sys.executable, "-c", "import time, jaxlint.server as s\n"
+                     "build = s.Linter.build_project\n"
+                     "def late(self, root):\n"
+                     "    time.sleep(1.0)\n"
+                     "    return build(self, root)\n"
+                     "s.Linter.build_project = late\n"
+                     "s.main()"]
+
+
+def _published(client, uri, seconds):
+    """Every publishDiagnostics for ``uri`` in the next ``seconds``: [(version, codes)]."""
+    out = []
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            client._next(deadline)
+        except AssertionError:
+            break
+    for n in client.notifications:
+        p = n.get("params", {})
+        if n["method"] == "textDocument/publishDiagnostics" and p.get("uri") == uri:
+            out.append((p.get("version"), sorted(d["code"] for d in p["diagnostics"])))
+    client.notifications.clear()
+    return out
+
+
+def test_diagnostics_are_published_once_per_version_and_never_stale(project):
+    """The project index finishing after didOpen re-lints the document: it publishes again only
+    when that changes the diagnostics, and only for the document's current version."""
+    client = LspClient(LATE_INDEX_SERVER, project)
+    try:
+        initialize(client, project)
+        path = project / "train.py"
+        path.write_text(TRAIN)
+        uri = path.as_uri()
+        open_doc(client, uri, TRAIN)
+        assert _published(client, uri, 3.0) == [(1, ["JAX101", "JAX401"])]
+
+        # a second document opened and edited while the (now stale) index is rebuilt after a save
+        other = project / "other.py"
+        other.write_text(TRAIN)
+        client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+        open_doc(client, other.as_uri(), TRAIN)
+        change_doc(client, other.as_uri(), TRAIN.replace("print(x)", "x = x"), 2)
+        got = _published(client, other.as_uri(), 3.0)
+        assert got[-1] == (2, ["JAX401"]), got
+        versions = [v for v, _ in got]
+        assert versions == sorted(versions) and len(set(versions)) == len(versions), got
+        assert _published(client, uri, 0.5) == []    # the save changed nothing in train.py's findings
+    finally:
+        client.close()
