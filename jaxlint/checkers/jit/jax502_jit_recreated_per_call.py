@@ -120,9 +120,10 @@ class JitRecreatedPerCall(Rule):
             return None
         if _stored_element(b, loop):
             return None   # ``{impl: jax.jit(partial(f, impl=impl)) for impl in impls}``: one kept per item
-        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(b.fun_expr, ast.Name) \
-                and b.fun_expr.id in _loop_derived(loop):
-            return None   # ``for key, fn in fns.items(): fn = jax.jit(fn)``: a different function each time
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and _per_item_function(ctx.model, b, loop):
+            return None   # ``for env in envs: jax.jit(env.step)``: a different function each time
+        if _made_once(b, loop):
+            return None   # ``if step is None: step = jax.jit(...)``: built on the first iteration only
         if what is not None:
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
@@ -130,9 +131,16 @@ class JitRecreatedPerCall(Rule):
             return ctx.finding(self, b.site.node, msg, fix=fix)
         if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
+            if _bound_method(ctx.model, b.fun_expr, scope):
+                msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}: "
+                       f"a bound method is a new object at every access, so it retraces and recompiles each "
+                       f"time; create it once before the loop")
+                return ctx.finding(self, b.site.node, msg)
             msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}, "
                    f"losing jit's fast dispatch path; create it once before the loop")
-            return ctx.finding(self, b.site.node, msg)
+            return ctx.finding(self, b.site.node, msg,
+                               strict="the same function object is re-wrapped: its compiled program is reused, "
+                                      "only the fast dispatch path is lost")
         return None
 
     @staticmethod
@@ -604,6 +612,67 @@ def _assigned_names(loop: ast.AST) -> Set[str]:
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             out.update(n.names)
     return out
+
+
+def _innermost_function(m, e: Optional[ast.expr], scope: Function) -> Optional[ast.expr]:
+    """The function a transform or ``partial`` chain wraps (``jax.vmap(env.init)`` ->
+    ``env.init``, ``partial(t.loss_fn, enn)`` -> ``t.loss_fn``)."""
+    for _ in range(8):
+        if not (isinstance(e, ast.Call) and e.args and isinstance(e.func, (ast.Name, ast.Attribute))):
+            return e
+        q = m.qualname(e.func, scope)
+        if q is None or not (q in K.PARTIAL or K.transform_for(q) is not None):
+            return e
+        e = e.args[0]
+    return e
+
+
+def _per_item_function(m, b: JitBinding, loop: ast.AST) -> bool:
+    """The jitted function itself comes from the loop's item: ``jax.jit(fn)`` over
+    ``for fn in fns``, ``jax.jit(jax.vmap(env.init))`` with ``env = make(game)`` per game, a
+    local function that calls a method of the item: each iteration needs its own program."""
+    derived = _loop_derived(loop)
+    local = b.target if b.kind == "def" else None
+    if local is None and isinstance(b.fun_expr, ast.Name):
+        made = m.resolve_callable(b.fun_expr, b.created_in)
+        if made is not None and not made.function.is_lambda and _inside(made.function.node, loop):
+            local = made.function
+    if local is not None:
+        return any(isinstance(c.func, ast.Attribute) and _root_name(c.func) in derived
+                   for c in local.of_type(ast.Call))
+    inner = _innermost_function(m, b.fun_expr, b.created_in)
+    if isinstance(b.fun_expr, ast.Name) and b.kind in ("name", "inline") and b.fun_expr.id in derived:
+        return True
+    return inner is not None and isinstance(inner, (ast.Name, ast.Attribute)) and _root_name(inner) in derived
+
+
+def _made_once(b: JitBinding, loop: ast.AST) -> bool:
+    """``if step is None: step = jax.jit(...)`` (or ``if not step``): the binding is guarded by a
+    test that it was not made yet, so the jit is created once and reused."""
+    if b.kind != "name" or b.stmt is None:
+        return False
+    for n in _walk_loop(loop):
+        if isinstance(n, ast.If) and any(x is b.stmt for x in n.body):
+            t = n.test
+            if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Is) \
+                    and isinstance(t.left, ast.Name) and t.left.id == b.name \
+                    and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value is None:
+                return True
+            if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(t.operand, ast.Name) \
+                    and t.operand.id == b.name:
+                return True
+    return False
+
+
+def _bound_method(m, e: Optional[ast.expr], scope: Function) -> bool:
+    """``env.step`` on an instance: not a module's function (``jnp.sum``), nor a class's own
+    attribute (``Metrics.from_output``)."""
+    if not isinstance(e, ast.Attribute) or m.qualname(e, scope) is not None:
+        return False
+    root = e.value
+    if isinstance(root, ast.Name):
+        return root.id not in m.classes and not root.id[:1].isupper()
+    return isinstance(root, (ast.Attribute, ast.Subscript, ast.Call))
 
 
 def _root_name(e: ast.expr) -> Optional[str]:
