@@ -183,10 +183,12 @@ def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
     reported with --strict only; a checkout under a folder named `tests` is not test code."""
     from jaxlint.checkers import Settings
     root = tmp_path / "tests" / "proj"          # the folders above the project do not count
-    for rel in ("src/model.py", "tests/helpers.py", "docs/notebooks/intro.py", "examples/train.py"):
+    splits = _REUSE.replace("normal(key, shape)", "split(key)")
+    for rel, text in (("src/model.py", _REUSE), ("tests/helpers.py", _REUSE), ("docs/notebooks/intro.py", splits),
+                      ("docs/notebooks/draws.py", _REUSE), ("examples/train.py", _REUSE)):
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(_REUSE)
+        p.write_text(text)
     (root / "pyproject.toml").write_text("")
     files = [str(p) for p in sorted(root.rglob("*.py"))]
     proj = Project(str(root), files)
@@ -196,5 +198,7 @@ def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
         src = SourceFile.from_path(f)
         found = lint_source(src, RULES, Settings(strict=True), model=proj.model_for(f))
         got[rel] = sorted(x.profile for x in found if x.code == "JAX401")
+    # (a tutorial that draws the same numbers twice from one key teaches the mistake: default)
     assert got == {"src/model.py": ["default"], "examples/train.py": ["default"],
-                   "tests/helpers.py": ["strict"], "docs/notebooks/intro.py": ["strict"]}
+                   "tests/helpers.py": ["strict"], "docs/notebooks/intro.py": ["strict"],
+                   "docs/notebooks/draws.py": ["default"]}

@@ -101,6 +101,12 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 return None
             return CallTarget(inner.function, inner.bound_positional, inner.bound_keywords,
                               ((tr, expr),) + inner.transforms)
+        if q is None and isinstance(expr.func, ast.Name):
+            # ``Block(features=4)(x, rng)``: an instance of a class of this module, called
+            info = self.classes.get(expr.func.id)
+            if info is not None and self.resolve_scope(expr.func.id, scope) is info.scope:
+                call = self.class_method(info, "__call__")
+                return CallTarget(call, 1) if call is not None else None
         if q is None:
             # make_step(config): a local factory that returns one of its nested functions
             factory = self.resolve_callable(expr.func, scope, _depth + 1)

@@ -13,7 +13,8 @@ from ...analysis import knowledge as K
 from ..messages import short
 from .states import contains
 from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
-                         KEY_FIRST_METHODS, LOOK_ONLY_METHODS, LOWERING_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
+                         DRAWING_KEY_FIRST_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FIRST_METHODS, LOOK_ONLY_METHODS,
+                         LOWERING_METHODS, SEED_KEYWORDS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
                          PRODUCER_METHODS, RANDOM_NON_CONSUMING, VARIABLE_COLLECTIONS, WRAPPERS, abstract_only, is_key_like_name, key_argument,
                          stores_state)
 
@@ -239,9 +240,14 @@ class KeyCalls:
         (``nn.initializers.normal()(key, shape)``, ``init_fn(key, shape)`` with ``init_fn`` one)."""
         f = call.func
         first = call.args[0] if call.args else None
-        if isinstance(f, ast.Attribute) and f.attr in KEY_FIRST_METHODS and first is not None \
+        if isinstance(f, ast.Attribute) and f.attr in DRAWING_KEY_FIRST_METHODS and first is not None \
                 and (first is key or (isinstance(first, ast.Dict) and contains(first, key))):
             return True
+        if any(kw.arg in SEED_KEYWORDS and kw.value is key for kw in call.keywords):
+            return True       # ``dist.sample(seed=key)``: TFP, distrax, numpyro draw from ``seed``
+        if isinstance(f, (ast.Name, ast.Attribute)) \
+                and (self.m.qualname(f, self.fn) or "").startswith(DRAWING_LIBRARY_PREFIXES):
+            return True       # ``pix.random_contrast(key, image, ...)``
         for kw in call.keywords:
             if kw.arg == "rngs" and (kw.value is key or contains(kw.value, key)):
                 return True

@@ -47,8 +47,30 @@ class PrngKeyReuse(Rule):
     weights, and an SGLD/diffusion sampler injects the same noise every step.
     Nothing raises; the model just trains worse.
 
+    Which consumers count is a summary of what each does with a key: a
+    `jax.random` sampler, `split` and `fold_in`; Flax/Haiku `init` and
+    `apply(..., rngs=...)`, `sample(seed=key)`, `dm_pix.random_*`; and each
+    project function or method by what its body does with that parameter
+    (draws, splits, folds, only stores, hands on), across modules. A method
+    of an object whose class is unknown counts when every project method of
+    that name draws from the key.
+
+    **Profiles.** The default profile reports a reuse when both consumers
+    are known to draw from the key, outside tests and teaching material.
+    `--strict` adds the rest: a consumer whose effect on a key is unknown
+    (a callable passed in, a library method not in the table), test code
+    (one key given to several computations is often deliberate there),
+    notebooks and tutorials (except the same key drawn from twice by
+    `jax.random` samplers), and a key drawn from first and only then split
+    (the derived keys do not repeat the drawn numbers). Each strict
+    finding says why in its `basis`.
+
     ## Example
     ```python
+    def train_step(state, batch, key):
+        keep = jax.random.bernoulli(key, 0.9, batch.shape)   # dropout
+        return update(state, batch * keep)
+
     key = jax.random.PRNGKey(0)
     params = model.init(key, x)
     for step in range(num_steps):
@@ -57,6 +79,10 @@ class PrngKeyReuse(Rule):
 
     ## Use instead
     ```python
+    def train_step(state, batch, key):
+        keep = jax.random.bernoulli(key, 0.9, batch.shape)   # dropout
+        return update(state, batch * keep)
+
     key = jax.random.PRNGKey(0)
     key, init_key = jax.random.split(key)
     params = model.init(init_key, x)
@@ -134,7 +160,8 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
         # (the reverse -- split, then the parent drawn from -- is the slip maintainers fix)
         return ("the key is drawn from first and only then split (or folded): the derived keys "
                 "do not repeat the numbers drawn")
-    return deliberate_basis(ctx.model, r.fn)
+    same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample"
+    return deliberate_basis(ctx.model, r.fn, same_draws)
 
 
 def _derives(ctx: Context, fn, u: Use) -> bool:

@@ -59,7 +59,7 @@ from .consumers import external_folds
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
-from .vocabulary import (CONTAINER_METHODS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
+from .vocabulary import (CONTAINER_METHODS, DRAWING_LIBRARY_PREFIXES, SEED_KEYWORDS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
                          RANDOM_TERMINALS, RNG_KEYWORDS, WRAPPERS, constant_data, functions_mentioning,
                          is_key_like_name, key_argument, mentions_random)
 
@@ -103,7 +103,8 @@ class KeyAnalysis:
         """Text that any direct key evidence in a function must contain: the local spellings
         of ``jax.random`` and its functions, ``make_rng``, ``rng``-keywords, ``.init(``,
         ``.initialize_carry(`` and initializers."""
-        out = {"jax.random", "make_rng", "rng", ".init(", ".init_with_output(", ".initialize_carry(", "initializers"}
+        out = {"jax.random", "make_rng", "rng", ".init(", ".init_with_output(", ".initialize_carry(", "initializers",
+               "seed=", "random_"}
         for local, q in self.model.imports.aliases.items():
             if q == "jax.random" or q.startswith(RANDOM):
                 out.add(local)
@@ -347,6 +348,14 @@ class KeyAnalysis:
             if term == "Rngs" and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
                     and (self.model.qualname(f, fn) or "").startswith("flax.nnx"):
                 keys.add(call.args[0].id)     # nnx.Rngs(key): the module draws its parameters from it
+            if term is not None and term.startswith("random_") and call.args and call.args[0].__class__ is Name \
+                    and keylike(call.args[0].id) \
+                    and (self.model.qualname(f, fn) or "").startswith(DRAWING_LIBRARY_PREFIXES):
+                keys.add(call.args[0].id)     # pix.random_flip_left_right(key, image)
+            if kws:
+                for kw in kws:
+                    if kw.arg in SEED_KEYWORDS and kw.value.__class__ is Name and keylike(kw.value.id):
+                        keys.add(kw.value.id)     # dist.sample(seed=key)
             if term == "apply" and fc is Attribute and len(call.args) > 1 and call.args[1].__class__ is Name \
                     and keylike(call.args[1].id):
                 keys.add(call.args[1].id)     # Haiku's transformed.apply(params, rng, x)

@@ -8,10 +8,12 @@ from typing import Optional
 from ...analysis.model import Function, SemanticModel
 
 
-def deliberate_basis(model: SemanticModel, fn: Optional[Function]) -> Optional[str]:
-    """Why a key finding in ``fn`` belongs to the strict profile, or None."""
+def deliberate_basis(model: SemanticModel, fn: Optional[Function], same_draws: bool = False) -> Optional[str]:
+    """Why a key finding in ``fn`` belongs to the strict profile, or None.  ``same_draws``: the
+    finding is one key drawn from twice by ``jax.random`` samplers -- the same numbers twice,
+    which teaching material teaches wrong, so it stays in the default profile there."""
     if model.in_test_code(fn):
         return "test code, where one key is often given to several computations on purpose"
-    if model.in_tutorial_code():
+    if model.in_tutorial_code() and not same_draws:
         return "teaching material (a notebook or tutorial), where one key is often kept on purpose"
     return None

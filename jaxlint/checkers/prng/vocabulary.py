@@ -74,6 +74,13 @@ INITIALIZER_PREFIXES = ("jax.nn.initializers.", "flax.linen.initializers.", "fla
 CONSTANT_INITIALIZERS = frozenset({"zeros", "ones", "constant", "zeros_init", "ones_init"})
 # methods that draw from the key given as their first argument (Flax/Haiku ``init``, RNN cells)
 KEY_FIRST_METHODS = frozenset({"init", "init_with_output", "initialize_carry"})
+# of those, the ones that draw from the key: a Flax RNN cell's ``initialize_carry`` uses its
+# ``carry_init``, zeros unless the cell is configured otherwise
+DRAWING_KEY_FIRST_METHODS = frozenset({"init", "init_with_output"})
+# libraries whose functions draw from the key they are given (``pix.random_flip_left_right(key,
+# image)``); and the keyword through which TFP/distrax/numpyro-style ``sample`` takes its key
+DRAWING_LIBRARY_PREFIXES = ("dm_pix.random_", "jax.random.")
+SEED_KEYWORDS = frozenset({"seed"})
 # names of parameters/locals that conventionally hold keys: the last word names a key
 _KEY_WORDS = frozenset({"key", "keys", "rng", "prng", "subkey", "subkeys", "subrng", "prngkey", "rngkey", "sk"})
 # words that make a key-named variable something else (``num_keys``, ``key_padding_mask``)
