@@ -164,6 +164,19 @@ class FlowMixin:
             return found
         return False
 
+    def static_result(self, fn: Function) -> bool:
+        """Every ``return`` of ``fn`` gives a Python value whatever its arguments (a shape, a
+        count): its calls are static.  (A generator or a function without ``return`` is not.)"""
+        memo = self._memo("_static_result_cache")
+        got = memo.get(id(fn))
+        if got is None:
+            rets = fn.of_type(ast.Return) if not fn.is_lambda else []
+            got = bool(rets) and not fn.of_type(ast.Yield, ast.YieldFrom) \
+                and all(r.value is not None and r.value.__class__ is not ast.Tuple
+                        and self.static_regardless(r.value, fn) for r in rets)
+            memo[id(fn)] = got
+        return got
+
     def static_return_items(self, fn: Function) -> Optional[Tuple[int, List[int]]]:
         """``(n, indices)`` when every ``return`` of ``fn`` is a tuple of ``n`` items:
         the items that are Python values whatever the arguments (``return x, x.shape[1]``)."""
@@ -176,6 +189,18 @@ class FlowMixin:
             return None
         idx = [i for i in range(n) if all(self.static_regardless(r.elts[i], fn) for r in rets)]
         return (n, idx) if idx else None
+
+
+def export_static_results(model) -> Dict[str, bool]:
+    """Exporter: for other modules, the top-level functions whose every ``return`` is a Python
+    value whatever the arguments (``def first_dim(t): return jax.tree.leaves(t)[0].shape[0]``)."""
+    out: Dict[str, bool] = {}
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
+            continue
+        if model.static_result(fn) and model.top_level_function(fn.name) is fn:
+            out[fn.name] = True
+    return out
 
 
 def export_static_items(model) -> Dict[str, list]:

@@ -555,11 +555,18 @@ class KindsMixin:
             k = self._library_call_kind(q, call, fn)
             if k is not None:
                 return k
+            # another module's function whose every return is a shape or a count
+            self._kinds_read_exports = True   # (forget_facts must then drop the kinds)
+            ext = self.external_facts(q)
+            if ext is not None and ext.get("static_result"):
+                return 0
         if ft is ast.Attribute:
             return self._method_call_kind(func, call, fn)
         if q is None and ft is ast.Name:
             target = self.resolve_callable(func, fn)
             if target is not None:
+                if not target.transforms and not target.function.is_lambda and self.static_result(target.function):
+                    return 0   # ``n = first_dim(x)``: every return is a shape or a count
                 k = self.return_kind(target.function)
                 if self._returns_python_value(target, fn):
                     return k

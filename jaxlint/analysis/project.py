@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
-from .flow import export_static_items
+from .flow import export_static_items, export_static_results
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
 from .names import ImportTable
@@ -690,6 +690,7 @@ def register_exporter(name: str, exporter: Callable[[SemanticModel], Dict[str, o
 
 # the model's own: which returned tuple items are Python values (``return x, x.shape[1]``)
 register_exporter("static_items", export_static_items)
+register_exporter("static_result", export_static_results)
 
 
 def _failure_line(step: str, exc: BaseException) -> str:

@@ -596,7 +596,11 @@ class BindingFacts:
                 [(name, info.node) for name, info in self.model.classes.items()]
         pending = list(units)
         for _ in range(6):
-            pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, seeds))) + r")\b") if seeds else None
+            # (a module-level function is not reached through an attribute of that name,
+            # ``opt.update(...)`` for a function ``update``, nor by a method defined with it; a
+            # method is reached through attributes)
+            lead = r"\b" if fn.cls is not None else r"(?<![\w.])(?<!def )"
+            pattern = re.compile(lead + r"(?:" + "|".join(sorted(map(re.escape, seeds))) + r")\b") if seeds else None
             if pattern is None:
                 break
             grown = False
