@@ -643,6 +643,9 @@ def _per_item_function(m, b: JitBinding, loop: ast.AST) -> bool:
     inner = _innermost_function(m, b.fun_expr, b.created_in)
     if isinstance(b.fun_expr, ast.Name) and b.kind in ("name", "inline") and b.fun_expr.id in derived:
         return True
+    if isinstance(inner, ast.Call):
+        # ``auto_reset(env.step, env.init)``: a wrapper around the item's own methods
+        return any(isinstance(a, ast.Attribute) and _root_name(a) in derived for a in inner.args)
     return inner is not None and isinstance(inner, (ast.Name, ast.Attribute)) and _root_name(inner) in derived
 
 

@@ -124,7 +124,10 @@ class BadStaticArgument(Rule):
             # arguments: passed again at a call, they are traced like any other)
             static: Set[str] = set()
             params = fn.params[target.bound_positional:]
-            if call is not None:
+            # under another decorator (``@jit(static_argnames=...)`` over ``@add_with_summary``)
+            # the jitted callable is the wrapper, whose signature is unknown here
+            signature_known = not _wrapped_below(m, site, fn)
+            if call is not None and signature_known:
                 for kw in call.keywords:
                     if kw.arg in tr.static_nums_kw:
                         nums = SemanticModel.literal_ints(kw.value)
@@ -448,3 +451,22 @@ def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bo
                     continue
                 return False
     return inc
+
+
+def _wrapped_below(m: SemanticModel, site, fn) -> bool:
+    """The transform decorates ``fn`` above a decorator that is no transform: what it receives
+    is that decorator's result, not ``fn``."""
+    if not site.is_decorator or fn.is_lambda:
+        return False
+    decs = getattr(fn.node, "decorator_list", [])
+    at = next((i for i, d in enumerate(decs) if d is site.node), None)
+    if at is None:
+        return False
+    for d in decs[at + 1:]:
+        e = d.func if isinstance(d, ast.Call) else d
+        q = m.qualname(e, fn.parent) if isinstance(e, (ast.Name, ast.Attribute)) else None
+        if q in K.PARTIAL and isinstance(d, ast.Call) and d.args:
+            q = m.qualname(d.args[0], fn.parent) if isinstance(d.args[0], (ast.Name, ast.Attribute)) else None
+        if q is None or K.transform_for(q) is None:
+            return True
+    return False
