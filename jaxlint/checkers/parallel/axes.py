@@ -149,12 +149,24 @@ class AxisIndex:
         if site.call is not None:
             for node in site.scope.of_type(ast.Call):
                 if node.func is site.call:
-                    return not site.scope.under_trace
+                    return self._runs_eagerly(site.scope, 0)
         idx = call_index(m)
         binding = next((b for b in idx.bindings if b.site is site), None)
         if binding is None:
             return False
-        return any(not cs.scope.under_trace for cs in idx.calls_to(binding))
+        return any(self._runs_eagerly(cs.scope, 0) for cs in idx.calls_to(binding))
+
+    @staticmethod
+    def _runs_eagerly(scope: Function, depth: int = 0) -> bool:
+        """``scope`` runs outside any trace as far as this module shows: not traced here, and
+        not a method -- a method is called on objects other modules hold, inside their
+        ``pmap`` as often as not (jumanji's ``Agent.run_epoch``): unknown."""
+        s: Optional[Function] = scope
+        while s is not None and not s.is_module:
+            if s.under_trace or s.cls is not None:
+                return False
+            s = s.parent
+        return True
 
     def _escapes(self, fn: Function) -> bool:
         """``fn`` is decorated by, or handed to, a callable that is not a known transform
