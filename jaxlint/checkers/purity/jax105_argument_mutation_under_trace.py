@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import CONTAINER, NUMPY, Function, SemanticModel
+from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, Write, traced_writes, value_traced)
@@ -25,7 +25,9 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     Not flagged: item assignment on an array (that is JAX301), a parameter
     the function rebinds first (`state = dict(state)`), a parameter the
     function returns, an entry the function reads back and returns under the
-    same key in a new dict, a `d.pop(k)` whose value is used (a read), an
+    same key in a new dict, a `d.pop(k)` whose value is used in a function
+    traced only by inference (a read; under a transform applied here it still
+    empties the caller's dict in eager runs and not in jitted ones), an
     attribute filled once under `if self.x is None:` (a cache) or set to a
     tree of axis-name tuples (`tree_map(lambda x: tuple(x.names), cache)`:
     static metadata, the same on every trace), the carry of a
@@ -109,8 +111,11 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             return None
         if not self._mutates_container_or_object(facts, fn, w):
             return None
-        if w.kind == "call" and w.method == "pop" and _result_used(fn, w.node):
-            return None   # ``x = d.pop("k")``: takes an entry out to use it, a read of the argument
+        if w.kind == "call" and w.method == "pop" and _result_used(fn, w.node) and fn.confidence != CERTAIN:
+            # ``x = d.pop("k")`` in code traced by inference: an entry taken out to use it.  At a
+            # transform's own boundary (``jax.jit`` applied here) it still empties the caller's
+            # dict when run eagerly and not when jitted: the two disagree
+            return None
         if _returned_rebuilt(fn, p, w):
             return None   # the updated entries are read back and returned under the same keys
         if facts.nnx_rooted(fn) or facts.returns_name(fn, p) or _read_later(fn, p, w) \
@@ -241,7 +246,11 @@ def _read_later(fn: Function, p: str, w: Write) -> bool:
 
 
 def _written_part(w: Write):
-    """The constant key or attribute name ``w`` writes directly under its root, if any."""
+    """The constant key or attribute name ``w`` writes directly under its root, if any
+    (``d.pop("labels")`` writes the key ``labels``)."""
+    if w.kind == "call" and w.method in ("pop", "setdefault") and w.values \
+            and isinstance(w.values[0], ast.Constant):
+        return w.values[0].value
     t = w.target
     while isinstance(t, (ast.Attribute, ast.Subscript)) and t.value is not w.root:
         t = t.value
