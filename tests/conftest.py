@@ -1,5 +1,33 @@
-"""Shared pytest options and fixtures."""
+"""Shared pytest options, fixtures and markers.
+
+Markers (registered in pyproject.toml): ``jax`` for tests that import JAX and trace, compile or
+run code with it (runtime confirmation, fixes checked by running both versions); ``slow`` for
+those and the other tests that take seconds each (plugins run as subprocesses, the sdist build).
+``python -m pytest`` runs everything (what CI runs); ``python -m pytest -m "not slow"`` is the
+quick loop while editing.  They are applied here, by module or test name, so a new test in one
+of these modules is marked without anyone remembering to.
+"""
 import pytest
+
+# modules whose tests run JAX (in-process or in confirmation workers)
+JAX_MODULES = {"test_confirm", "test_confirm_flags", "test_confirm_jax6", "test_confirm_pytest",
+               "test_jit_placement", "test_fix_behaviour", "test_concrete_vocabularies"}
+# single tests that run JAX in modules that otherwise do not
+JAX_TESTS = {"test_standard_library_with_jax_imported_never_crashes"}
+# other tests that take seconds: whole tools in subprocesses, a package build
+SLOW_TESTS = {"test_pylint_matches_cli", "test_flake8_matches_cli", "test_try_repo_hooks",
+              "test_sdist_builds_and_tests_on_its_own"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
+        name = item.originalname or item.name
+        if module in JAX_MODULES or name in JAX_TESTS:
+            item.add_marker(pytest.mark.jax)
+            item.add_marker(pytest.mark.slow)
+        elif name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_addoption(parser):
