@@ -549,6 +549,11 @@ EQUINOX_MODULE = "equinox.Module"
 MODULE_BASES = {FLAX_LINEN_MODULE: "linen", NNX_MODULE: "nnx", EQUINOX_MODULE: "equinox"}
 LINEN_COMPACT = "flax.linen.compact"
 LINEN_TRACED_METHODS = frozenset({"__call__", "setup"})
+# the linen Module methods that run a method of the module with the arguments after their first
+# (the variables, or the keys): ``model.apply(variables, x)`` runs ``model.__call__(x)``
+LINEN_RUNNERS = frozenset({"apply", "init", "init_with_output"})
+# their own keywords, not passed on to the method
+LINEN_RUNNER_KEYWORDS = frozenset({"rngs", "mutable", "method", "capture_intermediates", "method_kwargs"})
 LINEN_PARAM_METHODS = frozenset({"param", "variable", "make_rng", "sow", "perturb"})
 
 LOGGING_FUNCS = frozenset({

@@ -60,7 +60,7 @@ class Function:
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
         "is_staticmethod", "binding_table", "param_kinds", "param_inits", "_comprehension_loads",
-        "param_residuals", "is_module", "is_lambda",
+        "param_residuals", "is_module", "is_lambda", "inferred_static",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -84,6 +84,9 @@ class Function:
         self.contexts: List[TraceContext] = []
         self.traced_params: Set[str] = set()
         self.static_params: Set[str] = set()
+        # of those, the ones only inferred to hold Python configuration (a module method's
+        # ``training: bool``), which a call site passing a proven tracer overrides
+        self.inferred_static: Set[str] = set()
         self.locals: Set[str] = set()
         self.globals_declared: Set[str] = set()
         self.decorators: List[ast.expr] = []

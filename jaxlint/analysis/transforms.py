@@ -15,7 +15,7 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
-from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, UNSURE
+from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, UNSURE, proven
 from .literals import literal_elements, literal_ints, literal_strs
 from .configparams import ConfigParamsMixin
 from .customrules import CustomRulesMixin
@@ -114,6 +114,50 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 made = self._factory_product(factory.function)
                 if made is not None:
                     return CallTarget(made)
+        return None
+
+    def module_apply(self, call: ast.Call, scope: Function) -> Optional[Tuple[CallTarget, ast.Call]]:
+        """``model.apply(variables, *args, method=..., **kw)`` / ``model.init(rngs, *args)`` on an
+        instance of a Flax linen module class of this module: the method it runs (``__call__``
+        unless ``method=`` names another) and the call as that method sees it -- the arguments
+        after the variables or keys, without apply's own keywords."""
+        f = call.func
+        if not (isinstance(f, ast.Attribute) and f.attr in K.LINEN_RUNNERS and call.args
+                and not isinstance(call.args[0], ast.Starred)):
+            return None
+        info = self.instance_class(f.value, scope)
+        if info is None or info.module_kind != "linen":
+            return None
+        name = "__call__"
+        for kw in call.keywords:
+            if kw.arg == "method":
+                v = kw.value
+                if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                    name = v.value
+                elif isinstance(v, ast.Attribute):
+                    name = v.attr
+                else:
+                    return None
+        method = self.class_method(info, name)
+        if method is None:
+            return None
+        seen = ast.Call(func=f, args=call.args[1:],
+                        keywords=[k for k in call.keywords if k.arg not in K.LINEN_RUNNER_KEYWORDS])
+        return CallTarget(method, 1), ast.copy_location(seen, call)
+
+    def instance_class(self, e: ast.AST, scope: Function):
+        """The class of this module ``e`` is an instance of, when a single binding says so
+        (``model = MLP(...)``, here or at module level); None otherwise."""
+        if not isinstance(e, ast.Name):
+            return None
+        home = self.resolve_scope(e.id, scope)
+        if home is None:
+            return None
+        made = self.single_value(e.id, home)
+        if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+            info = self.classes.get(made.func.id)
+            if info is not None and self.resolve_scope(made.func.id, home) is info.scope:
+                return info
         return None
 
     def _factory_product(self, fn: Function) -> Optional[Function]:
@@ -370,7 +414,12 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         return tr.describe()
 
     def _add_context(self, fn: Function, ctx: TraceContext, traced: Set[str],
-                     static: Optional[Set[str]] = None) -> bool:
+                     static: Optional[Set[str]] = None, proven: Set[str] = frozenset(),
+                     inferred: bool = False) -> bool:
+        """Add a trace context to ``fn`` with the parameters it traces and keeps static
+        (``inferred``: the static ones are only inferred to be configuration).  ``proven``:
+        parameters a call site fills with a proven tracer -- traced even where the model only
+        inferred them to be configuration."""
         changed = False
         if not fn.contexts or (ctx.confidence == CERTAIN and fn.confidence != CERTAIN):
             changed = True
@@ -378,6 +427,14 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             fn.contexts.append(ctx)
         if static:
             fn.static_params |= static
+            if inferred:
+                fn.inferred_static |= static - fn.traced_params
+            else:
+                fn.inferred_static -= static
+        overridden = proven & fn.inferred_static
+        if overridden:
+            fn.static_params -= overridden
+            fn.inferred_static -= overridden
         new = traced - fn.traced_params - fn.static_params
         if new:
             fn.traced_params |= new
@@ -407,7 +464,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 params = [p for p in fn.all_params() if p != fn.self_name]
                 traced = {p for p in params if not self._is_config_param(fn, p)}
                 static = set(params) - traced
-                self._add_context(fn, ctx, traced, static)
+                self._add_context(fn, ctx, traced, static, inferred=True)
 
     # ======================================================== propagation
     @staticmethod
@@ -591,16 +648,27 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                         continue
             target = self.resolve_callable(func, fn)
             if target is None:
-                continue
+                # ``model.apply(variables, x, training)``: Flax runs the module's method with the
+                # arguments after the variables (the init/apply protocol)
+                applied = self.module_apply(call, fn)
+                if applied is None:
+                    continue
+                target, call = applied
             callee = target.function
             if callee is fn:
                 continue
             pairs, _ = self.bind_arguments(target, call)
             traced = set()
+            sure = set()
             direct = self._directly_traced(callee)
             for p, a in pairs:
                 k = self.kind(a, fn)
-                if k & TRACED and not self._declared_config(callee, p):
+                if proven(k) and not k & CONTAINER and a.__class__ is ast.Name and a.id in fn.traced_params \
+                        and fn.confidence == CERTAIN and p not in direct:
+                    # a parameter the caller's own transform traces, handed on as it is: a tracer
+                    # whatever the callee's annotation says (``training: bool`` given a traced flag)
+                    sure.add(p)
+                if k & TRACED and (p in sure or not self._declared_config(callee, p)):
                     # a parameter declared as configuration (``reverse: bool = False``)
                     # stays static whatever a call site passes
                     traced.add(p)
@@ -614,7 +682,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 desc = f"called from {fn.display()}"
             else:
                 desc = f"called from {fn.display()} (line {call.lineno})"
-            if self._add_context(callee, TraceContext("call", INFERRED, call, desc, fn), traced):
+            if self._add_context(callee, TraceContext("call", INFERRED, call, desc, fn), traced, proven=sure):
                 changed = True
         return changed
 
