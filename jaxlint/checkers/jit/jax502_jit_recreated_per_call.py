@@ -37,7 +37,13 @@ class JitRecreatedPerCall(Rule):
     time: a lambda, a locally defined function, a fresh `functools.partial`,
     a bound method (`self.loss`, `model.apply`) or the result of another
     transform (`jax.jit(jax.grad(loss))`). Also flags `jax.jit(f)(x)` called
-    inline inside a loop.
+    inline inside a loop: a bound method (`env.step`) is a new object at
+    every access and recompiles each time; the same plain function only
+    loses jit's fast dispatch path (its compiled program is reused), which
+    belongs to the strict profile (`--strict`). Not flagged: a jit per item
+    of a loop over different functions (`jax.jit(env.step)` for each
+    environment, `partial(t.loss_fn, ...)` for each trainer), and one built
+    under `if step is None:` (the first iteration only).
 
     ## Why is this bad?
     In PyTorch you can wrap a function at any time and pay nothing. `jax.jit`
