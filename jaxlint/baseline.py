@@ -14,6 +14,7 @@ import os
 from typing import Counter, Iterable, List, Tuple
 
 from . import __version__
+from .discovery import read_regular, regular_file_problem
 
 Key = Tuple[str, str, str]
 VERSION = 1
@@ -42,6 +43,9 @@ def write_baseline(path: str, results: Iterable) -> int:
             entries.append({"path": rel, "code": code, "line": f.line, "source": text, "message": f.message})
     entries.sort(key=lambda e: (e["path"], e["line"], e["code"]))
     doc = {"tool": "jaxlint", "version": VERSION, "jaxlint": __version__, "findings": entries}
+    why = regular_file_problem(path) if os.path.lexists(path) else None
+    if why is not None:     # never replace a FIFO or a device (as root, /dev/zero itself) with a file
+        raise BaselineError(f"{path}: cannot write baseline: {why.replace('; not checked', '')}")
     tmp = path + ".tmp"
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
@@ -53,14 +57,19 @@ def write_baseline(path: str, results: Iterable) -> int:
     return len(entries)
 
 
+# a baseline is JSON of one entry per finding: past this size it is not one
+MAX_BYTES = 256 << 20
+
+
 def load_baseline(path: str) -> Counter:
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = json.loads(read_regular(path, MAX_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise BaselineError(f"{path}: no such baseline file (create it with --write-baseline)") from None
-    except (OSError, ValueError) as exc:
-        raise BaselineError(f"{path}: not a jaxlint baseline: {exc}") from None
+    except OSError as exc:      # a FIFO, /dev/zero, too large, unreadable: never a hang
+        raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise BaselineError(f"{path}: not a jaxlint baseline: {' '.join(str(exc).split())[:200]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
         raise BaselineError(f"{path}: not a jaxlint baseline (no 'findings' list)")
     counts: Counter = collections.Counter()

@@ -27,12 +27,12 @@ from .checkers import Finding, all_rules, get_rule
 from .config import Config, ConfigError, find_config, load_config, validate_codes
 from .discovery import is_excluded, iter_python_files
 from .engine import FileResult, InternalError, crash_message, lint_and_fix, too_deep
-from .workspace import Workspace
+from .workspace import Workspace, read_source_bytes
 from .confirm.harness import pytest_command
 from .fixes.applier import write_atomic
 from .fixes.edits import SAFE, Fix, apply_edits
 from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
-from .notebook import NotPythonNotebook, is_notebook, load_source, source_from_bytes
+from .notebook import NotPythonNotebook, is_notebook, source_from_bytes
 from .reporting import FORMATS, render, render_statistics
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
@@ -343,9 +343,12 @@ def _changed_files(ref: str) -> Set[str]:
     return {os.path.realpath(os.path.join(top, n)) for n in names if n}
 
 
-def _targets(args, cfg: Config) -> List[Tuple[str, bool]]:
+def _targets(args, cfg: Config, problems: Optional[list] = None) -> List[Tuple[str, bool]]:
+    """The files to check; ``problems`` collects what discovery could not use (a FIFO, a
+    folder that cannot be listed: see :func:`iter_python_files`)."""
     paths = [p for p in (args.paths or ["."]) if p != "-"]
-    targets = list(iter_python_files(paths, cfg.exclude, cfg.root, force_exclude=args.force_exclude))
+    targets = list(iter_python_files(paths, cfg.exclude, cfg.root, force_exclude=args.force_exclude,
+                                     problems=problems))
     if args.changed_since:
         changed = _changed_files(args.changed_since)
         targets = [(p, ok) for p, ok in targets if not ok or os.path.realpath(p) in changed]
@@ -354,10 +357,12 @@ def _targets(args, cfg: Config) -> List[Tuple[str, bool]]:
 
 # ------------------------------------------------------------------- check: reading and writing
 def read_source(path: str) -> SourceFile:
-    """A file's source; notebooks (``.ipynb``) become their joined code cells."""
+    """A file's source; notebooks (``.ipynb``) become their joined code cells.  Regular
+    files only: a FIFO or a device is a one-line error, never a hang."""
+    raw = read_source_bytes(path)
     if is_notebook(path):
-        return load_source(path)
-    return SourceFile.from_path(path)
+        return source_from_bytes(path, raw)
+    return SourceFile.from_bytes(path, raw)
 
 
 def write_source(path: str, source: SourceFile, text: str) -> None:
@@ -527,8 +532,13 @@ def _count_fixes(run: _Run, report) -> None:
         run.fixed_by_rule[code] = run.fixed_by_rule.get(code, 0) + n
 
 
-def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]]) -> _Run:
+def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]], problems=()) -> _Run:
     run = _Run()
+    for path, message, is_error in problems:
+        if is_error:    # a folder that cannot be listed, a FIFO named on the command line
+            run.results.append(FileResult(path, error=message))
+        else:           # a FIFO or a device found in a folder: never read
+            run.skipped.append(f"{path}: skipped: {message}")
     rules = cfg.rules()
     # every file is linted with its project's context (the modules under its project root),
     # through the results cache unless --no-cache
@@ -592,7 +602,8 @@ def _unused_noqa_findings(source: SourceFile, raw: List[Finding], active) -> Lis
 def cmd_check(args) -> int:
     confirm = _validate(args)
     cfg = _load_config(args)
-    run = _check_all(args, cfg, _targets(args, cfg))
+    problems: List[Tuple[str, str, bool]] = []
+    run = _check_all(args, cfg, _targets(args, cfg, problems), problems)
 
     with _report_stream(args) as out:
         if args.add_noqa:

@@ -25,6 +25,7 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore
 
 from .checkers import REGISTRY, Rule, Settings, all_rules
+from .discovery import read_regular
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
               "unrolled-loop-threshold", "confirm", "baseline", "traced-functions", "strict"}
@@ -119,9 +120,10 @@ def find_config(paths: Sequence[str]) -> Optional[str]:
         cand = os.path.join(d, "pyproject.toml")
         if os.path.isfile(cand):
             try:
-                with open(cand, "rb") as fh:
-                    data = tomllib.load(fh)
-            except (OSError, tomllib.TOMLDecodeError) as exc:
+                data = tomllib.loads(_read_toml(cand))
+            except OSError as exc:
+                raise ConfigError(f"{cand}: cannot read: {exc.strerror or exc}") from None
+            except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{cand}: invalid TOML: {exc}") from None
             if "jaxlint" in data.get("tool", {}):
                 return cand
@@ -129,6 +131,16 @@ def find_config(paths: Sequence[str]) -> Optional[str]:
         if parent == d:
             return None
         d = parent
+
+
+def _read_toml(path: str) -> str:
+    """A configuration file's text: a regular file only (a FIFO or ``/dev/zero`` is an error,
+    never a hang), at most 16 MiB; raises ``OSError`` or ``TOMLDecodeError``."""
+    raw = read_regular(path, 16 << 20)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise tomllib.TOMLDecodeError(f"not UTF-8 at byte {exc.start}") from None
 
 
 def _str_list(value, key: str, path: str) -> List[str]:
@@ -143,11 +155,12 @@ def load_config(path: Optional[str]) -> Config:
     if path is None:
         return Config(root=os.getcwd())
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        data = tomllib.loads(_read_toml(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     section = data.get("tool", {}).get("jaxlint", {})
     if not isinstance(section, dict):

@@ -1,11 +1,20 @@
-"""Which files to check: recursion, default excludes, ``exclude`` and ``.gitignore``."""
+"""Which files to check: recursion, default excludes, ``exclude`` and ``.gitignore``;
+and :func:`read_regular`, how jaxlint reads every file a repository supplies.
+
+Only regular files are read (a FIFO named ``x.py`` would block every run, a link to
+``/dev/zero`` would fill the memory): one found while walking a folder is skipped
+with a one-line note, one named on the command line is an error, and so is a folder
+that cannot be listed.
+"""
 from __future__ import annotations
 
+import errno
 import fnmatch
 import functools
 import os
 import re
-from typing import Iterator, List, Sequence, Tuple
+import stat
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -48,10 +57,61 @@ def _match(rel: str, name: str, patterns: Sequence[str]) -> bool:
 def _gitignore(directory: str) -> List[str]:
     path = os.path.join(directory, ".gitignore")
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return [line.rstrip("\n") for line in fh]
+        text = read_regular(path, 16 << 20).decode("utf-8", "replace")
     except OSError:
         return []
+    return [line.rstrip("\r") for line in text.split("\n")]
+
+
+class NotRegular(OSError):
+    """Raised by :func:`read_regular` for a FIFO, a device, a socket or a folder."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for messages."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular(path: str, limit: Optional[int] = None) -> bytes:
+    """The bytes of the regular file at ``path`` (through symbolic links).  Never blocks
+    on a FIFO and never reads a device: the file is opened without blocking and checked
+    with ``fstat`` on the open descriptor (no race with a swap after a check).  Raises
+    :class:`NotRegular` (``strerror``: "not a regular file (a FIFO)"), or ``OSError``
+    with ``strerror`` "file too large" past ``limit`` bytes, or what ``open`` raises."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(errno.EINVAL, f"not a regular file ({file_kind(st.st_mode)})", path)
+        if limit is not None and st.st_size > limit:
+            raise OSError(errno.EFBIG, f"file too large ({st.st_size >> 20} MiB; the limit is {limit >> 20} MiB)",
+                          path)
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total > limit:
+                raise OSError(errno.EFBIG, f"file too large (the limit is {limit >> 20} MiB)", path)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def regular_file_problem(path: str) -> Optional[str]:
+    """Why ``path`` (an existing path) cannot be read as a file, or None for a regular file."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return None if stat.S_ISREG(st.st_mode) else f"not a regular file ({file_kind(st.st_mode)}); not checked"
 
 
 SUFFIXES = (".py", ".ipynb")
@@ -79,17 +139,27 @@ def is_excluded(path: str, exclude: Sequence[str] = (), root: str = ".") -> bool
 
 
 def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: str = ".",
-                      force_exclude: bool = False) -> Iterator[Tuple[str, bool]]:
+                      force_exclude: bool = False,
+                      problems: Optional[List[Tuple[str, str, bool]]] = None) -> Iterator[Tuple[str, bool]]:
     """Yield ``(path, exists)`` for every Python file and notebook to check, in a stable order.
 
     A path named explicitly is always checked (even if excluded or not ending
     in ``.py``) unless ``force_exclude``; missing paths are yielded with
     ``exists=False`` so the caller can report them.  Directories yield
     ``*.py`` files and ``*.ipynb`` notebooks.
+
+    ``problems`` (when given) collects ``(path, message, is_error)``: a non-regular
+    file found in a folder is skipped (a note), one named explicitly is an error, and
+    so is a folder that cannot be listed; either way nothing is yielded for it.
     """
     root = os.path.abspath(root)
     patterns = list(DEFAULT_EXCLUDE) + list(exclude)
     seen = set()
+
+    def problem(path: str, message: str, error: bool) -> None:
+        if problems is not None:
+            problems.append((path, message, error))
+
     for p in paths:
         if not os.path.exists(p):
             yield p, False
@@ -98,12 +168,21 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: s
             continue
         if not os.path.isdir(p):
             p = _display(p)
+            why = regular_file_problem(p)
+            if why is not None and why.startswith("not a regular file"):
+                problem(p, why, True)
+                continue
             if p not in seen:
                 seen.add(p)
                 yield p, True
             continue
         base_ignores = {}
-        for dirpath, dirnames, filenames in os.walk(p):
+
+        def unlistable(exc: OSError) -> None:
+            where = _display(exc.filename or p)
+            problem(where, f"cannot list folder: {exc.strerror or exc}; its files were not checked", True)
+
+        for dirpath, dirnames, filenames in os.walk(p, onerror=unlistable):
             ignores = base_ignores.get(dirpath, []) + _gitignore(dirpath)
             absdir = os.path.abspath(dirpath)
             keep = []
@@ -122,6 +201,10 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: s
                 full = _display(os.path.join(dirpath, f))
                 rel = os.path.relpath(os.path.abspath(full), root).replace(os.sep, "/")
                 if _match(rel, f, patterns) or _match(f, f, ignores):
+                    continue
+                why = regular_file_problem(full)
+                if why is not None and why.startswith("not a regular file"):
+                    problem(full, why.replace("; not checked", ""), False)
                     continue
                 if full not in seen:
                     seen.add(full)

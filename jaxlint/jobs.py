@@ -37,6 +37,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .analysis import SourceFile
 from .analysis.project import Module, Project, index_entry, set_index
+from .discovery import read_regular
 
 # below this many modules per worker, forking costs more than it saves
 MIN_MODULES_PER_JOB = 2
@@ -116,9 +117,8 @@ def _longest_first(mods: List[Module]) -> List[str]:
     lines = {}
     for m in mods:
         try:
-            with open(m.path, "rb") as f:
-                lines[m.path] = f.read().count(b"\n")
-        except OSError:
+            lines[m.path] = read_regular(m.path).count(b"\n")
+        except OSError:     # (a FIFO is never opened for a blocking read)
             lines[m.path] = 0
     return sorted(lines, key=lambda p: (-lines[p], p))
 

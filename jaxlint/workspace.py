@@ -21,7 +21,7 @@ from .analysis import SourceFile
 from .analysis.project import Project, find_root
 from .cache import Cache, digest, file_digest
 from .checkers import Finding, Rule, Settings
-from .discovery import iter_python_files
+from .discovery import iter_python_files, read_regular
 from .analysis.source import SourceError
 from .engine import AnalysisLimit, InternalError, crash_message, lint_source, too_deep
 from .jobs import can_fork as jobs_can_fork, reap as reap_jobs, run as run_jobs
@@ -213,11 +213,27 @@ def _findings_from(entries, path: str) -> Optional[List[Finding]]:
 
 
 def _read(path: str) -> SourceFile:
-    """A project file's source: a module, or a notebook's joined code cells."""
+    """A project file's source: a module, or a notebook's joined code cells (regular files
+    only: a FIFO or a device that appeared since discovery is an error, never a hang)."""
+    raw = read_source_bytes(path)
     if path.lower().endswith(".ipynb"):
-        from .notebook import load_source
-        return load_source(path)
-    return SourceFile.from_path(path)
+        from .notebook import source_from_bytes
+        return source_from_bytes(path, raw)
+    return SourceFile.from_bytes(path, raw)
+
+
+def read_source_bytes(path: str) -> bytes:
+    """A checked file's bytes, or :class:`SourceError` with one line (no path: callers add it)."""
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        raise SourceError("no such file or directory") from None
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except PermissionError:
+        raise SourceError("permission denied") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
 
 
 _PLUGIN_WORKSPACES: Dict[tuple, Workspace] = {}
