@@ -18,19 +18,125 @@ Kinds of entry (one JSON file each):
 ``--jobs`` workers (:mod:`jaxlint.jobs`) read a copy of the tables forked from
 the parent and send what they store back in a journal, which the parent
 replays: one process writes the folder.
+
+Only a cache this installation wrote is read.  Each table starts with a line
+holding an HMAC-SHA256 of its kind and content under a secret key of this user
+(``$JAXLINT_CACHE_KEY``, else 32 random bytes kept in
+``$XDG_CACHE_HOME/jaxlint/cache-key``, mode 0600): a cache folder committed to a
+repository, or edited by hand, fails the check and counts as empty, so it can
+never hide a finding.  A table that fails the check, does not parse, nests too
+deeply or holds an entry of the wrong shape is read as empty (entries of the
+wrong shape are misses); it is never an error.  Without a usable key the cache
+is neither read nor written.  Only regular files are read (a FIFO or a link to
+``/dev/zero`` in the folder is ignored), and a cache folder that is a symbolic
+link is never written through.  Tables and the folder's ``.gitignore`` are
+written atomically (a full disk leaves the old file, never an empty one; an
+empty or damaged ``.gitignore`` is repaired on the next write).
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import stat
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import __version__
+from .discovery import read_regular
 
 CACHE_DIR = ".jaxlint_cache"
 KINDS = ("index", "outgoing", "exports", "findings")
+HEADER = b"jaxlint-cache 1 "
+GITIGNORE = "# created by jaxlint: this folder is a cache\n*\n"
+# a table past this size is not one this installation wrote (read as empty)
+MAX_TABLE_BYTES = 1 << 30
+
+
+def _key_file() -> Optional[str]:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxlint", "cache-key") if os.path.isabs(base) else None
+
+
+_KEY: List[Optional[bytes]] = []
+
+
+def secret_key() -> Optional[bytes]:
+    """This user's cache key (read or created once per process); None when there is none
+    to be had (no home folder, a read-only one): the cache is then off."""
+    if _KEY:
+        return _KEY[0]
+    key: Optional[bytes] = None
+    env = os.environ.get("JAXLINT_CACHE_KEY")
+    if env:
+        key = env.encode("utf-8", "surrogatepass")
+    else:
+        path = _key_file()
+        if path is not None:
+            key = _read_key(path) or _create_key(path)
+    _KEY.append(key)
+    return key
+
+
+def _read_key(path: str) -> Optional[bytes]:
+    try:
+        raw = read_regular(path, 4096)
+    except OSError:
+        return None
+    return raw if len(raw) >= 16 else None
+
+
+def _create_key(path: str) -> Optional[bytes]:
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".cache-key.")
+        try:
+            os.write(fd, os.urandom(32))
+            os.close(fd)
+            try:
+                os.link(tmp, path)      # never replaces a key another process made meanwhile
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+    except OSError:
+        return None
+    return _read_key(path)
+
+
+def _mac(key: bytes, kind: str, body: bytes) -> bytes:
+    return hmac.new(key, kind.encode() + b"\0" + body, hashlib.sha256).hexdigest().encode()
+
+
+def _valid_index(v) -> bool:
+    return (isinstance(v, dict) and _str_map(v.get("functions"), _str_list)
+            and _str_map(v.get("classes"), lambda c: _str_map(c, _str_list))
+            and _str_map(v.get("aliases"), lambda a: isinstance(a, str))
+            and all(_str_list(v.get(k, [])) for k in ("static_attrs", "static_methods", "constants")))
+
+
+def _valid_outgoing(v) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(e, list) and len(e) == 7 and isinstance(e[0], str) and isinstance(e[2], str)
+        and isinstance(e[3], str) and (e[4] is None or isinstance(e[4], str))
+        and isinstance(e[1], list) and all(isinstance(a, list) and len(a) == 2 and isinstance(a[0], (int, str))
+                                           and isinstance(a[1], int) for a in e[1])
+        and isinstance(e[5], list) and all(isinstance(i, int) for i in e[5]) and _str_list(e[6]) for e in v)
+
+
+def _str_list(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _str_map(v, ok) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and ok(x) for k, x in v.items())
+
+
+# what an entry's value must look like to be used (anything else is a miss)
+VALID = {"index": _valid_index, "outgoing": _valid_outgoing,
+         "exports": lambda v: _str_map(v, lambda d: isinstance(d, dict)),
+         "findings": lambda v: isinstance(v, list) and all(isinstance(d, dict) for d in v)}
 
 
 def digest(*parts: Any) -> str:
@@ -60,7 +166,9 @@ class Cache:
     disk never fails a lint run: the cache is then simply empty."""
 
     def __init__(self, root: str):
+        self.root = root
         self.dir = os.path.join(root, CACHE_DIR, __version__)
+        self.key = secret_key()
         self.hits = 0
         self.misses = 0
         self._tables: Dict[str, Dict[str, Any]] = {}
@@ -82,20 +190,31 @@ class Cache:
     def _table(self, kind: str) -> Dict[str, Any]:
         table = self._tables.get(kind)
         if table is None:
-            try:
-                with open(os.path.join(self.dir, kind + ".json"), encoding="utf-8") as f:
-                    table = json.load(f)
-                if not isinstance(table, dict):
-                    table = {}
-            except (OSError, ValueError):
-                table = {}
+            table = self._read(kind)
             self._tables[kind] = table
             self._tags[kind] = {entry.get("t"): key for key, entry in table.items() if isinstance(entry, dict)}
         return table
 
+    def _read(self, kind: str) -> Dict[str, Any]:
+        """A table as this installation wrote it, or empty (never an error, never a hang)."""
+        if self.key is None:
+            return {}
+        try:
+            raw = read_regular(os.path.join(self.dir, kind + ".json"), MAX_TABLE_BYTES)
+        except OSError:
+            return {}
+        head, _, body = raw.partition(b"\n")
+        if not head.startswith(HEADER) or not hmac.compare_digest(head[len(HEADER):], _mac(self.key, kind, body)):
+            return {}       # not written by this installation (committed, edited, damaged): ignored
+        try:
+            table = json.loads(body)
+        except (ValueError, RecursionError):
+            return {}
+        return table if isinstance(table, dict) else {}
+
     def get(self, kind: str, key: str) -> Optional[Any]:
         entry = self._table(kind).get(key)
-        if not isinstance(entry, dict) or "v" not in entry:
+        if not isinstance(entry, dict) or "v" not in entry or not VALID[kind](entry["v"]):
             self.misses += 1
             return None
         self.hits += 1
@@ -115,23 +234,57 @@ class Cache:
 
     def flush(self) -> None:
         """Write the tables back (nothing when this run only read)."""
-        if not self._dirty:
+        if not self._dirty or self.key is None:
             return
         try:
-            os.makedirs(self.dir, exist_ok=True)
-            ignore = os.path.join(os.path.dirname(self.dir), ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w", encoding="utf-8") as f:
-                    f.write("# created by jaxlint: this folder is a cache\n*\n")
+            if not self._own_folder():
+                return
+            top = os.path.dirname(self.dir)
+            ignore = os.path.join(top, ".gitignore")
+            try:
+                intact = read_regular(ignore, 4096).decode("utf-8", "replace") == GITIGNORE
+            except OSError:
+                intact = False
+            if not intact:      # missing, or left empty by a full disk: (re)written atomically
+                _write_atomic(top, ignore, GITIGNORE.encode("utf-8"))
             for kind, table in self._tables.items():
-                fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
                 try:
-                    with os.fdopen(fd, "w", encoding="utf-8") as f:
-                        f.write(json.dumps(table, separators=(",", ":")))   # dumps: the C encoder
-                    os.replace(tmp, os.path.join(self.dir, kind + ".json"))
-                except (OSError, TypeError, ValueError):
-                    if os.path.exists(tmp):
-                        os.unlink(tmp)
+                    body = json.dumps(table, separators=(",", ":")).encode("utf-8")   # dumps: the C encoder
+                except (TypeError, ValueError, RecursionError):
+                    continue
+                _write_atomic(self.dir, os.path.join(self.dir, kind + ".json"),
+                              HEADER + _mac(self.key, kind, body) + b"\n" + body)
         except OSError:
             return
         self._dirty = False
+
+    def _own_folder(self) -> bool:
+        """Create the cache folder; False when it (or the folder above) is a symbolic link
+        or not a folder: a repository could point it anywhere, so it is never written through."""
+        top = os.path.join(self.root, CACHE_DIR)
+        for d in (top, self.dir):
+            try:
+                st = os.lstat(d)
+            except FileNotFoundError:
+                os.mkdir(d)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                return False
+        return True
+
+
+def _write_atomic(folder: str, path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in ``folder`` and a rename: the
+    old file or the new one, never a part (the temporary file goes on any failure or
+    interrupt)."""
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
