@@ -458,6 +458,7 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) ->
         if echo:
             _write_stdout(raw)
         return
+    source = None
     try:
         source = _stdin_source(display, raw) if stdin else read_source(path)
         res = lint_and_fix(source, lint, fix=args.fix or args.diff, unsafe=args.unsafe_fixes)
@@ -468,7 +469,8 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) ->
         if isinstance(exc, NotPythonNotebook):      # not checked, and not an error either
             run.skipped.append(f"{display}: skipped: {exc}")
         elif isinstance(exc, (SourceError, InternalError)):
-            run.results.append(FileResult(display, getattr(exc, "findings", []), error=str(exc),
+            found = getattr(exc, "findings", [])     # what the other rules found, shown with the error
+            run.results.append(FileResult(display, found, error=str(exc), source=source if found else None,
                                           internal=isinstance(exc, InternalError)))
         elif isinstance(exc, RecursionError):
             run.results.append(FileResult(display, error=too_deep("checking it")))
@@ -485,7 +487,7 @@ def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) ->
     elif echo:
         _echo_fixed(run, res, raw)
     elif res.fixed_source is not None:
-        _write_fixed(run, res, path)
+        _write_fixed(run, res, path, args)
     run.results.append(res)
 
 
@@ -516,7 +518,30 @@ def _echo_fixed(run: _Run, res: FileResult, raw: bytes) -> None:
     _count_fixes(run, report)
 
 
-def _write_fixed(run: _Run, res: FileResult, path: str) -> None:
+def _escape(path: str, args) -> Optional[str]:
+    """Why ``path`` must not be written: a symbolic link found while walking a checked folder
+    whose target lies outside that folder (``--fix .`` would rewrite a file elsewhere).
+    A file named on the command line is written through its link (the user named it)."""
+    if not os.path.islink(path) or os.path.normpath(path) in {os.path.normpath(p) for p in args.paths}:
+        return None
+    full = os.path.abspath(path)
+    for d in [p for p in (args.paths or ["."]) if p != "-" and os.path.isdir(p)]:
+        top = os.path.abspath(d)
+        if full.startswith(top.rstrip(os.sep) + os.sep):
+            real_top = os.path.realpath(top)
+            target = os.path.realpath(path)
+            if not target.startswith(real_top.rstrip(os.sep) + os.sep):
+                return (f"a symbolic link to {target}, outside the checked folder {d}; fixes were not written "
+                        f"(name the file itself to fix it)")
+            return None
+    return None
+
+
+def _write_fixed(run: _Run, res: FileResult, path: str, args=None) -> None:
+    why = _escape(path, args) if args is not None else None
+    if why is not None:
+        res.error = why
+        return
     try:
         write_source(path, res.source, res.fixed_source.text)
     except SourceError as exc:
@@ -575,6 +600,10 @@ def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
                              f"backslash continuation); suppress it by hand\n")
         if not edits:
             continue
+        why = _escape(res.path, args)
+        if why is not None:
+            res.error = why.replace("fixes were", "noqa comments were")
+            continue
         try:
             write_source(res.path, res.source, apply_edits(res.source.text, edits))
         except SourceError as exc:
@@ -622,7 +651,7 @@ def cmd_check(args) -> int:
         if partial:
             notes.append(f"{partial} notebook{'s' if partial != 1 else ''} checked only in part: "
                          f"a cell that does not parse was left out (the error names it)")
-        failed = len(run.errors) - partial
+        failed = sum(1 for r in run.errors if r.source is None)    # (a fix not written: checked)
         if failed and args.format == "text":    # never "All checks passed" over a file not checked
             notes.append(f"{failed} file{'s' if failed != 1 else ''} could not be checked (the error"
                          f"{'s name them' if failed != 1 else ' names it'})")

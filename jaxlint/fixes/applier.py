@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Counter, List, Sequence, Set, Tuple
 
 from ..analysis.source import SourceError, SourceFile
+from ..discovery import read_regular
 from .edits import SAFE, UNSAFE, apply_edits
 
 MAX_PASSES = 10
@@ -43,6 +44,22 @@ def allowed_applicabilities(unsafe: bool) -> Set[str]:
     return {SAFE, UNSAFE} if unsafe else {SAFE}
 
 
+def _as_source(source: SourceFile, text: str):
+    """``text`` as a source of the same kind as ``source`` (a notebook stays a notebook, so
+    its cells keep their positions and a cell that does not parse stays left out), or None
+    when it does not parse as well as ``source`` did: a plain file must parse; a notebook
+    must parse with the same cells left out as before (never one more)."""
+    make = getattr(source, "with_text", None)
+    if make is None:
+        return SourceFile(source.path, text, source.encoding) if _parses(text) else None
+    try:
+        candidate = make(text)
+        candidate.parse()
+    except (SourceError, ValueError, RecursionError, MemoryError):
+        return None
+    return candidate if candidate.partial_error == source.partial_error else None
+
+
 def fix_text(source: SourceFile, lint: Callable[[SourceFile], Sequence], unsafe: bool = False) -> FixReport:
     """Fix ``source`` with the findings ``lint`` returns; never returns text that does not parse.
 
@@ -71,24 +88,24 @@ def fix_text(source: SourceFile, lint: Callable[[SourceFile], Sequence], unsafe:
             if not any(f.fix.overlaps(c.fix) for c in chosen):
                 chosen.append(f)
         text = current.text
-        candidate = apply_edits(text, [e for f in chosen for e in f.fix.edits])
-        if _parses(candidate):
+        fixed = _as_source(source, apply_edits(text, [e for f in chosen for e in f.fix.edits]))
+        if fixed is not None:
             accepted = chosen
         else:
             accepted = []
             for f in chosen:
-                trial = apply_edits(text, [e for g in accepted + [f] for e in g.fix.edits])
-                if _parses(trial):
+                trial = _as_source(source, apply_edits(text, [e for g in accepted + [f] for e in g.fix.edits]))
+                if trial is not None:
                     accepted.append(f)
+                    fixed = trial
                 else:
                     failed.add(_key(f))
                     report.broken.append((f.code, f.line, "the fixed code does not parse"))
-            candidate = apply_edits(text, [e for f in accepted for e in f.fix.edits])
         if not accepted:
             continue
         for f in accepted:
             report.applied[f.code] += 1
-        current = SourceFile(source.path, candidate, source.encoding)
+        current = fixed
     else:
         report.stable = not [f for f in lint(current) if f.fix is not None and f.fix.applicability in allowed
                              and _key(f) not in failed]
@@ -107,7 +124,11 @@ def write_atomic(path: str, source: SourceFile, text: str) -> None:
     A symbolic link is written through to its target (the link stays a link and
     every other user of the target sees the fix); a file with several hard links
     is rewritten in place so the links stay shared (not atomic: a rename would
-    split them)."""
+    split them).  When ``source`` holds the bytes it was read from (``raw``), a file
+    that no longer holds them (an editor saved it meanwhile) is left alone.  The
+    temporary file (``.NAME.XXXX.jaxlint`` beside it) is removed on every failure,
+    Ctrl-C and SIGTERM included; a folder where it cannot be created (read-only) is
+    a one-line error, nothing written."""
     path = os.path.realpath(path) if os.path.islink(path) else path
     try:
         st = os.stat(path)
@@ -115,15 +136,20 @@ def write_atomic(path: str, source: SourceFile, text: str) -> None:
         raise SourceError("file vanished before the fix could be written; nothing was changed") from None
     except OSError as exc:
         raise SourceError(f"cannot stat: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SourceError("not a regular file; fixes were not written")
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
         raise SourceError("file is read-only; fixes were not written")
     try:
         data = source.encode(text)
     except UnicodeEncodeError as exc:
         raise SourceError(f"fixed text cannot be encoded as {source.encoding}: {exc.reason}") from None
+    expected = getattr(source, "raw", None)
     if st.st_nlink > 1:
         try:
             with open(path, "r+b") as fh:
+                _unchanged(fh.read(), expected)
+                fh.seek(0)
                 fh.write(data)
                 fh.truncate()
                 fh.flush()
@@ -132,17 +158,38 @@ def write_atomic(path: str, source: SourceFile, text: str) -> None:
             raise SourceError(f"cannot write: {exc.strerror or exc}") from None
         return
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".jaxlint")
+    tmp = None
     try:
+        try:
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".jaxlint")
+        except OSError as exc:
+            raise SourceError(f"cannot create a temporary file in its folder ({exc.strerror or exc}: a read-only "
+                              f"folder?); fixes were not written") from None
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if expected is not None:    # as late as can be: the file still holds what was read
+            try:
+                current = read_regular(path)
+            except OSError as exc:
+                raise SourceError(f"cannot read it again before writing ({exc.strerror or exc}); "
+                                  f"fixes were not written") from None
+            _unchanged(current, expected)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise SourceError(f"cannot write: {exc.strerror or exc}; the file was left unchanged") from None
+    finally:
+        if tmp is not None:     # any failure, Ctrl-C, SIGTERM: no temporary file is left behind
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _unchanged(current: bytes, expected) -> None:
+    if expected is not None and current != expected:
+        raise SourceError("the file changed on disk since jaxlint read it (saved by an editor?); "
+                          "fixes were not written")
