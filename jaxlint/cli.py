@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import math
 import os
 import signal
 import subprocess
@@ -138,6 +139,9 @@ def _add_confirm_options(p: argparse.ArgumentParser, with_switch: bool) -> None:
                             "and trace/compile the flagged functions with JAX, one subprocess per module")
     p.add_argument("--confirm-timeout", type=float, default=None, metavar="SECONDS",
                    help="time limit per module for runtime confirmation (default: 60)")
+    if not with_switch:
+        p.add_argument("--command-timeout", type=float, default=None, metavar="SECONDS",
+                       help="time limit for the command; past it its process group is stopped (default: 1800)")
     p.add_argument("--confirmed-only", action="store_true",
                    help="report only findings confirmed at runtime (implies --confirm)")
     p.add_argument("--device", choices=("cpu", "gpu", "tpu"), default=None,
@@ -314,8 +318,11 @@ def _validate(args) -> bool:
     confirm = args.confirm or args.confirmed_only or args.device is not None or args.confirm_timeout is not None
     if confirm and args.diff:
         raise ConfigError("--confirm cannot be combined with --diff")
-    if args.confirm_timeout is not None and args.confirm_timeout <= 0:
-        raise ConfigError("--confirm-timeout must be a positive number of seconds")
+    for flag in ("confirm_timeout", "command_timeout"):
+        value = getattr(args, flag, None)
+        # (nan or inf would disable the limit)
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise ConfigError(f"--{flag.replace('_', '-')} must be a positive (finite) number of seconds")
     if args.add_noqa and (args.fix or args.diff):
         raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
     if args.write_baseline and (args.fix or args.diff or args.add_noqa):
@@ -775,7 +782,8 @@ def _confirm(args, cfg: Config, results: List[FileResult], notes: List[str]) -> 
     if not any(r.findings for r in results):
         return None
     opts = ConfirmOptions(timeout=args.confirm_timeout, device=args.device, command=command,
-                          progress=not args.no_progress and not args.quiet and not command)
+                          progress=not args.no_progress and not args.quiet and not command,
+                          command_timeout=getattr(args, "command_timeout", None))
     sys.stderr.write(warning(opts.timeout or ccfg.timeout, command))
     summary = confirm_results([r for r in results if r.findings and not r.error], ccfg, opts, cfg.settings)
     if command and summary.command_rc:

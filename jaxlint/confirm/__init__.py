@@ -34,6 +34,7 @@ class ConfirmOptions:
     device: Optional[str] = None             # cpu | gpu | tpu; None: JAX's default backend
     progress: bool = False                   # rich progress bar on stderr
     command: Optional[List[str]] = None      # harness mode: the command to run
+    command_timeout: Optional[float] = None  # seconds for the command; None: config, else 1800
     max_workers: Optional[int] = None
 
 
@@ -135,9 +136,9 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
         if opts.command:
             from .harness import run_harness
             summary.command_rc = run_harness(opts.command, jobs, by_id, ccfg, timeout, device, done,
-                                             progress=progress, task=task)
+                                             progress=progress, task=task, command_timeout=opts.command_timeout)
         else:
-            run_jobs(jobs, timeout, device, done, opts.max_workers)
+            run_jobs(jobs, timeout, device, done, opts.max_workers, memory_mb=ccfg.memory_limit)
     finally:
         if progress is not None:
             progress.stop()

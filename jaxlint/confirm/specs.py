@@ -19,7 +19,9 @@ or ``path/to/file.py:function``) to a list (positional arguments) or a table
 (keyword arguments)::
 
     [tool.jaxlint.confirm]
-    timeout = 60
+    timeout = 60                # seconds per module (finite, positive)
+    memory-limit = 8192         # MiB per worker, its children included
+    command-timeout = 1800      # seconds for the harness command
     dim-size = 4
     dims = { batch = 8 }
     array-shape = [4]
@@ -28,6 +30,7 @@ or ``path/to/file.py:function``) to a list (positional arguments) or a table
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -50,7 +53,8 @@ for _v in list(DTYPES.values()):
 _ARRAY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[([^\]]*)\]\s*$")
 _KEY = re.compile(r"^\s*key\s*(?:\[([^\]]*)\])?\s*$")
 
-SETTINGS = {"timeout", "device", "dim-size", "dims", "array-shape", "array-dtype"}
+SETTINGS = {"timeout", "device", "dim-size", "dims", "array-shape", "array-dtype", "memory-limit",
+            "command-timeout"}
 DEVICES = ("cpu", "gpu", "tpu")
 
 
@@ -60,7 +64,9 @@ class SpecError(ValueError):
 
 @dataclass
 class ConfirmConfig:
-    timeout: float = 60.0
+    timeout: float = 60.0               # seconds per module (a worker past it is killed)
+    memory_limit: int = 8192            # MiB of resident memory per worker (and its children)
+    command_timeout: float = 1800.0     # seconds for the harness command (`jaxlint confirm -- CMD`)
     device: Optional[str] = None
     dim_size: int = 4
     dims: Dict[str, int] = field(default_factory=dict)
@@ -171,10 +177,12 @@ def load_confirm_config(pyproject: Optional[str]) -> ConfirmConfig:
     if pyproject is None:
         return ConfirmConfig(root=os.getcwd())
     cfg = ConfirmConfig(root=os.path.dirname(os.path.abspath(pyproject)))
+    from ..discovery import read_regular
     try:
-        with open(pyproject, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_regular(pyproject, 16 << 20).decode("utf-8", "replace"))
+    except OSError as exc:
+        raise SpecError(f"{pyproject}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{pyproject}: {exc}") from None
     section = data.get("tool", {}).get("jaxlint", {}).get("confirm", {})
     if not isinstance(section, dict):
@@ -185,11 +193,18 @@ def load_confirm_config(pyproject: Optional[str]) -> ConfirmConfig:
             continue
         if key not in SETTINGS:
             raise SpecError(f"{where}: unknown key {key!r} (function entries look like \"pkg.module:function\")")
-    if "timeout" in section:
-        v = section["timeout"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise SpecError(f"{where}: timeout must be a positive number of seconds")
-        cfg.timeout = float(v)
+    for key in ("timeout", "command-timeout"):
+        if key in section:
+            v = section[key]
+            # (nan and inf would disable the limit: a finite positive number only)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise SpecError(f"{where}: {key} must be a positive (finite) number of seconds")
+            setattr(cfg, key.replace("-", "_"), float(v))
+    if "memory-limit" in section:
+        v = section["memory-limit"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 64:
+            raise SpecError(f"{where}: memory-limit must be a whole number of MiB (at least 64)")
+        cfg.memory_limit = v
     if "device" in section:
         if section["device"] not in DEVICES:
             raise SpecError(f"{where}: device must be one of {', '.join(DEVICES)}")

@@ -181,7 +181,27 @@ def main(argv=None) -> int:
     return 0
 
 
+def watch_parent(interval: float = 0.5) -> None:
+    """If jaxlint dies without a chance to clean up (SIGKILL), the worker would run on with
+    init as its parent: a thread notices the new parent and kills the worker's process group
+    (the worker and every child it did not move out of its session)."""
+    import signal
+    import threading
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                try:
+                    os.killpg(os.getpgrp(), signal.SIGKILL)
+                finally:
+                    os._exit(137)
+    threading.Thread(target=watch, name="jaxlint-parent-watch", daemon=True).start()
+
+
 if __name__ == "__main__":
+    watch_parent()
     # never let the user's atexit handlers or threads keep the worker alive
     rc = main()
     sys.stdout.flush()
