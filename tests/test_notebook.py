@@ -17,6 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from jaxlint.analysis import SourceError
 from jaxlint.engine import lint_source
+from jaxlint.engine import lint_source as _lint_source
 from jaxlint.fixes.applier import fix_text, write_atomic
 from jaxlint.notebook import NotebookSource, NotPythonNotebook, is_notebook, load_source, source_from_bytes
 
@@ -562,8 +563,13 @@ def _as_cells(text):
 @pytest.mark.parametrize("fixture", _fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixture_as_notebook_gives_the_same_findings_and_fixes(tmp_path, fixture):
     """Every lint fixture, cut into cells: nothing is masked, the findings are the module's
-    (mapped back through cell_position), and --fix gives the module's fixed code."""
+    (mapped back through cell_position), and --fix gives the module's fixed code.  (Both in the
+    strict profile: a notebook is teaching material, where some findings are strict only.)"""
     from jaxlint.analysis import SourceFile
+    from jaxlint.checkers import Settings
+
+    def lint_source(src, strict=Settings(strict=True)):
+        return _lint_source(src, settings=strict)
     text = fixture.read_text(encoding="utf-8")
     cells, cuts = _as_cells(text)
     code_starts = [a for a, b in zip(cuts, cuts[1:]) if b > a]
