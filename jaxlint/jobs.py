@@ -31,6 +31,7 @@ import gc
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import traceback
 from typing import Callable, Dict, List, Optional, Sequence
@@ -263,6 +264,11 @@ def _set_seeds(project: Project, seeds) -> None:
 # ------------------------------------------------------------------ the worker
 def _serve(conn, ws, project: Project, queue, lint_for: Callable) -> None:
     """A worker's loop: answer the parent's requests about the modules it owns."""
+    # the parent's SIGTERM handler (raise like Ctrl-C, for its clean-ups) is not the worker's:
+    # a worker the parent terminates just ends; Ctrl-C (sent to the whole foreground group) is
+    # the parent's to handle: the worker then sees its pipe close and exits, without a traceback
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()    # the worker's models live until its files are linted (as in one process)
     if project.cache is not None:
         project.cache.journal = []

@@ -205,6 +205,37 @@ def flagged(body: str = "") -> str:
     return "import jax\n" + textwrap.dedent(body) + "\n\n@jax.jit\ndef f(x: jax.Array):\n    print(x)\n    return x\n"
 
 
+# ------------------------------------------------------------------ Ctrl-C with --jobs
+@needs_proc
+def test_ctrl_c_during_jobs_is_one_line(repo):
+    """Ctrl-C reaches the whole foreground group: the forked --jobs workers leave it to the parent."""
+    import signal
+    unit = "@jax.jit\ndef f{i}(x):\n    y = jnp.sin(x) + {i}\n    if y.sum() > 0:\n        print(y)\n    return y\n\n"
+    for m in range(12):
+        (repo / f"gen{m}.py").write_text("import jax\nimport jax.numpy as jnp\n\n" +
+                                         "".join(unit.format(i=i) for i in range(400)))
+    proc = subprocess.Popen([sys.executable, "-m", "jaxlint", "check", ".", "--no-cache", "--jobs", "2", "-q"],
+                            cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        def workers():
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as fh:
+                    return fh.read().split()
+            except OSError:
+                return None
+        wait_for(lambda: workers() or proc.poll() is not None, 120, "the --jobs workers to start")
+        if proc.poll() is not None:
+            pytest.skip("the run ended before its workers could be interrupted")
+        os.killpg(proc.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert one_line_errors(err) == ["jaxlint: interrupted"]
+
+
 # ------------------------------------------------------------------ 3. --confirm workers
 SPAWNS = """\
     import os, subprocess, sys, time
