@@ -15,7 +15,7 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
-from .kinds import CONTAINER, JAX, TRACED
+from .kinds import CONTAINER, JAX, TRACED, UNSURE
 from .scopes import Function
 
 
@@ -27,13 +27,53 @@ class ConfigParamsMixin:
             return 0
         k = 0
         if fn.contexts and p in fn.traced_params:
-            k |= fn.param_kinds.get(p, TRACED if fn.filtered_only else TRACED | JAX)
+            got = fn.param_kinds.get(p)
+            if got is None:
+                got = TRACED if fn.filtered_only else TRACED | JAX
+                if self._module_traced_only(fn) and not self._array_evidence(fn, p) \
+                        and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX:
+                    # a module method's parameter that no call site here fills and the body does not
+                    # use as an array (a flag passed on, a config): a tracer only if the module's caller
+                    # passes one through its transform -- unknown
+                    got |= UNSURE
+            k |= got
         ann = fn.param_nodes[p].annotation
         if ann is not None:
             k |= self.annotation_kind(ann, fn.parent)
         if p == fn.vararg or p == fn.kwarg or p in evidence:
             k |= CONTAINER
         return k
+
+    def _array_evidence(self, fn: Function, p: str) -> bool:
+        """The body of ``fn`` uses parameter ``p`` as an array: an arithmetic operand, ``.shape``
+        and the like, or an argument of a ``jax.numpy``/``lax`` function or of a layer
+        (``nn.Dense(4)(x)``)."""
+        if self._used_as_array(fn, p):
+            return True
+        memo = self._memo("_array_evidence_cache")
+        got = memo.get(id(fn))
+        if got is None:
+            got = set()
+            for c in fn.of_type(ast.Call):
+                f = c.func
+                if f.__class__ is ast.Call:
+                    q = self.qualname(f.func, fn) if f.func.__class__ in (ast.Name, ast.Attribute) else None
+                    array_call = q is not None and q.startswith(K.LAYER_PREFIXES)
+                elif f.__class__ in (ast.Name, ast.Attribute):
+                    q = self.qualname(f, fn)
+                    array_call = q is not None and q.startswith(K.ARRAY_MODULES) and q not in K.STATIC_RESULT_CALLS
+                else:
+                    array_call = False
+                if array_call:
+                    got.update(a.id for a in c.args if a.__class__ is ast.Name)
+            memo[id(fn)] = got
+        return p in got
+
+    def _module_traced_only(self, fn: Function) -> bool:
+        """``fn`` is traced only as a Flax/NNX/Equinox module method (``init``/``apply`` run it
+        under whatever transform their caller applies), not by a transform, a contract, another
+        module's call or the configuration."""
+        return bool(fn.contexts) and all(c.transform.endswith(".Module") for c in fn.contexts)
 
     def _is_config_param(self, fn: Function, p: str) -> bool:
         """A parameter of a function traced with ``inferred`` confidence (a module

@@ -578,8 +578,11 @@ class KindsMixin:
         if ft is ast.Call:
             # ``jax.jit(f)(x)``: a transformed function returns arrays
             k = self._args_traced(call, fn)
-            if K.transform_for(self.qualname(func.func, fn)) is not None:
+            q = self.qualname(func.func, fn) if func.func.__class__ in (ast.Name, ast.Attribute) else None
+            if K.transform_for(q) is not None:
                 k |= JAX
+            elif q is not None and q.startswith(K.LAYER_PREFIXES) and k & TRACED:
+                return JAX | TRACED   # ``nn.Dense(4)(x)``: a layer's output is an array, traced with the module
             return k
         return self._args_traced(call, fn)
 

@@ -459,6 +459,8 @@ CONTAINER_CALLS = frozenset({
 })
 
 # modules whose functions return JAX arrays
+# modules of neural-network layers: ``nn.Dense(4)(x)`` takes and returns arrays
+LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
 ARRAY_MODULES = (
     "jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.", "jax.image.",
     "jax.ops.", "flax.linen.activation.", "optax.",

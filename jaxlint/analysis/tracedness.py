@@ -60,7 +60,7 @@ from .scopes import INFERRED, Function
 
 # modules whose functions compute arrays, and array methods that compute on their receiver
 _ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
-_LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
+_LAYER_PREFIXES = K.LAYER_PREFIXES
 _ARRAY_RESULTS = frozenset({"optax.global_norm", "optax.safe_norm", "optax.tree_utils.tree_l2_norm"})
 _ARRAY_METHODS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "std", "var", "argmax", "argmin",
                             "cumsum", "astype", "reshape", "dot", "clip", "round", "squeeze", "ravel", "flatten",
