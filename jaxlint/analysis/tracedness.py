@@ -185,6 +185,16 @@ class TracednessMixin(NarrowingMixin):
                 return True
         return self._host_type_branch(node, fn)
 
+    def default_fallback(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` sits in a fallback for a missing argument -- under ``if p is None:`` (or the
+        ``else`` of ``if p is not None:``) for a parameter ``p`` of ``fn`` -- and ``fn`` is traced
+        only by inference (a module method, code reached from one): whether any traced call leaves
+        ``p`` out is not known here (``if rng is None: rng = PRNGKey(int(time.time()))`` taken
+        by an eager ``init`` only, every jitted ``apply`` passing a key)."""
+        if fn.confidence != INFERRED or any(c.transform == "config" for c in fn.contexts):
+            return False
+        return any(v in fn.param_nodes for v in self._none_guards(node, fn))
+
     def _host_type_branch(self, node: ast.AST, fn: Function) -> bool:
         """``node`` sits under ``if isinstance(e, np.ndarray):`` (a NumPy array, a Python
         number, a sharding...) where ``e`` is traced: no tracer is an instance of such a

@@ -55,7 +55,12 @@ class ImpureCallUnderTrace(TracedCodeRule):
     `secrets.*` — and I/O (`input()`, `open()`) inside a staged traced
     context: a `jax.jit` function, a `vmap`ped function, a `lax` loop body,
     a Flax module method, or a helper called from one. Eager data-loading
-    code that uses NumPy's RNG is not flagged.
+    code that uses NumPy's RNG is not flagged, nor are draws after a fixed
+    reseed in the same trace (`np.random.seed(seed)` first: eager runs draw
+    the same numbers on every call too -- a random pattern fixed on purpose,
+    such as BigBird's attention blocks), nor a fallback for a missing
+    argument in a module method (`if rng is None: rng =
+    PRNGKey(int(time.time()))`, which the jitted `apply` may never take).
 
     ## Why is this bad?
     In PyTorch, `np.random.randn(...)` or `random.random()` in `forward`
@@ -110,6 +115,8 @@ class ImpureCallUnderTrace(TracedCodeRule):
                 f = call.func
                 if f.__class__ not in (ast.Name, ast.Attribute):
                     continue
+                if m.default_fallback(call, fn):
+                    continue   # a fallback for a missing argument: maybe never taken under a trace
                 hit = self._classify(facts, fn, call)
                 if hit is None and f.__class__ is ast.Attribute:
                     if generators is None:
@@ -146,7 +153,13 @@ class ImpureCallUnderTrace(TracedCodeRule):
             if q in NUMPY_RANDOM_PLUMBING:
                 return None
             if q.endswith(".seed"):
+                if call.args and not _clock_seed(m, call.args[0], fn):
+                    return None   # a fixed seed: the draws after it are the same on every call anyway
                 return spelled, "the global RNG is reseeded only then, not on every call", RANDOM_SUGGESTION
+            if _seeded_before(m, fn, call, 0):
+                # ``np.random.seed(seed)`` first, in this trace: run eagerly it draws the same numbers
+                # on every call too (a fixed random pattern, built at trace time on purpose)
+                return None
             return spelled, "the number it draws " + BAKED, RANDOM_SUGGESTION
         what = IMPURE_CALLS.get(q)
         if what is not None:
@@ -154,6 +167,31 @@ class ImpureCallUnderTrace(TracedCodeRule):
         if q in CLOCK_WITHOUT_ARGS and not call.args:
             return spelled, _CLOCK, VALUE_SUGGESTION
         return None
+
+
+_SEEDS = ("random.seed", "numpy.random.seed")
+
+
+def _clock_seed(m, e: ast.AST, fn: Function) -> bool:
+    """A seed read from the clock (``time.time()``): not fixed."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) \
+                and (m.qualname(n.func, fn) or "").startswith(("time.", "datetime.")):
+            return True
+    return False
+
+
+def _seeded_before(m, fn: Function, node: ast.AST, depth: int) -> bool:
+    """The global Python/NumPy RNG is reseeded with a fixed seed before ``node`` in ``fn``, or
+    before every call site through which traced code reaches ``fn``."""
+    for c in fn.of_type(ast.Call):
+        if c.lineno < node.lineno and c.args and isinstance(c.func, (ast.Name, ast.Attribute)) \
+                and m.qualname(c.func, fn) in _SEEDS and not _clock_seed(m, c.args[0], fn):
+            return True
+    calls = [c for c in fn.contexts if c.transform == "call"]
+    if depth > 4 or not calls or len(calls) != len(fn.contexts):
+        return False
+    return all(c.caller is not None and _seeded_before(m, c.caller, c.node, depth + 1) for c in calls)
 
 
 def _spell(call: ast.Call) -> str:
