@@ -13,9 +13,9 @@ from ...analysis import knowledge as K
 from ..messages import short
 from .states import contains
 from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
-                         DRAWING_KEY_FIRST_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FIRST_METHODS, LOOK_ONLY_METHODS,
+                         DRAWING_KEY_FIRST_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NNX_RNG_STREAMS,
                          LOWERING_METHODS, SEED_KEYWORDS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
-                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, VARIABLE_COLLECTIONS, WRAPPERS, abstract_only, is_key_like_name, key_argument,
+                         PRODUCER_METHODS, RANDOM_NON_CONSUMING, RNG_KEYWORDS, VARIABLE_COLLECTIONS, WRAPPERS, abstract_only, is_key_like_name, key_argument,
                          stores_state)
 
 
@@ -121,7 +121,7 @@ class KeyCalls:
                 for c in cands:
                     if _holds(a, c):
                         if p in kp and not an.passes_on_folded(callee, p):
-                            out.append((c, "call", None, display, ident, True))
+                            out.append((c, "call", None, display, ident, an.param_draws(callee, p)))
             # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
             seen = set()
             uniq = []
@@ -212,6 +212,9 @@ class KeyCalls:
         if q is not None and q.startswith("flax.nnx.") and any(
                 kw.arg == "rngs" and kw.value is key for kw in call.keywords):
             return True       # NNX takes an `nnx.Rngs` stream there, advanced by every use
+        if any(isinstance(kw.value, ast.Constant) and (kw.arg, kw.value.value) in DETERMINISTIC_APPLY
+               for kw in call.keywords) and self._dropout_key(call, key):
+            return True       # ``forward(x, rngs={"dropout": key}, is_training=False)``: dropout is off
         if not isinstance(f, ast.Attribute):
             return False
         streams = _streams_of(call, key, f.attr)
@@ -234,6 +237,19 @@ class KeyCalls:
                     return True
         return False
 
+    @staticmethod
+    def _dropout_key(call: ast.Call, key: ast.AST) -> bool:
+        """``key`` reaches ``call`` as its dropout stream or rng keyword (``rngs={"dropout": key}``,
+        ``rngs=key``, ``dropout_rng=key``, ``rng=key``), not as the key of an ``init``."""
+        for kw in call.keywords:
+            if kw.value is key and (kw.arg in RNG_KEYWORDS or kw.arg == "rngs"):
+                return True
+            if kw.arg == "rngs" and isinstance(kw.value, ast.Dict):
+                if any(v is key and isinstance(k, ast.Constant) and k.value == "dropout"
+                       for k, v in zip(kw.value.keys, kw.value.values)):
+                    return True
+        return False
+
     def _draws(self, call: ast.Call, key: ast.AST) -> bool:
         """A call outside this module known to draw from ``key``: ``model.init(key, x)``,
         ``cell.initialize_carry(key, shape)``, ``apply(..., rngs={...: key})``, an initializer
@@ -245,9 +261,9 @@ class KeyCalls:
             return True
         if any(kw.arg in SEED_KEYWORDS and kw.value is key for kw in call.keywords):
             return True       # ``dist.sample(seed=key)``: TFP, distrax, numpyro draw from ``seed``
-        if isinstance(f, (ast.Name, ast.Attribute)) \
-                and (self.m.qualname(f, self.fn) or "").startswith(DRAWING_LIBRARY_PREFIXES):
-            return True       # ``pix.random_contrast(key, image, ...)``
+        q = self.m.qualname(f, self.fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        if q is not None and (q.startswith(DRAWING_LIBRARY_PREFIXES) or (q in NNX_RNG_STREAMS and first is key)):
+            return True       # ``pix.random_contrast(key, image, ...)``; ``nnx.Rngs(key)`` feeds a module's init
         for kw in call.keywords:
             if kw.arg == "rngs" and (kw.value is key or contains(kw.value, key)):
                 return True

@@ -252,6 +252,31 @@ class KeyAnalysis:
                 out.append(("ext", q, i, kw))
         return out if out and seen == reads else None
 
+    def param_draws(self, fn: Function, param: str) -> bool:
+        """``fn``'s body is known to draw from its key parameter ``param``: some consumption of
+        it there samples, splits or folds it, or hands it to a consumer known to draw (a key
+        only given to dropout switched off, ``forward(x, rngs={"dropout": key},
+        is_training=False)``, is not drawn from)."""
+        memo = self.__dict__.setdefault("_param_draws", {})
+        k = (id(fn), param)
+        got = memo.get(k)
+        if got is not None:
+            return got
+        memo[k] = True   # recursion guard: assume it draws
+        got = False
+        todo = [fn]      # and the closures that read it (``def loss_fn(params): ... rngs={"dropout": key}``)
+        while todo and not got:
+            scope = todo.pop()
+            interp = Interpreter(self, scope, {param}, None)
+            for call in scope.of_type(ast.Call):
+                if any(isinstance(arg, ast.Name) and arg.id == param and (kind != "call" or draws)
+                       for arg, kind, _data, _callee, _ident, draws in interp.call_info(call)):
+                    got = True
+                    break
+            todo.extend(c for c in scope.children if param not in c.locals)
+        memo[k] = got
+        return got
+
     def passes_on_folded(self, fn: Function, param: str, _depth: int = 0) -> bool:
         """:meth:`only_folded`, or every path of the key ends in another project module's
         function that only folds it (read from the project's exported facts)."""

@@ -81,6 +81,8 @@ DRAWING_KEY_FIRST_METHODS = frozenset({"init", "init_with_output"})
 # image)``); and the keyword through which TFP/distrax/numpyro-style ``sample`` takes its key
 DRAWING_LIBRARY_PREFIXES = ("dm_pix.random_", "jax.random.")
 SEED_KEYWORDS = frozenset({"seed"})
+# NNX streams built from a key: the modules they are handed to draw their parameters from it
+NNX_RNG_STREAMS = frozenset({"flax.nnx.Rngs", "flax.nnx.RngStream"})
 # names of parameters/locals that conventionally hold keys: the last word names a key
 _KEY_WORDS = frozenset({"key", "keys", "rng", "prng", "subkey", "subkeys", "subrng", "prngkey", "rngkey", "sk"})
 # words that make a key-named variable something else (``num_keys``, ``key_padding_mask``)
