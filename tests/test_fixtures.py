@@ -100,8 +100,8 @@ def test_fix_fixture(code, path):
     safe_expected = SourceFile.from_path(str(safe_path)).text if safe_path.exists() else source.text
     unsafe_expected = SourceFile.from_path(str(unsafe_path)).text if unsafe_path.exists() else safe_expected
 
-    def lint(src):
-        return lint_source(src, [rule])
+    def lint(src):   # (both profiles: a strict finding's fix is checked too)
+        return lint_source(src, [rule], STRICT)
 
     for unsafe, expected, explicit in ((False, safe_expected, safe_path.exists()),
                                        (True, unsafe_expected, unsafe_path.exists())):
@@ -112,7 +112,7 @@ def test_fix_fixture(code, path):
         mode = "--fix --unsafe-fixes" if unsafe else "--fix"
         assert report.text == expected, f"{mode} result differs from its expectation for {path.name}"
         ast.parse(report.text)
-        after = lint_source(SourceFile(str(path), report.text), [rule])
+        after = lint_source(SourceFile(str(path), report.text), [rule], STRICT)
         fixable = [f for f in after if f.fix is not None and (unsafe or f.fix.applicability == "safe")]
         assert not fixable, f"after fixing, {code} still offers fixes: {[f.message for f in fixable]}"
         # idempotence
