@@ -63,7 +63,9 @@ def test_static_numpy_functions_work_on_tracers():
 
 
 def test_delegating_numpy_functions_reach_the_array_method():
-    special = {"reshape": lambda x: np.reshape(x, (3, 1)), "swapaxes": lambda x: np.swapaxes(x[None], 0, 1)}
+    special = {"reshape": lambda x: np.reshape(x, (3, 1)), "swapaxes": lambda x: np.swapaxes(x[None], 0, 1),
+               "repeat": lambda x: np.repeat(x, 2), "moveaxis": lambda x: np.moveaxis(x[None], 0, 1),
+               "searchsorted": lambda x: np.searchsorted(x, 1.0)}
     for name in r203.DELEGATING_NUMPY:
         f = special.get(name, lambda x, name=name: getattr(np, name)(x))
         jax.jit(f)(jnp.ones(3))
