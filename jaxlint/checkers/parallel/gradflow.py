@@ -168,6 +168,10 @@ class GradFlow:
             return True
         for n in ast.walk(value):
             if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
+                if any(kw.arg == "axis_name" for kw in n.keywords) and m.resolve_callable(n.func, fn) is None:
+                    # ``jl_utils.tree_psum(grads, axis_name="i")``: a helper this module cannot see into,
+                    # given the mapped axis -- it may well reduce across it (unknown: silent)
+                    return True
                 target = m.resolve_callable(n.func, fn)
                 if target is not None and _reaches_collective(m, target.function, set()):
                     return True
