@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
 
 from . import __version__
+from .about import VersionAction, confirm_parser_kwargs
 from .analysis import SourceError, SourceFile
 from .baseline import BaselineError, apply_baseline, write_baseline
 from .checkers import Finding, all_rules, get_rule
@@ -55,7 +56,7 @@ def _codes(value: str) -> List[str]:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="jaxlint", description="Static linter for JAX tracing and purity pitfalls. "
                 "`jaxlint [PATHS] [OPTIONS]` is short for `jaxlint check [PATHS] [OPTIONS]`.")
-    p.add_argument("--version", action="version", version=f"jaxlint {__version__}")
+    p.add_argument("--version", action=VersionAction)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     c = sub.add_parser("check", help="check files or directories (default: .); the default command")
@@ -82,12 +83,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"record every current finding in the --baseline FILE (default: {DEFAULT_BASELINE})")
     g.add_argument("--report-unused-noqa", action="store_true",
                    help=f"report `# noqa: JAX...` codes that suppress nothing ({UNUSED_NOQA_CODE})")
+    s = c.add_argument_group("watching, and seeing what jaxlint will do")
+    s.add_argument("--watch", action="store_true",
+                   help="check, then check again whenever a file changes (needs: python -m pip install "
+                        "'jaxlint-static[watch]')")
+    s.add_argument("--show-settings", action="store_true",
+                   help="print the resolved configuration for each of PATHS (and where each value came "
+                        "from), then exit")
+    s.add_argument("--show-files", action="store_true",
+                   help="print the files that would be checked and why other paths are skipped, then exit")
     _add_output_options(c)
     _add_confirm_options(c, with_switch=True)
 
     k = sub.add_parser("confirm", help="run COMMAND with JAX instrumentation and confirm findings with the "
                                        "recorded call signatures: jaxlint confirm [PATHS] -- COMMAND ..., "
-                                       "or jaxlint confirm [PATHS] --pytest [PYTEST ARGS] (the project's tests)")
+                                       "or jaxlint confirm [PATHS] --pytest [PYTEST ARGS] (the project's tests)",
+                       **confirm_parser_kwargs())
     k.add_argument("paths", nargs="*", help="files or directories to check (default: .)")
     _add_selection_options(k)
     _add_output_options(k)
@@ -636,6 +647,10 @@ def _unused_noqa_findings(source: SourceFile, raw: List[Finding], active) -> Lis
 
 # ------------------------------------------------------------------- check
 def cmd_check(args) -> int:
+    if getattr(args, "show_settings", False) or getattr(args, "show_files", False):
+        return _show(args)
+    if getattr(args, "watch", False):
+        return _watch(args)
     confirm = _validate(args)
     cfg = _load_config(args)
     problems: List[Tuple[str, str, bool]] = []
@@ -650,7 +665,8 @@ def cmd_check(args) -> int:
             path = baseline or DEFAULT_BASELINE
             n = write_baseline(path, run.results)
             if not args.quiet:
-                out.write(f"Wrote {n} finding{'s' if n != 1 else ''} to {path} ({run.checked} files checked).\n")
+                out.write(f"Wrote {n} finding{'s' if n != 1 else ''} to {path} ({run.checked} "
+                          f"file{'s' if run.checked != 1 else ''} checked).\n")
             return _error_code(run) or EXIT_OK
 
         notes: List[str] = []
@@ -672,6 +688,39 @@ def cmd_check(args) -> int:
             return _report_diff(args, run, out)
         _report(args, run, out, confirm_line, notes)
     return _exit_code(args, run)
+
+
+def _show(args) -> int:
+    """--show-settings and --show-files: what a check would do, and why; nothing is checked."""
+    from .settings_view import explain_files, render_files, render_settings, settings_report
+    cfg = _load_config(args)
+    fmt = "json" if args.format == "json" else "text"
+    paths = [p for p in args.paths if p != "-"] or ["."]
+    with _report_stream(args) as out:
+        if args.show_settings:
+            given = {"select": args.select, "ignore": args.ignore, "extend_select": args.extend_select,
+                     "baseline": args.baseline, "confirm_timeout": args.confirm_timeout, "device": args.device}
+            for path in paths:
+                render_settings(settings_report(path, cfg, given), out, fmt)
+        if args.show_files:
+            changed = _changed_files(args.changed_since) if args.changed_since else None
+            files, skipped = explain_files(paths, cfg, args.force_exclude, changed, args.changed_since or "")
+            render_files(files, skipped, out, fmt)
+    return EXIT_OK
+
+
+def _watch(args) -> int:
+    """--watch: the same check now and after every change (jaxlint/watch.py)."""
+    from .watch import WatchUnavailable, load_watchfiles, validate, watch
+    validate(args)
+    try:
+        load_watchfiles()
+    except WatchUnavailable as exc:
+        raise ConfigError(str(exc)) from None
+    cfg = _load_config(args)
+    once = dict(vars(args), watch=False)
+    return watch(args.paths or ["."], lambda: cmd_check(argparse.Namespace(**once)), exclude=cfg.exclude,
+                 root=cfg.root, recoverable=(ConfigError, BaselineError))
 
 
 def _print_errors(run: _Run, quiet: bool = False) -> None:
