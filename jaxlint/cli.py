@@ -699,7 +699,8 @@ def _show(args) -> int:
     with _report_stream(args) as out:
         if args.show_settings:
             given = {"select": args.select, "ignore": args.ignore, "extend_select": args.extend_select,
-                     "baseline": args.baseline, "confirm_timeout": args.confirm_timeout, "device": args.device}
+                     "baseline": args.baseline, "confirm_timeout": args.confirm_timeout, "device": args.device,
+                     "strict": args.strict}
             for path in paths:
                 render_settings(settings_report(path, cfg, given), out, fmt)
         if args.show_files:

@@ -103,6 +103,9 @@ def settings_report(path: str, cfg: Config, cli: Optional[Mapping[str, object]] 
                                     "from": origin("unrolled-loop-threshold")
                                     if cfg.settings.unrolled_loop_threshold != defaults.unrolled_loop_threshold
                                     or "unrolled-loop-threshold" in section else "default"},
+        "strict": {"value": cfg.settings.strict,
+                   "from": "command line (--strict)" if cli.get("strict")
+                   else origin("strict") if "strict" in section else "default"},
         "baseline": {"value": cli.get("baseline", cfg.baseline),
                      "from": "command line (--baseline)" if "baseline" in cli else origin("baseline")},
     }
@@ -153,7 +156,7 @@ def render_settings(report: dict, out: TextIO, fmt: str = "text") -> None:
         lines.append("  excluded                 yes: checked only when named on the command line "
                      "without --force-exclude")
     for key in ("select", "extend-select", "ignore", "per-file-ignores", "exclude", "traced-functions",
-                "unrolled-loop-threshold", "baseline"):
+                "unrolled-loop-threshold", "strict", "baseline"):
         e = report[key]
         lines.append(f"  {key:<24} {_fmt(e['value'])}  [{e['from']}]")
     if report["per-file-ignores"]["matching-this-file"]:
