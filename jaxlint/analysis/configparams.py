@@ -56,9 +56,8 @@ class ConfigParamsMixin:
             got = set()
             for c in fn.of_type(ast.Call):
                 f = c.func
-                if f.__class__ is ast.Call:
-                    q = self.qualname(f.func, fn) if f.func.__class__ in (ast.Name, ast.Attribute) else None
-                    array_call = q is not None and q.startswith(K.LAYER_PREFIXES)
+                if self.layer_call(c, fn):
+                    array_call = True
                 elif f.__class__ in (ast.Name, ast.Attribute):
                     q = self.qualname(f, fn)
                     array_call = q is not None and q.startswith(K.ARRAY_MODULES) and q not in K.STATIC_RESULT_CALLS
@@ -68,6 +67,20 @@ class ConfigParamsMixin:
                     got.update(a.id for a in c.args if a.__class__ is ast.Name)
             memo[id(fn)] = got
         return p in got
+
+    def layer_call(self, call: ast.Call, fn: Function) -> bool:
+        """``call`` applies a neural-network layer of a library to its arguments (arrays in,
+        an array out): ``nn.Dense(4)(x)``, or ``embed(x)`` with ``embed = nn.Embed(...)`` bound in
+        this function."""
+        f = call.func
+        if f.__class__ is ast.Name and f.id in fn.locals:
+            f = self.single_value(f.id, fn)
+            if f.__class__ is not ast.Call:
+                return False
+        elif f.__class__ is not ast.Call:
+            return False
+        q = self.qualname(f.func, fn) if f.func.__class__ in (ast.Name, ast.Attribute) else None
+        return q is not None and q.startswith(K.LAYER_PREFIXES)
 
     def _module_traced_only(self, fn: Function) -> bool:
         """``fn`` is traced only as a Flax/NNX/Equinox module method (``init``/``apply`` run it

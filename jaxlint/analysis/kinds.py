@@ -562,6 +562,9 @@ class KindsMixin:
                 return 0
         if ft is ast.Attribute:
             return self._method_call_kind(func, call, fn)
+        if q is None and ft is ast.Name and self.layer_call(call, fn):
+            k = self._args_traced(call, fn)
+            return JAX | TRACED if k & TRACED else JAX   # ``embed(x)`` with ``embed = nn.Embed(...)``
         if q is None and ft is ast.Name:
             target = self.resolve_callable(func, fn)
             if target is not None:

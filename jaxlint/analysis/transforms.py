@@ -424,6 +424,9 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         if not fn.contexts or (ctx.confidence == CERTAIN and fn.confidence != CERTAIN):
             changed = True
         if not any(c.node is ctx.node and c.transform == ctx.transform for c in fn.contexts):
+            if fn.contexts and not ctx.transform.endswith(".Module") \
+                    and all(c.transform.endswith(".Module") for c in fn.contexts):
+                changed = True   # a module method now also called from here: its parameters' kinds change
             fn.contexts.append(ctx)
         if static:
             fn.static_params |= static

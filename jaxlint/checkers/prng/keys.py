@@ -446,18 +446,10 @@ class KeyAnalysis:
             ks = self._direct_key_names(fn)
             if ks:
                 self._keys[id(fn)] = ks
-        # a key a nested function reads from its enclosing scope is a key there too
-        for fn in m.functions:
-            ks = self._keys.get(id(fn))
-            if not ks or fn.is_module:
-                continue
-            for n in ks - fn.locals:
-                owner = m.resolve_scope(n, fn.parent)
-                if owner is not None and n not in owner.globals_declared:
-                    self._keys.setdefault(id(owner), set()).add(n)
-        # aliases and loops over key arrays, then key parameters of callees
+        # aliases and loops over key arrays, key parameters of callees, and keys nested
+        # functions read from their enclosing scope (a key there too), until nothing changes
         for _round in range(3):
-            changed = False
+            changed = self._close_closures()
             for fn in m.functions:
                 ks = self._keys.get(id(fn))
                 if ks and self._close_aliases(fn, ks):
@@ -468,6 +460,23 @@ class KeyAnalysis:
                         changed = True
             if not changed:
                 break
+
+    def _close_closures(self) -> bool:
+        """A key a nested function reads from its enclosing scope is a key there too."""
+        m = self.model
+        changed = False
+        for fn in m.functions:
+            ks = self._keys.get(id(fn))
+            if not ks or fn.is_module:
+                continue
+            for n in ks - fn.locals:
+                owner = m.resolve_scope(n, fn.parent)
+                if owner is not None and n not in owner.globals_declared:
+                    got = self._keys.setdefault(id(owner), set())
+                    if n not in got:
+                        got.add(n)
+                        changed = True
+        return changed
 
     def _close_aliases(self, fn: Function, ks: Set[str]) -> bool:
         changed = False

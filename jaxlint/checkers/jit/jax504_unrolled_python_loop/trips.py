@@ -169,6 +169,9 @@ def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
                 info = owner.cls
                 if e.attr in info.fields:
                     return "a module field", _class_default(info, e.attr)
+                default = _constructor_default(info, e.attr)
+                if default is not None:
+                    return "a constructor argument", default
                 if base.id in _CONFIG_OWNERS:
                     return "a configuration value", None
                 return None
@@ -176,6 +179,13 @@ def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
                 return "a configuration value", None
         elif isinstance(base, ast.Attribute) and base.attr in _CONFIG_OWNERS:
             return "a configuration value", None
+        return None
+    op = _INT_OPS.get(type(e.op)) if isinstance(e, ast.BinOp) and depth <= 3 else None
+    if op is not None:
+        # ``self.num_steps - 1``: a static bound shifted by a constant
+        left, c = _static_bound(m, fn, e.left, depth + 1), int_value(m, fn, e.right)
+        if left is not None and c is not None:
+            return left[0], None if left[1] is None else op(left[1], c)
         return None
     if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
         arr = e.value.value
@@ -202,6 +212,20 @@ def _is_leading_axis(sl: ast.expr) -> bool:
     """Axis 0 (rows, samples) or 1 (time steps in batch-first sequences); the last axis
     (channels/features) is left alone."""
     return isinstance(sl, ast.Constant) and sl.value in (0, 1) and not isinstance(sl.value, bool)
+
+
+def _constructor_default(info, name: str) -> Optional[int]:
+    """``self.<name> = <param>`` in ``__init__``, where the parameter defaults to an int literal:
+    the value the attribute holds unless a caller passes another (fixed at trace time either way)."""
+    init = info.methods.get("__init__")
+    if init is None or init.self_name is None:
+        return None
+    for node in init.of_type(ast.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+                and node.targets[0].attr == name and isinstance(node.targets[0].value, ast.Name) \
+                and node.targets[0].value.id == init.self_name and isinstance(node.value, ast.Name):
+            return literal_int(init.defaults.get(node.value.id))
+    return None
 
 
 def _class_default(info, name: str) -> Optional[int]:
