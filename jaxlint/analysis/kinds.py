@@ -361,7 +361,7 @@ class KindsMixin:
         if got is not None:
             return got
         cache[id(fn)] = False   # recursion guard
-        sites = {id(site.node): site for site in self.transform_sites}
+        sites = self._site_maps()[0]
         seen, ok = False, True
         s: Optional[Function] = fn
         while ok and s is not None and not s.is_module:

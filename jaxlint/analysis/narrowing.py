@@ -88,10 +88,15 @@ class NarrowingMixin:
                         self._narrow_region(block[i + 1:], name, k, got)
         return got
 
-    @staticmethod
-    def _has_guards(fn: Function) -> bool:
-        """Does ``fn`` call ``isinstance`` or an ``is_tracer``-like predicate at all?"""
-        return any(c.func.__class__ is ast.Name and c.func.id.lstrip("_") in _GUARDS for c in fn.of_type(ast.Call))
+    def _has_guards(self, fn: Function) -> bool:
+        """Does ``fn`` call ``isinstance`` or an ``is_tracer``-like predicate at all?  (Asked
+        per write and per load: memoised, or a long function is quadratic in its calls.)"""
+        cache = self._memo("_guards_cache")
+        got = cache.get(id(fn))
+        if got is None:
+            got = cache[id(fn)] = any(c.func.__class__ is ast.Name and c.func.id.lstrip("_") in _GUARDS
+                                      for c in fn.of_type(ast.Call))
+        return got
 
     def _block_of(self, stmt: ast.stmt, fn: Function):
         parents = self._parent_map(fn)

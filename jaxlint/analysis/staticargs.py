@@ -41,11 +41,7 @@ class StaticArgsMixin:
             return True
         if site.call is None:
             return False
-        for other in self.transform_sites:
-            if other.call is not None and other is not site and other.transform.kind != "grad" \
-                    and self.transform_function_arg(other.call, other.transform) is site.call:
-                return True
-        return False
+        return any(other is not site for other in self._site_maps()[1].get(id(site.call), ()))
 
     def vmap_in_axes(self, tr: K.Transform, call: Optional[ast.Call]) -> Optional[ast.expr]:
         """The ``in_axes`` of a vmap-like call (keyword, or ``jax.vmap(f, (0, None))``)."""

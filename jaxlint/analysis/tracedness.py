@@ -253,7 +253,7 @@ class TracednessMixin(NarrowingMixin):
     def _not_none_when_traced(self, v: str, fn: Function) -> bool:
         if not fn.contexts:
             return False
-        sites = {id(site.node): site for site in self.transform_sites}
+        sites = self._site_maps()[0]
         for c in fn.contexts:
             site = sites.get(id(c.node))
             if site is None or site.call is None or site.is_decorator:

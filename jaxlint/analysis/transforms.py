@@ -185,6 +185,28 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return None
         return TransformsMixin._transform_fun_arg(call, tr)
 
+    def site_of_node(self, node: ast.AST) -> Optional[TransformSite]:
+        """The transform site whose decorator or call is ``node`` (the last one recorded)."""
+        return self._site_maps()[0].get(id(node))
+
+    def _site_maps(self) -> Tuple[Dict[int, TransformSite], Dict[int, List[TransformSite]]]:
+        """The transform sites by node, and by the call they take as their function (``jax.jit(
+        jax.vmap(f))``: the jit site by the vmap call; ``grad`` sites left out).  Built once per
+        model and again only when a site was added: asked per function and per trace context, a
+        map rebuilt for each question made the model quadratic in its transformed functions."""
+        sites = self.transform_sites
+        memo = self.__dict__.get("_site_maps_memo")
+        if memo is None or memo[0] != len(sites):
+            by_node = {id(s.node): s for s in sites}
+            by_fun: Dict[int, List[TransformSite]] = {}
+            for other in sites:
+                if other.call is not None and other.transform.kind != "grad":
+                    arg = self.transform_function_arg(other.call, other.transform)
+                    if arg is not None:
+                        by_fun.setdefault(id(arg), []).append(other)
+            memo = self.__dict__["_site_maps_memo"] = (len(sites), by_node, by_fun)
+        return memo[1], memo[2]
+
     @staticmethod
     def _transform_fun_arg(call: ast.Call, tr: K.Transform) -> Optional[ast.expr]:
         if tr.fun_positions and len(call.args) > tr.fun_positions[0]:

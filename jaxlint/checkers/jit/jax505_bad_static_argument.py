@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 from ...analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
 from ...analysis import knowledge as K
@@ -159,7 +159,12 @@ class BadStaticArgument(Rule):
             if static and tr.name in JIT_NAMES | {"jax.pmap"}:
                 if idx is None:
                     idx = call_index(m)
-                yield from self._call_sites(ctx, idx, site, static)
+                    # jit and pmap bindings (``bindings``), or jit only where the index has no pmap;
+                    # the first binding of each site, found once (not once per site: quadratic)
+                    by_site: Dict[int, object] = {}
+                    for b in getattr(idx, "bindings", None) or idx.jit_bindings:
+                        by_site.setdefault(id(b.site), b)
+                yield from self._call_sites(ctx, idx, site, static, by_site)
 
     # ------------------------------------------------------ jitted methods
     def _method_self(self, ctx: Context, site, fn: Function, static: Set[str]) -> Optional[Finding]:
@@ -216,21 +221,25 @@ class BadStaticArgument(Rule):
         return True
 
     def _registered(self, ctx: Context, name: str) -> bool:
+        """A pytree registration call names the class (the names, collected once per model:
+        asked per jitted method, a scan of every call each time was quadratic)."""
         m = ctx.model
-        for fn in m.functions:
-            for call in fn.of_type(ast.Call):
-                if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == name:
-                    q = m.qualname(call.func, fn) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
-                    if q in _PYTREE_REGISTRATIONS or (q is not None and "register" in q):
-                        return True
-        return False
+        memo = m._memo("_jax505_registered")
+        names = memo.get("names")
+        if names is None:
+            names = memo["names"] = set()
+            for fn in m.functions:
+                for call in fn.of_type(ast.Call):
+                    if call.args and isinstance(call.args[0], ast.Name):
+                        q = m.qualname(call.func, fn) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+                        if q in _PYTREE_REGISTRATIONS or (q is not None and "register" in q):
+                            names.add(call.args[0].id)
+        return name in names
 
     # ---------------------------------------------------------- call sites
-    def _call_sites(self, ctx: Context, idx, site, static: Set[str]) -> Iterator[Finding]:
+    def _call_sites(self, ctx: Context, idx, site, static: Set[str], by_site) -> Iterator[Finding]:
         m = ctx.model
-        # jit and pmap bindings (``bindings``), or jit only where the index has no pmap
-        bindings = getattr(idx, "bindings", None) or idx.jit_bindings
-        binding = next((b for b in bindings if b.site is site), None)
+        binding = by_site.get(id(site))
         if binding is None:
             return
         target = site.target

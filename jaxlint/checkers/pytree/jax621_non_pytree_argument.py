@@ -140,11 +140,18 @@ class NonPytreeArgument(Rule):
         cross the transform's boundary."""
         if fn.is_module or not fn.contexts:
             return None
-        for site in ctx.model.transform_sites:
-            if site.target is not None and site.target.function is fn and not site.target.transforms \
-                    and (boundary_transform(site.transform) or site.transform.kind == "body"):
-                return site.transform
-        return None
+        # the first such site of each function, found in one pass over the sites (once per
+        # model: a scan of every site for each function was quadratic)
+        sites = ctx.model.transform_sites
+        memo = ctx.model._memo("_jax621_direct")
+        if memo.get("n") != len(sites):
+            first: dict = {}
+            for site in sites:
+                if site.target is not None and not site.target.transforms \
+                        and (boundary_transform(site.transform) or site.transform.kind == "body"):
+                    first.setdefault(id(site.target.function), site.transform)
+            memo["n"], memo["first"] = len(sites), first
+        return memo["first"].get(id(fn))
 
 
 def _returned(value: Optional[ast.expr]) -> List[ast.expr]:
