@@ -285,11 +285,13 @@ def sarif_document(results) -> dict:
                                    "endLine": f.end_line, "endColumn": f.end_col + 1},
                     }
                 }],
-                "properties": {"confidence": f.confidence},
+                "properties": {"confidence": f.confidence, "profile": f.profile},
             }
             cell, line = cell_of(res.source, f.line)
             if cell is not None:
                 item["properties"].update(cell=cell, line_in_cell=line)
+            if f.basis is not None:
+                item["properties"]["basis"] = f.basis
             if f.confirmation is not None:
                 item["properties"]["confirmation"] = dict(f.confirmation)
             if f.fix is not None and res.source is not None:
