@@ -285,6 +285,16 @@ def _inside(fn: Function, outer: Function) -> bool:
     return False
 
 
+def _first_called_after(b, reader: Function, writer: Function, line: int, end: int) -> bool:
+    """``reader`` (a module-level function jitted where it is defined) is called only by
+    ``writer``, after ``line``: its first call -- its trace -- sees the value set there."""
+    if reader.parent is None or not reader.parent.is_module or reader.is_lambda:
+        return False
+    calls = [(c, s) for s in b.model.functions for c in b.program_calls(s)
+             if c.func.__class__ is ast.Name and c.func.id == reader.name]
+    return bool(calls) and all(s is writer and line < c.lineno <= end for c, s in calls)
+
+
 def _set_before_own_trace(b, reader: Function, mut: Mutation) -> bool:
     """``global BATCH; BATCH = len(jax.devices()) * 8`` and then ``jax.jit(gen_data)``
     in the same function: the function that rebinds the global is the one that
@@ -298,6 +308,8 @@ def _set_before_own_trace(b, reader: Function, mut: Mutation) -> bool:
     for c in reader.contexts:
         line = getattr(c.node, "lineno", 0)
         if c.caller not in (None, writer) or not mut.line < line <= end:
+            if _first_called_after(b, reader, writer, mut.line, end):
+                continue   # ``@jax.jit def step``: traced at its first call, and every call follows the set
             return False   # traced elsewhere too, or before the rebinding
     node = mut.node
     value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
