@@ -206,6 +206,10 @@ class KindsMixin:
     def _iter_element_kind(self, it: ast.AST, fn: Function, k: int) -> int:
         """Kind of the loop variable of ``for x in <it>``."""
         it = self._unwrap_iterable(it, fn)
+        if it.__class__ is ast.Name and it.id in fn.locals:
+            bound = self.single_value(it.id, fn)   # ``keys = flat.keys()`` ... ``for k in keys``
+            if bound.__class__ is ast.Call and bound.func.__class__ is ast.Attribute and bound.func.attr == "keys":
+                it = bound
         if isinstance(it, ast.Call):
             q = self.qualname(it.func, fn)
             if q == "range":
@@ -638,6 +642,9 @@ class KindsMixin:
         if m in K.CONCRETIZING_METHODS or m in K.STR_ONLY_METHODS or m in K.METADATA_METHODS:
             return 0
         recv_node = func.value
+        if m in K.CONTAINER_RESULT_METHODS:
+            # ``variables.unfreeze()``: a Python dict of what the receiver holds
+            return CONTAINER | (self.kind(recv_node, fn) & TRACED_BITS)
         if m in K.SEQUENCE_INT_METHODS and 1 <= len(call.args) <= 3 and not call.keywords \
                 and self.resolve_callable(func, fn) is None:
             return 0   # ``seq.index(x)``: arrays have no such method; a project method would resolve

@@ -459,6 +459,9 @@ CONTAINER_CALLS = frozenset({
 })
 
 # modules whose functions return JAX arrays
+# methods that return a Python container of what their receiver holds (Flax's
+# ``FrozenDict.unfreeze()`` gives a plain dict)
+CONTAINER_RESULT_METHODS = frozenset({"unfreeze"})
 # modules of neural-network layers: ``nn.Dense(4)(x)`` takes and returns arrays
 LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
 ARRAY_MODULES = (

@@ -183,6 +183,8 @@ class TracednessMixin(NarrowingMixin):
         for v in self._none_guards(node, fn):
             if self._not_none_when_traced(v, fn):
                 return True
+        if self.default_fallback(node, fn):
+            return True   # (may not: a fallback the traced callers may never take -- unknown, silent)
         return self._host_type_branch(node, fn)
 
     def default_fallback(self, node: ast.AST, fn: Function) -> bool:

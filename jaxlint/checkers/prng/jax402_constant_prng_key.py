@@ -12,7 +12,7 @@ from .keys import rule_analysis
 from .profiles import deliberate_basis
 from .loops import is_config_sweep, loop_label
 from .naming import base_key_name, split_spelling
-from .vocabulary import (COMPREHENSIONS, KEY_FROM_SEED, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
+from .vocabulary import (COMPREHENSIONS, KEY_FROM_SEED, LOWERING_METHODS, NON_CONSUMING, NON_CONSUMING_PREFIXES, RANDOM_NON_CONSUMING,
                          TIME_SOURCES, constant_data, functions_mentioning, stores_state)
 
 # transforms that trace a function only to inspect it (shapes, jaxpr): a constant key there is fine
@@ -188,8 +188,8 @@ class _Flow:
                 continue
             f = call.func
             term = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
-            if _init_like(term) or stores_state(term):
-                continue
+            if _init_like(term) or stores_state(term) or term in LOWERING_METHODS:
+                continue   # (``jit(f).lower(PRNGKey(42))`` compiles for the key's shape only)
             fq = m.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
             if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
                 continue
