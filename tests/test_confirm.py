@@ -160,7 +160,7 @@ def test_failing_modules_are_unreached_and_the_run_goes_on():
     for name in FAILING_MODULES:
         f = next(f for r in results for f in r.findings if f.path.endswith(name))
         assert got[name]["status"] == f.expect, (name, got[name])
-    assert "importing the module failed: RuntimeError: no dataset found at import (line 3)" == \
+    assert "importing the module failed: RuntimeError: no dataset found at import (at line 3)" == \
         got["cf_fail_raise.py"]["reason"]
     assert "sys.exit(3)" in got["cf_fail_exit.py"]["reason"]
     assert got["cf_fail_sleep.py"]["reason"] == "timed out after 6 s while importing the module"

@@ -19,6 +19,8 @@ from typing import Any, List, Optional, Sequence, Set, Tuple
 import jax
 import numpy as np
 
+from .text import clip
+
 Tracer = jax.core.Tracer
 
 
@@ -29,8 +31,7 @@ def describe_value(v) -> str:
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:
     s = str(exc).strip().splitlines()
-    s = s[0] if s else ""
-    return s if len(s) <= limit else s[:limit - 3] + "..."
+    return clip(s[0] if s else "", limit)
 
 
 # ------------------------------------------------------------ errors
@@ -82,10 +83,12 @@ class ErrorInfo:
                     self.cause_lines.append(fr.lineno)
 
     def where(self) -> str:
+        """Where the error was raised, to follow "failed" or stand in parentheses: "at line 12",
+        "at other.py:40", "inside JAX"."""
         if self.site is not None:
-            return f"line {self.site}"
+            return f"at line {self.site}"
         if self.site_elsewhere:
-            return self.site_elsewhere
+            return f"at {self.site_elsewhere}"
         return "inside JAX"
 
     def short(self) -> str:

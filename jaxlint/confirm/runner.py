@@ -279,7 +279,8 @@ def _needs_replicas(job: dict) -> bool:
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return f": {lines[-1][:200]}" if lines else ""
+    from .text import clip
+    return f": {clip(lines[-1], 200)}" if lines else ""
 
 
 def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
