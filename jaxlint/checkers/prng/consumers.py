@@ -344,32 +344,39 @@ def _accepts(params: list, call: ast.Call, cands: list) -> bool:
     return all(is_key_like_name(p) for p, a in pairs if any(c is a for c in cands))
 
 
+def _key_parameters(call: ast.Call, cands: list, ext: dict) -> Optional[list]:
+    """The parameter of another project function (``ext``: its exported facts) each key
+    argument of ``call`` binds to, one each; None when that is not known."""
+    pairs = _bind_by_name(call, ext["params"]) if "prng" in ext else None
+    if pairs is None:
+        return None
+    out = []
+    for c in cands:
+        bound = [p for p, a in pairs if _holds(a, c)]
+        if len(bound) != 1:
+            return None
+        out.append(bound[0])
+    return out
+
+
 def _keeps_key(call: ast.Call, cands: list, ext: dict, lookup) -> bool:
     """One project class's method of the called name takes each key argument in a parameter
     named as a key and only stores it (``def setup(self, task, init_key): self._key = init_key``)."""
-    pairs = _bind_by_name(call, ext["params"]) if "prng" in ext else None
-    if pairs is None:
+    params = _key_parameters(call, cands, ext)
+    if params is None:
         return False
     draws = _draws(ext, lookup)
-    for c in cands:
-        bound = [p for p, a in pairs if _holds(a, c)]
-        if len(bound) != 1 or bound[0] in draws or bound[0] not in ext["prng"].get("stored", ()):
-            return False
-    return True
+    return all(p not in draws and p in ext["prng"].get("stored", ()) for p in params)
 
 
 def _draws_key(call: ast.Call, cands: list, ext: dict, lookup) -> bool:
     """One project class's method of the called name draws from every key argument of the
     call (the parameter it binds to is a key there, not only folded, stored or handed on)."""
-    pairs = _bind_by_name(call, ext["params"]) if "prng" in ext else None
-    if pairs is None:
+    params = _key_parameters(call, cands, ext)
+    if params is None:
         return False
     draws = _draws(ext, lookup)
-    for c in cands:
-        bound = [p for p, a in pairs if _holds(a, c)]
-        if len(bound) != 1 or bound[0] not in draws:
-            return False
-    return True
+    return all(p in draws for p in params)
 
 
 def _external_uses(call: ast.Call, cands: list, ext: dict, display: str, ident: str, lookup) -> list:
