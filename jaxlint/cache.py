@@ -14,6 +14,12 @@ Kinds of entry (one JSON file each):
 ``outgoing``  the calls its traced code makes into other modules
 ``exports``   the facts other modules read about its functions
 ``findings``  the findings of one file under one configuration
+``manifest``  the project's files as a run found them (their ``stat``) and the findings key of
+              each file it checked: a later run with nothing changed is answered from it and
+              ``findings`` alone (:meth:`jaxlint.workspace.Workspace.warm_results`)
+
+A table is one JSON object written one entry per line; a run decodes only the entries it
+asks for and writes back the others' bytes as it read them (only what it stored is encoded).
 
 ``--jobs`` workers (:mod:`jaxlint.jobs`) read a copy of the tables forked from
 the parent and send what they store back in a journal, which the parent
@@ -39,6 +45,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import stat
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
@@ -47,7 +54,7 @@ from . import __version__
 from .discovery import read_regular
 
 CACHE_DIR = ".jaxlint_cache"
-KINDS = ("index", "outgoing", "exports", "findings")
+KINDS = ("index", "outgoing", "exports", "findings", "manifest")
 HEADER = b"jaxlint-cache 1 "
 GITIGNORE = "# created by jaxlint: this folder is a cache\n*\n"
 # a table past this size is not one this installation wrote (read as empty)
@@ -133,10 +140,21 @@ def _str_map(v, ok) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and ok(x) for k, x in v.items())
 
 
+def _valid_manifest(v) -> bool:
+    """A project's record for warm runs (see :meth:`jaxlint.workspace.Workspace.warm_results`):
+    ``files``: relative path -> [size, mtime_ns, ctime_ns, inode, SHA-1 ("" when not a module),
+    changed shortly before it was stat'ed]; ``findings``: relative path -> findings key."""
+    return (isinstance(v, dict) and _str_map(v.get("findings"), lambda k: isinstance(k, str))
+            and _str_map(v.get("files"), lambda e: isinstance(e, list) and len(e) == 6
+                         and all(isinstance(x, int) and not isinstance(x, bool) for x in e[:4])
+                         and isinstance(e[4], str) and isinstance(e[5], bool)))
+
+
 # what an entry's value must look like to be used (anything else is a miss)
 VALID = {"index": _valid_index, "outgoing": _valid_outgoing,
          "exports": lambda v: _str_map(v, lambda d: isinstance(d, dict)),
-         "findings": lambda v: isinstance(v, list) and all(isinstance(d, dict) for d in v)}
+         "findings": lambda v: isinstance(v, list) and all(isinstance(d, dict) for d in v),
+         "manifest": _valid_manifest}
 
 
 def digest(*parts: Any) -> str:
@@ -163,7 +181,13 @@ class Cache:
     :meth:`flush` (atomically).  Each entry carries a tag (the file it is
     about): storing a new entry for a tag drops the old one, so the cache
     holds one entry per file and kind and never grows with edits.  A failing
-    disk never fails a lint run: the cache is then simply empty."""
+    disk never fails a lint run: the cache is then simply empty.
+
+    A table is one JSON object laid out one entry per line (``{\n"key":{"t":tag,"v":value},\n...\n}``):
+    reading it splits the lines and decodes an entry only when it is asked for, and
+    writing it back copies the bytes of every entry this run did not store (only new
+    entries are encoded).  A table of another layout (still a JSON object) is decoded
+    whole."""
 
     def __init__(self, root: str):
         self.root = root
@@ -171,8 +195,11 @@ class Cache:
         self.key = secret_key()
         self.hits = 0
         self.misses = 0
-        self._tables: Dict[str, Dict[str, Any]] = {}
-        self._tags: Dict[str, Dict[str, str]] = {}
+        self._raw: Dict[str, Dict[str, bytes]] = {}         # kind -> key -> entry as read (undecoded)
+        self._dec: Dict[str, Dict[str, Any]] = {}           # kind -> key -> decoded or stored entry
+        self._fresh: Dict[str, set] = {}                    # kind -> keys whose entry must be encoded
+        self._tagmap: Dict[str, Dict[bytes, str]] = {}      # kind -> tag (as JSON) -> key
+        self._changed: set = set()                          # kinds to write back
         self._dirty = False
         # set in a --jobs worker: every put is also recorded here, for the parent to replay
         self.journal: Optional[List[Tuple[str, str, Any, str]]] = None
@@ -180,23 +207,62 @@ class Cache:
     def load(self) -> None:
         """Read every table now (before forking workers, so that they share the copy)."""
         for kind in KINDS:
-            self._table(kind)
+            self._kind(kind)
 
     def tags(self, kind: str) -> Dict[str, str]:
         """tag (the file an entry is about) -> key of its entry."""
-        self._table(kind)
-        return self._tags[kind]
+        out = {}
+        for tag, key in self._tags(kind).items():
+            try:
+                out[json.loads(tag)] = key
+            except ValueError:
+                continue
+        return out
+
+    def _kind(self, kind: str) -> Dict[str, bytes]:
+        raw = self._raw.get(kind)
+        if raw is None:
+            raw = self._raw[kind] = self._read(kind)
+            self._dec.setdefault(kind, {})
+            self._fresh.setdefault(kind, set())
+        return raw
 
     def _table(self, kind: str) -> Dict[str, Any]:
-        table = self._tables.get(kind)
-        if table is None:
-            table = self._read(kind)
-            self._tables[kind] = table
-            self._tags[kind] = {entry.get("t"): key for key, entry in table.items() if isinstance(entry, dict)}
-        return table
+        """Every entry of a table, decoded (the dictionary is the table: what is changed in it
+        is written back by :meth:`flush`)."""
+        raw = self._kind(kind)
+        dec = self._dec[kind]
+        for key, line in raw.items():
+            if key not in dec:
+                entry = _decode(line)
+                if entry is not _BAD:
+                    dec[key] = entry
+        raw.clear()
+        self._fresh[kind] = set(dec)
+        self._tagmap.pop(kind, None)
+        self._changed.add(kind)
+        self._dirty = True
+        return dec
 
-    def _read(self, kind: str) -> Dict[str, Any]:
-        """A table as this installation wrote it, or empty (never an error, never a hang)."""
+    def _tags(self, kind: str) -> Dict[bytes, str]:
+        tags = self._tagmap.get(kind)
+        if tags is None:
+            raw = self._kind(kind)
+            tags = {}
+            for key, line in raw.items():
+                m = _TAG.match(line)
+                if m is not None:
+                    tags[m.group(1)] = key
+            for key in self._fresh[kind]:
+                entry = self._dec[kind].get(key)
+                if isinstance(entry, dict) and isinstance(entry.get("t"), str):
+                    tags[_tag_bytes(entry["t"])] = key
+            self._tagmap[kind] = tags
+        return tags
+
+    def _read(self, kind: str) -> Dict[str, bytes]:
+        """A table as this installation wrote it, or empty (never an error, never a hang):
+        key -> the entry's JSON text, not decoded yet."""
         if self.key is None:
             return {}
         try:
@@ -206,14 +272,28 @@ class Cache:
         head, _, body = raw.partition(b"\n")
         if not head.startswith(HEADER) or not hmac.compare_digest(head[len(HEADER):], _mac(self.key, kind, body)):
             return {}       # not written by this installation (committed, edited, damaged): ignored
-        try:
+        lines = _split(body)
+        if lines is not None:
+            return lines
+        try:                # another layout of the same JSON object: decoded whole, written back in lines
             table = json.loads(body)
         except (ValueError, RecursionError):
             return {}
-        return table if isinstance(table, dict) else {}
+        if not isinstance(table, dict):
+            return {}
+        dec = self._dec.setdefault(kind, {})
+        dec.update(table)
+        self._fresh.setdefault(kind, set()).update(table)
+        return {}
 
     def get(self, kind: str, key: str) -> Optional[Any]:
-        entry = self._table(kind).get(key)
+        raw = self._kind(kind)
+        entry = self._dec[kind].get(key)
+        if entry is None:
+            line = raw.get(key)
+            entry = _decode(line) if line is not None else None
+            if entry is not None and entry is not _BAD:
+                self._dec[kind][key] = entry      # decoded once; still written back as it was read
         if not isinstance(entry, dict) or "v" not in entry or not VALID[kind](entry["v"]):
             self.misses += 1
             return None
@@ -222,18 +302,25 @@ class Cache:
 
     def put(self, kind: str, key: str, value: Any, tag: str) -> None:
         """Store ``value`` under ``key``; the previous entry with the same ``tag`` goes."""
-        table = self._table(kind)
-        old = self._tags[kind].get(tag)
+        raw = self._kind(kind)
+        tags = self._tags(kind)
+        t = _tag_bytes(tag)
+        old = tags.get(t)
         if old is not None and old != key:
-            table.pop(old, None)
-        table[key] = {"t": tag, "v": value}
-        self._tags[kind][tag] = key
+            raw.pop(old, None)
+            self._dec[kind].pop(old, None)
+            self._fresh[kind].discard(old)
+        raw.pop(key, None)
+        self._dec[kind][key] = {"t": tag, "v": value}
+        self._fresh[kind].add(key)
+        tags[t] = key
+        self._changed.add(kind)
         self._dirty = True
         if self.journal is not None:
             self.journal.append((kind, key, value, tag))
 
     def flush(self) -> None:
-        """Write the tables back (nothing when this run only read)."""
+        """Write back the tables this run changed (nothing when it only read)."""
         if not self._dirty or self.key is None:
             return
         try:
@@ -247,16 +334,30 @@ class Cache:
                 intact = False
             if not intact:      # missing, or left empty by a full disk: (re)written atomically
                 _write_atomic(top, ignore, GITIGNORE.encode("utf-8"))
-            for kind, table in self._tables.items():
-                try:
-                    body = json.dumps(table, separators=(",", ":")).encode("utf-8")   # dumps: the C encoder
-                except (TypeError, ValueError, RecursionError):
+            for kind in sorted(self._changed):
+                body = self._body(kind)
+                if body is None:
                     continue
                 _write_atomic(self.dir, os.path.join(self.dir, kind + ".json"),
                               HEADER + _mac(self.key, kind, body) + b"\n" + body)
         except OSError:
             return
         self._dirty = False
+        self._changed.clear()
+
+    def _body(self, kind: str) -> Optional[bytes]:
+        """The table's text: the entries read and not replaced as they were read, the others
+        encoded (None when one cannot be: the table is then not written)."""
+        raw, dec, fresh = self._raw.get(kind, {}), self._dec.get(kind, {}), self._fresh.get(kind, set())
+        lines = [b'"' + key.encode("ascii") + b'":' + line for key, line in raw.items() if key not in fresh]
+        try:
+            for key in fresh:
+                if key in dec:
+                    lines.append(json.dumps(key).encode("utf-8") + b":"
+                                 + json.dumps(dec[key], separators=(",", ":")).encode("utf-8"))   # the C encoder
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return b"{\n" + b",\n".join(lines) + b"\n}" if lines else b"{}"
 
     def _own_folder(self) -> bool:
         """Create the cache folder; False when it (or the folder above) is a symbolic link
@@ -271,6 +372,39 @@ class Cache:
             if not stat.S_ISDIR(st.st_mode):
                 return False
         return True
+
+
+# one line of a table: "key":{"t":tag,"v":value} (keys are hexadecimal digests; JSON text never
+# holds a raw line break, so lines split where the layout put them)
+_LINE = re.compile(rb'"([0-9a-f]{1,128})":(\{.*\})\Z', re.S)
+_TAG = re.compile(rb'\{"t":("(?:[^"\\]|\\.)*"),"v":')
+_BAD = object()
+
+
+def _split(body: bytes) -> Optional[Dict[str, bytes]]:
+    """key -> entry text of a table in the line layout; None for any other layout."""
+    if body == b"{}":
+        return {}
+    if not (body.startswith(b"{\n") and body.endswith(b"\n}")):
+        return None
+    out: Dict[str, bytes] = {}
+    for line in body[2:-2].split(b",\n"):
+        m = _LINE.match(line)
+        if m is None:
+            return None
+        out[m.group(1).decode("ascii")] = m.group(2)
+    return out
+
+
+def _decode(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return _BAD
+
+
+def _tag_bytes(tag: str) -> bytes:
+    return json.dumps(tag).encode("utf-8")
 
 
 def _write_atomic(folder: str, path: str, data: bytes) -> None:
