@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import stat
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -140,7 +140,8 @@ def is_excluded(path: str, exclude: Sequence[str] = (), root: str = ".") -> bool
 
 def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: str = ".",
                       force_exclude: bool = False,
-                      problems: Optional[List[Tuple[str, str, bool]]] = None) -> Iterator[Tuple[str, bool]]:
+                      problems: Optional[List[Tuple[str, str, bool]]] = None,
+                      stats: Optional[Dict[str, os.stat_result]] = None) -> Iterator[Tuple[str, bool]]:
     """Yield ``(path, exists)`` for every Python file and notebook to check, in a stable order.
 
     A path named explicitly is always checked (even if excluded or not ending
@@ -151,6 +152,9 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: s
     ``problems`` (when given) collects ``(path, message, is_error)``: a non-regular
     file found in a folder is skipped (a note), one named explicitly is an error, and
     so is a folder that cannot be listed; either way nothing is yielded for it.
+
+    ``stats`` (when given) receives the ``os.stat`` of every file found in a folder, taken
+    before it is read (the results cache tells an unchanged file by it).
     """
     root = os.path.abspath(root)
     patterns = list(DEFAULT_EXCLUDE) + list(exclude)
@@ -176,36 +180,101 @@ def iter_python_files(paths: Sequence[str], exclude: Sequence[str] = (), root: s
                 seen.add(p)
                 yield p, True
             continue
-        base_ignores = {}
 
         def unlistable(exc: OSError) -> None:
             where = _display(exc.filename or p)
             problem(where, f"cannot list folder: {exc.strerror or exc}; its files were not checked", True)
 
-        for dirpath, dirnames, filenames in os.walk(p, onerror=unlistable):
-            ignores = base_ignores.get(dirpath, []) + _gitignore(dirpath)
-            absdir = os.path.abspath(dirpath)
+        top = os.path.abspath(p)
+        start_rel = os.path.relpath(top, root).replace(os.sep, "/")
+        # (dirpath as os.walk spells it, its path relative to root and to p, the .gitignore
+        # patterns it inherits), depth first in sorted order, as os.walk(p) with sorted names
+        stack = [(p, start_rel, ".", [])]
+        while stack:
+            dirpath, rel_dir, relp_dir, inherited = stack.pop()
+            listing = _scan(dirpath, unlistable)
+            if listing is None:
+                continue
+            dirnames, files = listing
+            ignores = inherited + (_gitignore(dirpath) if ".gitignore" in files else [])
+            below = [i for i in ignores if "/" not in i.strip("/")]
             keep = []
             for d in sorted(dirnames):
-                full = os.path.join(absdir, d)
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
-                relp = os.path.relpath(full, os.path.abspath(p)).replace(os.sep, "/")
+                rel = d if rel_dir == "." else f"{rel_dir}/{d}"
+                relp = d if relp_dir == "." else f"{relp_dir}/{d}"
                 if _match(rel, d, patterns) or _match(relp, d, patterns) or _match(d, d, ignores):
                     continue
-                keep.append(d)
-                base_ignores[os.path.join(dirpath, d)] = [i for i in ignores if "/" not in i.strip("/")]
-            dirnames[:] = keep
-            for f in sorted(filenames):
+                keep.append((d, rel, relp))
+            for f in sorted(files):
                 if not f.endswith(SUFFIXES):
                     continue
-                full = _display(os.path.join(dirpath, f))
-                rel = os.path.relpath(os.path.abspath(full), root).replace(os.sep, "/")
+                rel = f if rel_dir == "." else f"{rel_dir}/{f}"
                 if _match(rel, f, patterns) or _match(f, f, ignores):
                     continue
-                why = regular_file_problem(full)
-                if why is not None and why.startswith("not a regular file"):
-                    problem(full, why.replace("; not checked", ""), False)
-                    continue
+                full = _display(os.path.join(dirpath, f))
+                try:
+                    st = files[f].stat()
+                except OSError:
+                    st = None
+                if st is None or not stat.S_ISREG(st.st_mode):
+                    why = regular_file_problem(full)
+                    if why is not None and why.startswith("not a regular file"):
+                        problem(full, why.replace("; not checked", ""), False)
+                        continue
+                elif stats is not None:
+                    stats[full] = st
                 if full not in seen:
                     seen.add(full)
                     yield full, True
+            for d, rel, relp in reversed(keep):
+                sub = os.path.join(dirpath, d)
+                if not os.path.islink(sub):     # (os.walk does not follow links to folders)
+                    stack.append((sub, rel, relp, below))
+
+
+def _scan(dirpath: str, onerror) -> Optional[Tuple[List[str], Dict[str, os.DirEntry]]]:
+    """A folder's sub-folders (through links) and other entries, as ``os.walk`` sorts them;
+    None when it cannot be listed (``onerror`` is told)."""
+    dirs: List[str] = []
+    files: Dict[str, os.DirEntry] = {}
+    try:
+        it = os.scandir(dirpath)
+    except OSError as exc:
+        onerror(exc)
+        return None
+    with it:
+        while True:
+            try:
+                entry = next(it)
+            except StopIteration:
+                break
+            except OSError as exc:
+                onerror(exc)
+                return None
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                dirs.append(entry.name)
+            else:
+                files[entry.name] = entry
+    return dirs, files
+
+
+# what marks a project's root folder (see :func:`find_root`)
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+
+
+def find_root(path: str) -> Optional[str]:
+    """The nearest folder at or above ``path`` holding a project marker."""
+    d = os.path.abspath(path)
+    if not os.path.isdir(d):
+        d = os.path.dirname(d)
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
