@@ -60,9 +60,13 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        sys.stdout.write(version_text() + "\n")      # stdout, as argparse's own version action
-        sys.stdout.flush()
+        print_version()
         parser.exit()
+
+
+def print_version() -> None:
+    sys.stdout.write(version_text() + "\n")      # stdout, as argparse's own version action
+    sys.stdout.flush()
 
 
 # ------------------------------------------------------------------ `jaxlint confirm --help`

@@ -17,15 +17,18 @@ import os
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore
+import re
 
-from .checkers import REGISTRY, Rule, Settings, all_rules
 from .discovery import read_regular
+
+if TYPE_CHECKING:   # (imported when used: listing the rules imports every rule module)
+    from .checkers import Rule, Settings
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
               "unrolled-loop-threshold", "confirm", "baseline", "traced-functions", "strict"}
@@ -42,17 +45,34 @@ class Config:
     ignore: List[str] = field(default_factory=list)
     exclude: List[str] = field(default_factory=list)
     per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
-    settings: Settings = field(default_factory=Settings)
+    # the rule options set by [tool.jaxlint] or the command line (the rest keep the defaults of
+    # :class:`~jaxlint.checkers.Settings`, built when first asked for: see ``settings``)
+    options: Dict[str, object] = field(default_factory=dict)
     root: str = "."
     path: Optional[str] = None
     baseline: Optional[str] = None      # a baseline file, relative to the current directory
     # functions traced by contract in this project ("pkg.mod:*", "pkg.mod.Class.method")
     traced_functions: List[str] = field(default_factory=list)
 
-    def rules(self) -> List[Rule]:
+    @property
+    def settings(self) -> "Settings":
+        """The rule options (:class:`~jaxlint.checkers.Settings`) with :attr:`options` applied."""
+        got = self.__dict__.get("_settings")
+        if got is None:
+            from .checkers import Settings
+            got = self.__dict__["_settings"] = Settings(**self.options)
+        return got
+
+    def set_option(self, name: str, value: object) -> None:
+        """Set a rule option (``strict``, ``unrolled_loop_threshold``)."""
+        self.options[name] = value
+        if "_settings" in self.__dict__:
+            setattr(self.__dict__["_settings"], name, value)
+
+    def rules(self) -> List["Rule"]:
         return select_rules(self.select, self.ignore, self.extend_select)
 
-    def rules_for(self, path: Optional[str]) -> List[Rule]:
+    def rules_for(self, path: Optional[str]) -> List["Rule"]:
         """The rules to run on ``path``: :meth:`rules` minus its ``per-file-ignores``.
 
         The one place per-file-ignores are applied (CLI, flake8 and pylint plugins,
@@ -78,19 +98,76 @@ class Config:
 
 
 def _matches(code: str, prefixes: Iterable[str]) -> bool:
-    return any(code.startswith(p.upper()) or REGISTRY[code].symbol == p for p in prefixes)
+    registry = _registry()
+    symbol = registry[code].symbol if registry else rule_catalogue().get(code)
+    return any(code.startswith(p.upper()) or symbol == p for p in prefixes)
+
+
+def _registry():
+    """The rule registry if the rules are loaded (else None: they are not imported for it)."""
+    checkers = sys.modules.get("jaxlint.checkers")
+    return getattr(checkers, "REGISTRY", None) if checkers is not None else None
 
 
 def validate_codes(codes: Iterable[str], what: str) -> None:
+    catalogue = rule_catalogue()
     for c in codes:
         if c.upper() == "ALL":
             continue
-        if not any(code.startswith(c.upper()) or r.symbol == c for code, r in REGISTRY.items()):
+        if not any(code.startswith(c.upper()) or symbol == c for code, symbol in catalogue.items()):
             raise ConfigError(f"{what}: unknown rule code or prefix {c!r}")
 
 
+# a rule module's name: its code and symbol (see checkers/base.py, ``rule_identity``)
+_RULE_MODULE = re.compile(r"jax(\d{3})_([a-z0-9]+(?:_[a-z0-9]+)*)")
+_CATALOGUE: Dict[str, str] = {}
+
+
+def rule_catalogue() -> Dict[str, str]:
+    """code -> symbol of every rule.  The registry's when it is loaded; otherwise read from the
+    names of the rule modules (``checkers/<family>/jaxNNN_symbol.py`` or ``.../jaxNNN_symbol/``),
+    which is where the registry takes them from, without importing them: checking a
+    configuration does not import the rules and the model (a warm run may need neither)."""
+    registry = _registry()
+    if registry:
+        return {code: rule.symbol for code, rule in registry.items()}
+    if not _CATALOGUE:
+        _CATALOGUE.update(_catalogue_from_files(os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkers")))
+    return _CATALOGUE
+
+
+def _catalogue_from_files(folder: str) -> Dict[str, str]:
+    """What :func:`rule_catalogue` reads: the family packages under ``folder`` and their rule
+    modules and packages, as ``pkgutil.iter_modules`` lists them."""
+    out: Dict[str, str] = {}
+    try:
+        families = sorted(os.listdir(folder))
+    except OSError:
+        return out
+    for family in families:
+        fdir = os.path.join(folder, family)
+        if "." in family or not os.path.isfile(os.path.join(fdir, "__init__.py")):
+            continue
+        try:
+            names = sorted(os.listdir(fdir))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".py"):
+                module = name[:-3]
+            elif "." not in name and os.path.isfile(os.path.join(fdir, name, "__init__.py")):
+                module = name
+            else:
+                continue
+            m = _RULE_MODULE.fullmatch(module)
+            if m is not None:
+                out["JAX" + m.group(1)] = m.group(2).replace("_", "-")
+    return out
+
+
 def select_rules(select: Optional[Sequence[str]], ignore: Sequence[str],
-                 extend_select: Sequence[str] = ()) -> List[Rule]:
+                 extend_select: Sequence[str] = ()) -> List["Rule"]:
+    from .checkers import all_rules
     out = []
     for rule in all_rules():
         if select is None:
@@ -198,12 +275,12 @@ def load_config(path: Optional[str]) -> Config:
         v = section["strict"]
         if not isinstance(v, bool):
             raise ConfigError(f"{path}: [tool.jaxlint] strict must be true or false")
-        cfg.settings.strict = v
+        cfg.set_option("strict", v)
     if "unrolled-loop-threshold" in section:
         v = section["unrolled-loop-threshold"]
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConfigError(f"{path}: unrolled-loop-threshold must be a positive integer")
-        cfg.settings.unrolled_loop_threshold = v
+        cfg.set_option("unrolled_loop_threshold", v)
     return cfg
 
 

@@ -5,11 +5,14 @@ import ast
 import gc
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
-from .analysis import SemanticModel, SourceError, SourceFile
-from .checkers import Context, Finding, Rule, Settings, all_rules
-from .fixes.applier import FixReport, fix_text
+from .analysis.source import SourceError, SourceFile
+
+if TYPE_CHECKING:   # the model, the rules and the fixer are imported when a file is linted
+    from .analysis import SemanticModel
+    from .checkers import Finding, Rule, Settings
+    from .fixes.applier import FixReport
 
 
 @dataclass
@@ -24,6 +27,9 @@ class FileResult:
     fixed_source: Optional[SourceFile] = None
     fixed_findings: Optional[List[Finding]] = None
     internal: bool = False               # ``error`` is a jaxlint bug (exit code 3), not bad input
+    # checked, and answered from the results cache without reading the file (``source`` is None:
+    # nothing to show from it, no findings)
+    cached: bool = False
 
     def accept_fixes(self) -> None:
         """The fixed text was written: report the findings that remain in it."""
@@ -80,6 +86,7 @@ def lint_source(source: SourceFile, rules: Optional[Sequence[Rule]] = None,
     :class:`InternalError` line by the caller.
     """
     if rules is None:
+        from .checkers import all_rules
         rules = [r for r in all_rules() if r.default_enabled]
     # The cyclic garbage collector would repeatedly traverse the (acyclic)
     # syntax tree while the model allocates; pause it for this file and let it
@@ -95,6 +102,8 @@ def lint_source(source: SourceFile, rules: Optional[Sequence[Rule]] = None,
 
 def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings],
           tree: Optional[ast.Module], apply_noqa: bool, model: Optional[SemanticModel]) -> List[Finding]:
+    from .analysis import SemanticModel
+    from .checkers import Context, Finding
     if model is None:
         if tree is None:
             tree = source.parse()
@@ -173,6 +182,7 @@ def lint_and_fix(source: SourceFile, lint: Callable[[SourceFile], List[Finding]]
     res = FileResult(source.path, findings, source=source, error=source.partial_error)
     if not fix or not any(f.fix is not None for f in findings):
         return res
+    from .fixes.applier import fix_text
     report: FixReport = fix_text(source, lint, unsafe=unsafe)
     res.fix_report = report
     if report.text != source.text:

@@ -8,11 +8,13 @@ import hashlib
 import json
 import os
 import re
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
-from .checkers import REGISTRY, Finding, all_rules
 from .fixes.edits import SAFE
+
+if TYPE_CHECKING:
+    from .checkers import Finding
 
 FORMATS = ("text", "concise", "json", "github", "sarif", "gitlab", "junit", "pylint")
 
@@ -21,8 +23,9 @@ PSEUDO_RULES = {"JAX000": ("unused-noqa", "A `# noqa` directive names a jaxlint 
 
 
 def _symbol(code: str) -> str:
-    rule = REGISTRY.get(code)
-    return rule.symbol if rule is not None else PSEUDO_RULES.get(code, (code.lower(),))[0]
+    from .config import rule_catalogue     # (the registry's symbols, without importing the rules)
+    symbol = rule_catalogue().get(code)
+    return symbol if symbol is not None else PSEUDO_RULES.get(code, (code.lower(),))[0]
 
 
 def cell_of(source, line: int) -> Tuple[Optional[int], int]:
@@ -242,6 +245,7 @@ def _uri(path: str) -> str:
 
 
 def sarif_document(results) -> dict:
+    from .checkers import REGISTRY, all_rules
     rules = all_rules()
     index = {r.code: i for i, r in enumerate(rules)}
     driver_rules = []
@@ -348,7 +352,7 @@ def _with_note(f: Finding) -> str:
 
 
 def _checked_count(results) -> int:
-    return sum(1 for res in results if res.source is not None)
+    return sum(1 for res in results if res.source is not None or getattr(res, "cached", False))
 
 
 def _report_path(path: str, root: Optional[str]) -> str:
