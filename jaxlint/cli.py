@@ -12,30 +12,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
-import math
 import os
 import signal
-import subprocess
 import sys
-from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Set, TextIO, Tuple
 
-from . import __version__
-from .about import VersionAction, confirm_parser_kwargs
-from .analysis import SourceError, SourceFile
-from .baseline import BaselineError, apply_baseline, write_baseline
-from .checkers import Finding, all_rules, get_rule
-from .config import Config, ConfigError, find_config, load_config, validate_codes
-from .discovery import is_excluded, iter_python_files
-from .engine import FileResult, InternalError, crash_message, lint_and_fix, too_deep
-from .workspace import Workspace, read_source_bytes
-from .confirm.harness import pytest_command
-from .fixes.applier import write_atomic
-from .fixes.edits import SAFE, Fix, apply_edits
-from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, add_noqa_edits, unused_noqa
-from .notebook import NotPythonNotebook, is_notebook, source_from_bytes
-from .reporting import FORMATS, render, render_statistics
+from .about import VersionAction, confirm_parser_kwargs, print_version
+
+if TYPE_CHECKING:
+    # What a command needs is imported when it runs: `jaxlint --version` imports nothing more,
+    # and a warm `jaxlint check` that the results cache answers imports neither the model nor
+    # the rules (docs/performance.md, start-up).
+    from .analysis import SourceFile
+    from .checkers import Finding
+    from .config import Config
+    from .engine import FileResult
+    from .workspace import Workspace
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -54,6 +46,7 @@ def _codes(value: str) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .fixes.noqa import UNUSED_NOQA_CODE
     p = _Parser(prog="jaxlint", description="Static linter for JAX tracing and purity pitfalls. "
                 "`jaxlint [PATHS] [OPTIONS]` is short for `jaxlint check [PATHS] [OPTIONS]`.")
     p.add_argument("--version", action=VersionAction)
@@ -129,6 +122,7 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
+    from .reporting import FORMATS
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     p.add_argument("--output-file", "-o", metavar="PATH", help="write the report to PATH instead of stdout")
     p.add_argument("--statistics", action="store_true", help="print the number of findings per rule only")
@@ -196,8 +190,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:
-    parser = build_parser()
     argv = _with_default_command(list(sys.argv[1:] if argv is None else argv))
+    if argv[0] == "--version":      # what argparse does first with it, without building the parser
+        print_version()
+        raise SystemExit(0)
+    from .baseline import BaselineError
+    from .config import ConfigError
+    from .engine import crash_message
+    parser = build_parser()
     harness = None
     if argv[0] == "confirm" and "--pytest" in argv:
         # `jaxlint confirm [PATHS] --pytest [PYTEST ARGS]`: the project's own test suite is the harness
@@ -254,8 +254,21 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     return EXIT_ERROR
 
 
+def pytest_command(args: List[str]) -> List[str]:
+    """``jaxlint confirm --pytest [ARGS]``: the harness command (:func:`jaxlint.confirm.harness.pytest_command`)."""
+    from .confirm.harness import pytest_command as command
+    return command(args)
+
+
+def lint_and_fix(source, lint, **kw):
+    """:func:`jaxlint.engine.lint_and_fix` (imported when a file is linted)."""
+    from .engine import lint_and_fix as run
+    return run(source, lint, **kw)
+
+
 # ------------------------------------------------------------------- rules, rule, server
 def cmd_rules(args) -> int:
+    from .checkers import all_rules
     rules = all_rules()
     if args.format == "json":
         import json
@@ -288,6 +301,7 @@ def cmd_rules(args) -> int:
 
 
 def cmd_rule(args) -> int:
+    from .checkers import get_rule
     rule = get_rule(args.code)
     if rule is None:
         sys.stderr.write(f"jaxlint: error: unknown rule {args.code!r} (see `jaxlint rules`)\n")
@@ -308,6 +322,7 @@ def cmd_server(args) -> int:
 
 # ------------------------------------------------------------------- check: set-up
 def _load_config(args) -> Config:
+    from .config import Config, find_config, load_config, validate_codes
     if args.isolated:
         cfg = Config(root=os.getcwd())
     elif args.config:
@@ -320,12 +335,14 @@ def _load_config(args) -> Config:
             validate_codes(value, what)
             setattr(cfg, attr, value)
     if getattr(args, "strict", None):
-        cfg.settings.strict = True
+        cfg.set_option("strict", True)
     return cfg
 
 
 def _validate(args) -> bool:
     """Check option combinations; returns whether runtime confirmation was asked for."""
+    import math
+    from .config import ConfigError
     confirm = args.confirm or args.confirmed_only or args.device is not None or args.confirm_timeout is not None
     if confirm and args.diff:
         raise ConfigError("--confirm cannot be combined with --diff")
@@ -345,6 +362,9 @@ def _validate(args) -> bool:
 
 def _changed_files(ref: str) -> Set[str]:
     """Absolute paths of files changed since ``ref`` (committed or not) and untracked files."""
+    import subprocess
+    from .config import ConfigError
+
     def git(*cmd: str) -> str:
         try:
             proc = subprocess.run(["git", *cmd], capture_output=True, text=True)
@@ -364,6 +384,7 @@ def _changed_files(ref: str) -> Set[str]:
 def _targets(args, cfg: Config, problems: Optional[list] = None) -> List[Tuple[str, bool]]:
     """The files to check; ``problems`` collects what discovery could not use (a FIFO, a
     folder that cannot be listed: see :func:`iter_python_files`)."""
+    from .discovery import iter_python_files
     paths = [p for p in (args.paths or ["."]) if p != "-"]
     targets = list(iter_python_files(paths, cfg.exclude, cfg.root, force_exclude=args.force_exclude,
                                      problems=problems))
@@ -377,9 +398,17 @@ def _targets(args, cfg: Config, problems: Optional[list] = None) -> List[Tuple[s
 def read_source(path: str) -> SourceFile:
     """A file's source; notebooks (``.ipynb``) become their joined code cells.  Regular
     files only: a FIFO or a device is a one-line error, never a hang."""
-    raw = read_source_bytes(path)
+    from .workspace import read_source_bytes
+    return _source(path, read_source_bytes(path))
+
+
+def _source(path: str, raw: bytes) -> SourceFile:
+    """A file's bytes as source: notebooks (``.ipynb``) become their joined code cells."""
+    from .notebook.reading import is_notebook
     if is_notebook(path):
+        from .notebook import source_from_bytes
         return source_from_bytes(path, raw)
+    from .analysis.source import SourceFile
     return SourceFile.from_bytes(path, raw)
 
 
@@ -389,14 +418,13 @@ def write_source(path: str, source: SourceFile, text: str) -> None:
     if writer is not None:
         writer(text)
     else:
+        from .fixes.applier import write_atomic
         write_atomic(path, source, text)
 
 
 def _stdin_source(name: str, raw: bytes) -> SourceFile:
     """Standard input as a file, or as a notebook when --stdin-filename ends in .ipynb."""
-    if is_notebook(name):
-        return source_from_bytes(name, raw)
-    return SourceFile.from_bytes(name, raw)
+    return _source(name, raw)
 
 
 def _write_stdout(data: bytes) -> None:
@@ -409,15 +437,16 @@ def _write_stdout(data: bytes) -> None:
         sys.stdout.write(data.decode("utf-8", "surrogateescape"))
 
 
-@dataclass
 class _Run:
     """What checking all files produced, before filtering and reporting."""
-    results: List[FileResult] = field(default_factory=list)
-    diffs: List[str] = field(default_factory=list)
-    fixed_by_rule: Dict[str, int] = field(default_factory=dict)
-    problems: List[str] = field(default_factory=list)     # fixes discarded or unsettled (jaxlint bugs)
-    skipped: List[str] = field(default_factory=list)      # files with nothing to check (an R notebook)
-    checked: int = 0
+
+    def __init__(self) -> None:
+        self.results: List[FileResult] = []
+        self.diffs: List[str] = []
+        self.fixed_by_rule: Dict[str, int] = {}
+        self.problems: List[str] = []     # fixes discarded or unsettled (jaxlint bugs)
+        self.skipped: List[str] = []      # files with nothing to check (an R notebook)
+        self.checked = 0
 
     @property
     def fixed_total(self) -> int:
@@ -433,9 +462,11 @@ def _linter(cfg: Config, rules, path: Optional[str], unused_noqa: bool = False,
     """The one per-file lint function (rules for this path, settings, noqa, and the
     project's cross-module facts through ``ws``), used for the first pass, every fix
     pass and the re-lint after fixing."""
+    from .checkers import Finding
     selected = {r.code for r in cfg.rules_for(path)}
     active = [r for r in rules if r.code in selected]
     if ws is None:
+        from .workspace import Workspace
         ws = Workspace(use_cache=False)
     if not unused_noqa:
         return ws.lint_function(path, active, cfg.settings)
@@ -466,6 +497,10 @@ def _progress(args, total: int) -> Iterator[Callable[[], None]]:
 
 
 def _check_one(args, cfg: Config, rules, path: str, run: _Run, ws: Workspace) -> None:
+    from .analysis.source import SourceError
+    from .discovery import is_excluded
+    from .engine import FileResult, InternalError, crash_message, too_deep
+    from .notebook.reading import NotPythonNotebook
     stdin = path == "-"
     display = (args.stdin_filename or "<stdin>") if stdin else path
     lint = _linter(cfg, rules, args.stdin_filename if stdin else path, args.report_unused_noqa, ws)
@@ -520,6 +555,7 @@ def _note_fix_problems(run: _Run, display: str, report) -> None:
 
 def _echo_fixed(run: _Run, res: FileResult, raw: bytes) -> None:
     """An editor's fix-on-save reads stdout: it carries the (fixed) source and nothing else."""
+    from .analysis.source import SourceError
     if res.fixed_source is None:
         _write_stdout(raw)
         return
@@ -556,6 +592,7 @@ def _escape(path: str, args) -> Optional[str]:
 
 
 def _write_fixed(run: _Run, res: FileResult, path: str, args=None) -> None:
+    from .analysis.source import SourceError
     why = _escape(path, args) if args is not None else None
     if why is not None:
         res.error = why
@@ -575,18 +612,27 @@ def _count_fixes(run: _Run, report) -> None:
         run.fixed_by_rule[code] = run.fixed_by_rule.get(code, 0) + n
 
 
-def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]], problems=()) -> _Run:
+def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]], problems=(), warm: bool = False) -> _Run:
+    """Check ``targets``.  ``warm``: the run reports exactly what the results cache holds (no
+    fixes, no confirmation, no findings made outside the cache), so when nothing changed since
+    a run with the same configuration the cache answers it alone (:meth:`Workspace.warm_results`)."""
+    from .engine import FileResult
+    from .workspace import Workspace, warm_key
     run = _Run()
     for path, message, is_error in problems:
         if is_error:    # a folder that cannot be listed, a FIFO named on the command line
             run.results.append(FileResult(path, error=message))
         else:           # a FIFO or a device found in a folder: never read
             run.skipped.append(f"{path}: skipped: {message}")
-    rules = cfg.rules()
     # every file is linted with its project's context (the modules under its project root),
     # through the results cache unless --no-cache
     ws = Workspace(traced_functions=cfg.traced_functions, exclude=cfg.exclude,
                    use_cache=not args.no_cache)
+    key = warm_key(cfg) if warm and not args.no_cache else None
+    if key is not None and _answer_warm(ws, key, targets, run):
+        ws.flush()
+        return run
+    rules = cfg.rules()
     if args.jobs > 1:
         ws.prefetch([p for p, exists in targets if exists],
                     lambda p: _linter(cfg, rules, p, args.report_unused_noqa, ws), args.jobs)
@@ -602,12 +648,50 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]], problems=()) 
             _check_one(args, cfg, rules, path, run, ws)
             if path != "-":
                 ws.done(path)
+    if key is not None:
+        ws.record_warm(key, {os.path.abspath(r.path) for r in run.results if not r.error and r.source is not None})
     ws.flush()
     return run
 
 
+def _answer_warm(ws: Workspace, key: str, targets: List[Tuple[str, bool]], run: _Run) -> bool:
+    """Check ``targets`` from the results cache alone, when nothing changed since a run that
+    recorded them (:meth:`Workspace.warm_results`): files with findings are read (to show
+    them), the others are not.  False (``run`` untouched) when the cache cannot answer."""
+    from .cache import file_digest
+    from .engine import FileResult
+    from .workspace import _findings_from, read_source_bytes
+    answers = ws.warm_results([p for p, exists in targets if exists], key)
+    if answers is None:
+        return False
+    results = []
+    for path, exists in targets:
+        if not exists:
+            results.append(FileResult(path, error="no such file or directory"))
+            continue
+        entries, sha = answers[path]
+        if not entries:
+            results.append(FileResult(path, cached=True))
+            continue
+        found = _findings_from(entries, path)
+        try:
+            raw = read_source_bytes(path)
+            if found is None or file_digest(raw) != sha:
+                return False        # (changed since it was looked at: lint it)
+            source = _source(path, raw)
+        except Exception:
+            return False
+        results.append(FileResult(path, found, source=source, error=source.partial_error))
+    run.results.extend(results)
+    run.checked += sum(1 for r in results if not r.error or r.source is not None)
+    return True
+
+
 # ------------------------------------------------------------------- check: legacy-code adoption
 def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
+    from .analysis.source import SourceError
+    from .fixes.edits import apply_edits
+    from .fixes.noqa import add_noqa_edits
     added = files = 0
     for res in run.results:
         if res.error or not res.findings or res.source is None:
@@ -637,6 +721,9 @@ def _add_noqa(args, cfg: Config, run: _Run, out: TextIO) -> int:
 
 
 def _unused_noqa_findings(source: SourceFile, raw: List[Finding], active) -> List[Finding]:
+    from .checkers import Finding
+    from .fixes.edits import SAFE, Fix
+    from .fixes.noqa import UNUSED_NOQA_CODE, UNUSED_NOQA_SYMBOL, unused_noqa
     out = []
     for u in unused_noqa(source, raw, [r.code for r in active]):
         fix = Fix(f"Remove the unused `{u.code}` from the `noqa` directive", (u.edit,), SAFE)
@@ -654,7 +741,9 @@ def cmd_check(args) -> int:
     confirm = _validate(args)
     cfg = _load_config(args)
     problems: List[Tuple[str, str, bool]] = []
-    run = _check_all(args, cfg, _targets(args, cfg, problems), problems)
+    # a run whose findings are the cached ones may be answered by the results cache alone
+    warm = not (confirm or args.fix or args.diff or args.add_noqa or args.report_unused_noqa or "-" in args.paths)
+    run = _check_all(args, cfg, _targets(args, cfg, problems), problems, warm=warm)
 
     with _report_stream(args) as out:
         if args.add_noqa:
@@ -662,6 +751,7 @@ def cmd_check(args) -> int:
         _print_errors(run, args.quiet)
         baseline = args.baseline or (None if args.no_baseline else cfg.baseline)
         if args.write_baseline:
+            from .baseline import write_baseline
             path = baseline or DEFAULT_BASELINE
             n = write_baseline(path, run.results)
             if not args.quiet:
@@ -679,6 +769,7 @@ def cmd_check(args) -> int:
             notes.append(f"{failed} file{'s' if failed != 1 else ''} could not be checked (the error"
                          f"{'s name them' if failed != 1 else ' names it'})")
         if baseline:
+            from .baseline import apply_baseline
             hidden = apply_baseline(baseline, run.results)
             if hidden:
                 notes.append(f"{hidden} finding{'s' if hidden != 1 else ''} in the baseline not shown")
@@ -712,6 +803,8 @@ def _show(args) -> int:
 
 def _watch(args) -> int:
     """--watch: the same check now and after every change (jaxlint/watch.py)."""
+    from .baseline import BaselineError
+    from .config import ConfigError
     from .watch import WatchUnavailable, load_watchfiles, validate, watch
     validate(args)
     try:
@@ -740,6 +833,7 @@ def _print_errors(run: _Run, quiet: bool = False) -> None:
 def _report_stream(args) -> Iterator[TextIO]:
     """Where the report goes: --output-file, stderr when stdout carries fixed source, else stdout."""
     if args.output_file:
+        from .config import ConfigError
         try:
             d = os.path.dirname(os.path.abspath(args.output_file))
             os.makedirs(d, exist_ok=True)
@@ -780,6 +874,7 @@ def _fix_summary(run: _Run) -> str:
 
 
 def _report(args, run: _Run, out: TextIO, confirm_line: Optional[str], notes: List[str]) -> None:
+    from .reporting import render, render_statistics
     summary = _fix_summary(run) if args.fix else None
     shown = [r for r in run.results if not r.error or r.findings]
     if args.statistics:
@@ -823,6 +918,7 @@ def _exit_code(args, run: _Run) -> int:
 
 def _confirm(args, cfg: Config, results: List[FileResult], notes: List[str]) -> Optional[str]:
     """Runtime confirmation (imports JAX only in subprocesses); returns the summary line."""
+    from .config import ConfigError
     from .confirm import ConfirmOptions, SpecError, confirm_results, load_confirm_config, warning
     try:
         ccfg = load_confirm_config(None if args.isolated else cfg.path)
@@ -853,6 +949,7 @@ def _confirm(args, cfg: Config, results: List[FileResult], notes: List[str]) -> 
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
+    import difflib
     a = before.splitlines(keepends=True)
     b = after.splitlines(keepends=True)
     out = "".join(difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}"))

@@ -15,19 +15,24 @@ from __future__ import annotations
 
 import gc
 import os
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+import sys
+import time
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .analysis import SourceFile
-from .analysis.project import Project, find_root
 from .cache import Cache, digest, file_digest
-from .checkers import Finding, Rule, Settings
-from .discovery import iter_python_files, read_regular
-from .analysis.source import SourceError
-from .engine import AnalysisLimit, InternalError, crash_message, lint_source, too_deep
-from .jobs import can_fork as jobs_can_fork, reap as reap_jobs, run as run_jobs
+from .discovery import find_root, iter_python_files, read_regular
+
+if TYPE_CHECKING:   # the analysis, the rules and the engine are imported when a file is linted:
+    # a warm run that the cache answers imports none of them
+    from .analysis import SourceFile
+    from .analysis.project import Project
+    from .checkers import Finding, Rule, Settings
 
 # a project with more Python files than this is linted file by file (no cross-module index)
 MAX_PROJECT_FILES = 20000
+# a file modified (or its inode changed) less than this before its ``stat`` may change again within
+# the same tick of the file system's clock and keep its times: warm runs hash it again
+RECENT_NS = 2_000_000_000
 
 
 class Workspace:
@@ -51,6 +56,10 @@ class Workspace:
         self._memo: Dict[str, list] = {}
         self._recording: Optional[Dict[str, list]] = None   # set in a --jobs worker
         self._config_keys: Dict[tuple, str] = {}
+        # the results cache's record of unchanged projects (see warm_results): project root ->
+        # each project file's os.stat before it was read, and the findings key each linted file used
+        self._stats: Dict[str, Dict[str, tuple]] = {}
+        self._used: Dict[str, Dict[str, str]] = {}
 
     # ------------------------------------------------------------ projects
     def root_for(self, path: str) -> Optional[str]:
@@ -67,14 +76,23 @@ class Workspace:
         if root is None:
             return None
         if root not in self.projects:
-            files = [p for p, exists in iter_python_files([root], self.exclude, root=root)
-                     if exists and p.endswith((".py", ".ipynb"))]
+            _load_rules()
+            from .analysis.project import Project
+            stats: Dict[str, os.stat_result] = {}
+            files = self._project_files(root, stats)
             if len(files) > MAX_PROJECT_FILES:
                 self.projects[root] = None
             else:
+                sigs = _signatures(root, files, stats) if self.use_cache else None
+                if sigs is not None:    # taken before any file is read (see warm_results)
+                    self._stats[root] = sigs
                 self.projects[root] = Project(root, files, self.traced_functions, cache=self.cache_for(root),
                                               loader=_read)
         return self.projects[root]
+
+    def _project_files(self, root: str, stats: Optional[dict] = None) -> List[str]:
+        return [p for p, exists in iter_python_files([root], self.exclude, root=root, stats=stats)
+                if exists and p.endswith((".py", ".ipynb"))]
 
     def cache_for(self, root: Optional[str]) -> Optional[Cache]:
         if not self.use_cache or root is None:
@@ -88,9 +106,12 @@ class Workspace:
                       apply_noqa: bool = True) -> Callable[[SourceFile], List[Finding]]:
         """The per-file lint function for ``path``: the first pass, every fix pass
         and the re-lint after fixing all see the project's facts about the file."""
+        from .analysis.source import SourceError
+        from .engine import AnalysisLimit, InternalError, crash_message, lint_source, too_deep
         project = self.project_for(path) if path and path != "-" else None
         cache = self.cache_for(project.root) if project is not None else None
         config = self._config_key(rules, settings, apply_noqa)
+        first = [True]      # the first call lints the file as it is on disk (later ones: fix passes)
 
         def lint(source: SourceFile) -> List[Finding]:
             key = None
@@ -100,6 +121,9 @@ class Workspace:
             if project is not None and (cache is not None or self._memo or self._recording is not None):
                 key = project.cache_key(source.path, "findings", project.exports_digest(), config,
                                         sha=file_digest(source.text.encode("utf-8")))
+            if key is not None and cache is not None and first[0]:
+                self._used.setdefault(project.root, {})[os.path.abspath(source.path)] = key
+            first[0] = False
             if key is not None:
                 hit = self._memo.pop(key, None)
                 if hit is not None and cache is not None:
@@ -127,9 +151,9 @@ class Workspace:
                 if was_enabled:
                     gc.enable()
             if key is not None and self._recording is not None:
-                self._recording[key] = [f.to_dict() for f in found]
+                self._recording[key] = [_entry(f) for f in found]
             elif key is not None and cache is not None:
-                cache.put("findings", key, [f.to_dict() for f in found], os.path.abspath(source.path))
+                cache.put("findings", key, [_entry(f) for f in found], os.path.abspath(source.path))
             return found
 
         return lint
@@ -176,10 +200,82 @@ class Workspace:
         """Write the caches back (call once, at the end of a run)."""
         for cache in self.caches.values():
             cache.flush()
-        reap_jobs()
+        if "jaxlint.jobs" in sys.modules:
+            sys.modules["jaxlint.jobs"].reap()
         if self._frozen:
             gc.unfreeze()
             self._frozen = False
+
+    # ------------------------------------------------------------ warm runs
+    def warm_results(self, paths: Sequence[str], run_key: str) -> Optional[Dict[str, Tuple[list, str]]]:
+        """A warm run without the analysis: ``path -> (cached findings entries, the file's SHA-1)``
+        for every one of ``paths`` when nothing changed in their projects since a run recorded
+        with the same ``run_key`` (what else decides the findings: jaxlint, the configuration)
+        by :meth:`record_warm`; else None (then lint as usual).
+
+        Nothing changed when every project file (the same set of files) has the ``os.stat``
+        (size, modification and change times, inode) it had before that run read it; a file
+        modified within two seconds of that ``stat`` is hashed again (a second change in the
+        same clock tick would keep its times).  Only what the cache's signature vouches for
+        is used: the record, then each file's findings entry (a miss anywhere: None)."""
+        if not self.use_cache:
+            return None
+        by_root: Dict[str, List[str]] = {}
+        for p in paths:
+            root = self.root_for(p)
+            if root is None:
+                return None
+            by_root.setdefault(root, []).append(p)
+        out: Dict[str, Tuple[list, str]] = {}
+        for root, todo in by_root.items():
+            cache = self.cache_for(root)
+            record = cache.get("manifest", run_key) if cache is not None else None
+            if record is None:
+                return None
+            files, keys = record["files"], record["findings"]
+            stats: Dict[str, os.stat_result] = {}
+            now = self._project_files(root, stats)
+            if len(now) != len(files) or len(stats) != len(now):
+                return None
+            for p in now:
+                was, st = files.get(_rel(p, root)), stats[p]
+                if was is None or was[:4] != [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]:
+                    return None
+                if was[5] and was[4] and _sha_of(p) != was[4]:
+                    return None
+            for p in todo:
+                rel = _rel(p, root)
+                key, was = keys.get(rel), files.get(rel)
+                entries = cache.get("findings", key) if key is not None and was is not None else None
+                if entries is None or not _entries_ok(entries):
+                    return None
+                out[p] = (entries, was[4])
+        return out
+
+    def record_warm(self, run_key: str, clean: Iterable[str]) -> None:
+        """Record, for :meth:`warm_results`, each analysed project's files as they were before
+        this run read them and the findings key of each file of ``clean`` (absolute paths: the
+        files checked without an error) (call before :meth:`flush`, after a run whose findings
+        are exactly the cached ones: no fixes, no extra findings, no standard input)."""
+        clean = set(clean)
+        for root, used in self._used.items():
+            project, cache, sigs = self.projects.get(root), self.caches.get(root), self._stats.get(root)
+            used = {p: k for p, k in used.items() if p in clean}
+            if project is None or cache is None or sigs is None or not used:
+                continue
+            shas = {m.path: m.sha for m in project.modules}
+            files = {}
+            for path, (rel, size, mtime, ctime, ino, recent) in sigs.items():
+                sha = shas.get(path, "")        # "": not a module (never read by the analysis)
+                if sha is None:                 # a module that could not be read
+                    break
+                files[rel] = [size, mtime, ctime, ino, sha, recent]
+            else:
+                keys = {_rel(p, root): k for p, k in used.items()}
+                old = cache.get("manifest", run_key)
+                if old is not None and old["files"] == files:
+                    keys = {**old["findings"], **keys}
+                cache.put("manifest", run_key, {"files": files, "findings": keys}, "manifest")
 
     def done(self, path: str) -> None:
         """The file was linted: its model and tree may be freed."""
@@ -190,18 +286,63 @@ class Workspace:
 
 def _raise_failure(project: Project, path: str) -> None:
     """The project analysis failed on this module (:meth:`Project.guarded`): say so, for it alone."""
+    from .engine import AnalysisLimit, InternalError
     m = project.module_for(path)
     if m is not None and m.failure is not None:
         raise (InternalError if m.failure_internal else AnalysisLimit)(m.failure)
 
 
+def run_jobs(ws, project, paths, lint_for, jobs):
+    """:func:`jaxlint.jobs.run` (imported when a run forks)."""
+    from .jobs import run
+    return run(ws, project, paths, lint_for, jobs)
+
+
+def jobs_can_fork() -> bool:
+    from .jobs import can_fork
+    return can_fork()
+
+
+def __getattr__(name: str):
+    """``Project`` (:class:`jaxlint.analysis.project.Project`), imported when first asked for."""
+    if name == "Project":
+        from .analysis.project import Project
+        return Project
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _load_rules() -> None:
+    """Import the rules before a project is analysed: rule families register the facts their
+    modules export to others (``register_exporter``) when they are imported."""
+    from .checkers import all_rules
+    all_rules()
+
+
+def _entry(f: Finding) -> dict:
+    """A finding as the cache stores it: :meth:`Finding.to_dict`, and the title of its rule's
+    fix (a warm run that reads it back need not import the rules)."""
+    d = f.to_dict()
+    if f.fix_title is not None:
+        d["fix_title"] = f.fix_title
+    return d
+
+
+def _entries_ok(entries) -> bool:
+    """Cached findings entries of the shape :func:`_findings_from` reads back (it checks the rest)."""
+    return all(isinstance(d, dict) for d in entries)
+
+
 def _findings_from(entries, path: str) -> Optional[List[Finding]]:
     """Cached findings back as :class:`Finding` objects; None (a miss) for an entry of the
     wrong shape (the cache is then recomputed, never trusted half-way)."""
+    from .findings import Finding
     try:
         found = [Finding.from_dict(d) for d in entries]
-        for f in found:
+        for f, d in zip(found, entries):
+            if f.fix is not None and "fix_title" in d:
+                f.fix_title = d["fix_title"]
             if not (isinstance(f.code, str) and isinstance(f.message, str)
+                    and (f.fix_title is None or isinstance(f.fix_title, str))
                     and all(isinstance(v, int) for v in (f.line, f.col, f.end_line, f.end_col))
                     and (f.fix is None or all(isinstance(e.start, int) and isinstance(e.end, int)
                                               and isinstance(e.content, str) for e in f.fix.edits))):
@@ -212,9 +353,36 @@ def _findings_from(entries, path: str) -> Optional[List[Finding]]:
         return None
 
 
+def _rel(path: str, root: str) -> str:
+    return os.path.relpath(os.path.abspath(path), root)
+
+
+def _signatures(root: str, files: List[str], stats: Dict[str, os.stat_result]) -> Optional[Dict[str, tuple]]:
+    """file path -> (path relative to ``root``, size, mtime, ctime, inode, whether it changed
+    within two seconds of this ``stat``: then its times may not tell a second change); None
+    unless every file has one."""
+    now = time.time_ns()
+    out = {}
+    for p in files:
+        st = stats.get(p)
+        if st is None:
+            return None
+        recent = now - max(st.st_mtime_ns, st.st_ctime_ns) < RECENT_NS
+        out[os.path.abspath(p)] = (_rel(p, root), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, recent)
+    return out
+
+
+def _sha_of(path: str) -> Optional[str]:
+    try:
+        return file_digest(read_regular(path))
+    except OSError:
+        return None
+
+
 def _read(path: str) -> SourceFile:
     """A project file's source: a module, or a notebook's joined code cells (regular files
     only: a FIFO or a device that appeared since discovery is an error, never a hang)."""
+    from .analysis import SourceFile
     raw = read_source_bytes(path)
     if path.lower().endswith(".ipynb"):
         from .notebook import source_from_bytes
@@ -224,6 +392,7 @@ def _read(path: str) -> SourceFile:
 
 def read_source_bytes(path: str) -> bytes:
     """A checked file's bytes, or :class:`SourceError` with one line (no path: callers add it)."""
+    from .analysis.source import SourceError
     try:
         return read_regular(path)
     except FileNotFoundError:
@@ -234,6 +403,61 @@ def read_source_bytes(path: str) -> bytes:
         raise SourceError("permission denied") from None
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+
+
+def warm_key(cfg) -> Optional[str]:
+    """What decides a run's findings besides the project's files, for :meth:`Workspace.warm_results`:
+    jaxlint itself (its version and the size and time of each of its source files) and the
+    configuration (``cfg``, a :class:`jaxlint.config.Config`: rule selection, per-file ignores,
+    rule options, excludes, traced functions, the root per-file ignores are relative to).
+    None when the rules loaded in this process are not the ones jaxlint's files declare (a rule
+    registered at run time): such a run is neither answered nor recorded."""
+    from . import __version__
+    from .config import _catalogue_from_files, _registry
+    registry = _registry()
+    if registry and {c: r.symbol for c, r in registry.items()} != _catalogue_from_files(
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkers")):
+        return None
+    return digest("warm", 1, __version__, code_fingerprint(), cfg.select, cfg.extend_select, cfg.ignore,
+                  cfg.per_file_ignores, cfg.options, cfg.exclude, cfg.traced_functions, os.path.abspath(cfg.root))
+
+
+_CODE: List[str] = []
+
+
+# what a check's findings never depend on: runtime confirmation (a run with --confirm is never
+# answered from the cache) and the other front ends
+_NOT_CHECK = {"confirm", "server.py", "flake8_plugin.py", "pylint_plugin.py", "github_action.py", "docsgen.py"}
+
+
+def code_fingerprint() -> str:
+    """The path, size and modification time of every source file of the jaxlint package that a
+    check runs (read once per process): an edited or reinstalled jaxlint answers no warm run
+    another one recorded."""
+    if not _CODE:
+        top = os.path.dirname(os.path.abspath(__file__))
+        parts: List[str] = []
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                if folder == top and e.name in _NOT_CHECK:
+                    continue
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name != "__pycache__":
+                            stack.append(e.path)
+                    elif e.name.endswith(".py"):
+                        st = e.stat()
+                        parts.append(f"{os.path.relpath(e.path, top)}:{st.st_size}:{st.st_mtime_ns}")
+                except OSError:
+                    parts.append(f"{e.name}:?")
+        _CODE.append(digest(sorted(parts)))
+    return _CODE[0]
 
 
 _PLUGIN_WORKSPACES: Dict[tuple, Workspace] = {}
@@ -256,6 +480,7 @@ def lint_files(paths: Iterable[str], rules: Sequence[Rule], settings: Optional[S
                workspace: Optional[Workspace] = None, jobs: int = 1):
     """``(path, findings)`` for each Python file, linted with its project's context
     (a convenience for scripts and benchmarks; the CLI adds fixes and reporting)."""
+    from .analysis import SourceFile
     ws = workspace or Workspace()
     paths = list(paths)
     ws.prefetch(paths, lambda p: ws.lint_function(p, rules, settings), jobs)
