@@ -47,7 +47,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import __version__
@@ -95,6 +94,7 @@ def _read_key(path: str) -> Optional[bytes]:
 
 
 def _create_key(path: str) -> Optional[bytes]:
+    import tempfile
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".cache-key.")
@@ -132,6 +132,10 @@ def _valid_outgoing(v) -> bool:
         and isinstance(e[5], list) and all(isinstance(i, int) for i in e[5]) and _str_list(e[6]) for e in v)
 
 
+def _str_pair(v) -> bool:
+    return isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], str)
+
+
 def _str_list(v) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
@@ -143,8 +147,9 @@ def _str_map(v, ok) -> bool:
 def _valid_manifest(v) -> bool:
     """A project's record for warm runs (see :meth:`jaxlint.workspace.Workspace.warm_results`):
     ``files``: relative path -> [size, mtime_ns, ctime_ns, inode, SHA-1 ("" when not a module),
-    changed shortly before it was stat'ed]; ``findings``: relative path -> findings key."""
-    return (isinstance(v, dict) and _str_map(v.get("findings"), lambda k: isinstance(k, str))
+    changed shortly before it was stat'ed]; ``findings``: relative path -> [findings key, SHA-1
+    of the text linted]."""
+    return (isinstance(v, dict) and _str_map(v.get("findings"), _str_pair)
             and _str_map(v.get("files"), lambda e: isinstance(e, list) and len(e) == 6
                          and all(isinstance(x, int) and not isinstance(x, bool) for x in e[:4])
                          and isinstance(e[4], str) and isinstance(e[5], bool)))
@@ -411,6 +416,7 @@ def _write_atomic(folder: str, path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in ``folder`` and a rename: the
     old file or the new one, never a part (the temporary file goes on any failure or
     interrupt)."""
+    import tempfile     # (imported when a table is written: a warm run writes none)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

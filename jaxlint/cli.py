@@ -404,8 +404,7 @@ def read_source(path: str) -> SourceFile:
 
 def _source(path: str, raw: bytes) -> SourceFile:
     """A file's bytes as source: notebooks (``.ipynb``) become their joined code cells."""
-    from .notebook.reading import is_notebook
-    if is_notebook(path):
+    if path.lower().endswith(".ipynb"):     # (notebook.is_notebook, without importing the notebook package)
         from .notebook import source_from_bytes
         return source_from_bytes(path, raw)
     from .analysis.source import SourceFile
@@ -645,13 +644,33 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]], problems=(), 
                 run.results.append(FileResult(path, error="no such file or directory"))
                 continue
             _CURRENT[0] = path
-            _check_one(args, cfg, rules, path, run, ws)
+            res = _unread(args, cfg, rules, path, ws) if key is not None else None
+            if res is not None:
+                run.results.append(res)
+                run.checked += 1
+            else:
+                _check_one(args, cfg, rules, path, run, ws)
             if path != "-":
                 ws.done(path)
     if key is not None:
-        ws.record_warm(key, {os.path.abspath(r.path) for r in run.results if not r.error and r.source is not None})
+        ws.record_warm(key, {os.path.abspath(r.path) for r in run.results
+                             if not r.error and (r.source is not None or r.cached)})
     ws.flush()
     return run
+
+
+def _unread(args, cfg: Config, rules, path: str, ws: Workspace) -> Optional[FileResult]:
+    """The result of ``path`` without reading it when its findings are known already: a --jobs
+    worker linted it, or it did not change since a recorded run and its findings under what the
+    project knows now are cached (a file is then read only to show its findings)."""
+    from .cache import file_digest
+    got = ws.take_prefetched(path)
+    if got is None:
+        got = getattr(_linter(cfg, rules, path, False, ws), "unread", lambda: None)()
+    if got is None:
+        return None
+    entries, sha = got
+    return _result(path, entries, lambda raw, source: file_digest(source.text.encode("utf-8")) == sha)
 
 
 def _answer_warm(ws: Workspace, key: str, targets: List[Tuple[str, bool]], run: _Run) -> bool:
@@ -660,7 +679,6 @@ def _answer_warm(ws: Workspace, key: str, targets: List[Tuple[str, bool]], run: 
     them), the others are not.  False (``run`` untouched) when the cache cannot answer."""
     from .cache import file_digest
     from .engine import FileResult
-    from .workspace import _findings_from, read_source_bytes
     answers = ws.warm_results([p for p, exists in targets if exists], key)
     if answers is None:
         return False
@@ -670,21 +688,35 @@ def _answer_warm(ws: Workspace, key: str, targets: List[Tuple[str, bool]], run: 
             results.append(FileResult(path, error="no such file or directory"))
             continue
         entries, sha = answers[path]
-        if not entries:
-            results.append(FileResult(path, cached=True))
-            continue
-        found = _findings_from(entries, path)
-        try:
-            raw = read_source_bytes(path)
-            if found is None or file_digest(raw) != sha:
-                return False        # (changed since it was looked at: lint it)
-            source = _source(path, raw)
-        except Exception:
+        res = _result(path, entries, lambda raw, source: file_digest(raw) == sha)
+        if res is None:
             return False
-        results.append(FileResult(path, found, source=source, error=source.partial_error))
+        results.append(res)
     run.results.extend(results)
-    run.checked += sum(1 for r in results if not r.error or r.source is not None)
+    run.checked += sum(1 for r in results if r.cached or r.source is not None)
     return True
+
+
+def _result(path: str, entries: list, same: Callable[[bytes, SourceFile], bool]) -> Optional[FileResult]:
+    """The result of a file from findings computed without this process reading it (the results
+    cache, a --jobs worker): without findings the file is not read; with findings it is (to show
+    them), and must be the text they were found in (``same(raw, source)``).  None when it is not
+    (it changed meanwhile) or the entries are not findings: lint it."""
+    from .engine import FileResult
+    from .workspace import _findings_from, read_source_bytes
+    if not entries:
+        return FileResult(path, cached=True)
+    found = _findings_from(entries, path)
+    if found is None:
+        return None
+    try:
+        raw = read_source_bytes(path)
+        source = _source(path, raw)
+        if not same(raw, source):
+            return None
+    except Exception:
+        return None
+    return FileResult(path, found, source=source, error=source.partial_error)
 
 
 # ------------------------------------------------------------------- check: legacy-code adoption

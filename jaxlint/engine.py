@@ -27,8 +27,8 @@ class FileResult:
     fixed_source: Optional[SourceFile] = None
     fixed_findings: Optional[List[Finding]] = None
     internal: bool = False               # ``error`` is a jaxlint bug (exit code 3), not bad input
-    # checked, and answered from the results cache without reading the file (``source`` is None:
-    # nothing to show from it, no findings)
+    # checked without this process reading the file: no findings, answered from the results cache
+    # or by a --jobs worker (``source`` is None: there is nothing to show from it)
     cached: bool = False
 
     def accept_fixes(self) -> None:

@@ -86,9 +86,10 @@ def run(ws, project: Project, paths: Sequence[str], lint_for: Callable, jobs: in
             if w is not None:
                 todo[w].append(p)
         found: Dict[str, list] = {}
-        for entries in _replay(project, pool.call([("lint", (seeds[w], exports, project._exports_key, todo[w]))
-                                                   for w in range(jobs)])):
+        for entries, linted in _replay(project, pool.call([("lint", (seeds[w], exports, project._exports_key,
+                                                                     todo[w])) for w in range(jobs)])):
             found.update(entries)
+            ws._prefetched.update(linted)
         pool.close(wait=False)      # they exit after answering ``lint``: no need to wait for it
         return found
     except Exception:   # WorkerFailed, a pipe closed by a dying worker...: one process does it all
@@ -338,7 +339,7 @@ def _lint(ws, project, mods, arg, lint_for):
         m.exports = exports.get(m.path, {})
     project._exports_key = exports_key
     project._analysed = True
-    ws._recording = {}
+    ws._recording, ws._prefetched = {}, {}
     for p in paths:
         m = project.module_for(p)
         try:
@@ -348,7 +349,7 @@ def _lint(ws, project, mods, arg, lint_for):
             pass
         ws.done(p)
     found, ws._recording = ws._recording, None
-    return found
+    return found, ws._prefetched
 
 
 _HANDLERS = {"index": _index, "own": _own, "others": _others, "outgoing": _outgoing, "exports": _exports, "lint": _lint}

@@ -33,6 +33,8 @@ MAX_PROJECT_FILES = 20000
 # a file modified (or its inode changed) less than this before its ``stat`` may change again within
 # the same tick of the file system's clock and keep its times: warm runs hash it again
 RECENT_NS = 2_000_000_000
+# how many warm-run records (one per configuration and jaxlint, see warm_key) a project's cache keeps
+MANIFEST_SLOTS = 8
 
 
 class Workspace:
@@ -55,11 +57,17 @@ class Workspace:
         # findings computed by prefetch workers, by cache key, until the file is linted here
         self._memo: Dict[str, list] = {}
         self._recording: Optional[Dict[str, list]] = None   # set in a --jobs worker
+        # --jobs: absolute path -> (findings key, SHA-1 of the text linted, the notebook's partial
+        # error) of each file a worker linted (what take_prefetched answers from); in a worker,
+        # what it records of the files it lints
+        self._prefetched: Dict[str, Tuple[str, str, Optional[str]]] = {}
         self._config_keys: Dict[tuple, str] = {}
         # the results cache's record of unchanged projects (see warm_results): project root ->
         # each project file's os.stat before it was read, and the findings key each linted file used
         self._stats: Dict[str, Dict[str, tuple]] = {}
-        self._used: Dict[str, Dict[str, str]] = {}
+        self._used: Dict[str, Dict[str, Tuple[str, str]]] = {}     # root -> path -> (key, SHA-1 of the text)
+        self._records: Dict[str, dict] = {}     # root -> the record warm_results found (see unread)
+        self._walked: Dict[str, tuple] = {}     # root -> (project files, their stat) as warm_results found them
 
     # ------------------------------------------------------------ projects
     def root_for(self, path: str) -> Optional[str]:
@@ -78,8 +86,7 @@ class Workspace:
         if root not in self.projects:
             _load_rules()
             from .analysis.project import Project
-            stats: Dict[str, os.stat_result] = {}
-            files = self._project_files(root, stats)
+            files, stats = self._walked.pop(root, None) or self._walk(root)
             if len(files) > MAX_PROJECT_FILES:
                 self.projects[root] = None
             else:
@@ -90,9 +97,12 @@ class Workspace:
                                               loader=_read)
         return self.projects[root]
 
-    def _project_files(self, root: str, stats: Optional[dict] = None) -> List[str]:
-        return [p for p, exists in iter_python_files([root], self.exclude, root=root, stats=stats)
-                if exists and p.endswith((".py", ".ipynb"))]
+    def _walk(self, root: str) -> Tuple[List[str], Dict[str, os.stat_result]]:
+        """The project's files under ``root`` and their ``os.stat`` (taken before any is read)."""
+        stats: Dict[str, os.stat_result] = {}
+        files = [p for p, exists in iter_python_files([root], self.exclude, root=root, stats=stats)
+                 if exists and p.endswith((".py", ".ipynb"))]
+        return files, stats
 
     def cache_for(self, root: Optional[str]) -> Optional[Cache]:
         if not self.use_cache or root is None:
@@ -119,10 +129,12 @@ class Workspace:
                 self._analysed(project)
                 _raise_failure(project, source.path)
             if project is not None and (cache is not None or self._memo or self._recording is not None):
-                key = project.cache_key(source.path, "findings", project.exports_digest(), config,
-                                        sha=file_digest(source.text.encode("utf-8")))
-            if key is not None and cache is not None and first[0]:
-                self._used.setdefault(project.root, {})[os.path.abspath(source.path)] = key
+                sha = file_digest(source.text.encode("utf-8"))
+                key = project.cache_key(source.path, "findings", project.exports_digest(), config, sha=sha)
+                if first[0] and cache is not None:
+                    self._used.setdefault(project.root, {})[os.path.abspath(source.path)] = (key, sha)
+                if first[0] and self._recording is not None:
+                    self._prefetched[os.path.abspath(source.path)] = (key, sha, source.partial_error)
             first[0] = False
             if key is not None:
                 hit = self._memo.pop(key, None)
@@ -156,6 +168,32 @@ class Workspace:
                 cache.put("findings", key, [_entry(f) for f in found], os.path.abspath(source.path))
             return found
 
+        def unread() -> Optional[Tuple[list, str]]:
+            """``(findings entries, SHA-1 of the text)`` of the file as it is on disk, without reading
+            it here: when its bytes are those a recorded run linted (the analysis hashed them) and
+            its findings under what the project knows now are cached; else None (lint it)."""
+            record = self._records.get(project.root) if project is not None and cache is not None else None
+            m = project.module_for(path) if record is not None and first[0] else None
+            if m is None:
+                return None
+            self._analysed(project)
+            rel = _rel(path, project.root)
+            was, got = record["files"].get(rel), record["findings"].get(rel)
+            if m.failure is not None or m.sha is None or was is None or got is None or was[4] != m.sha:
+                return None
+            key = project.cache_key(path, "findings", project.exports_digest(), config, sha=got[1])
+            entries = self._memo.pop(key, None)
+            if entries is not None:
+                cache.put("findings", key, entries, m.path)
+            else:
+                entries = cache.get("findings", key)
+            if entries is None or not _entries_ok(entries):
+                return None
+            first[0] = False
+            self._used.setdefault(project.root, {})[m.path] = (key, got[1])
+            return entries, got[1]
+
+        lint.unread = unread
         return lint
 
     def _config_key(self, rules: Sequence[Rule], settings: Optional[Settings], apply_noqa: bool) -> str:
@@ -196,6 +234,26 @@ class Workspace:
                 found = run_jobs(self, self.projects[root], todo, lint_for, jobs)
                 self._memo.update(found or {})
 
+    def take_prefetched(self, path: str) -> Optional[Tuple[list, str]]:
+        """``(findings entries, SHA-1 of the text)`` of ``path`` as a ``--jobs`` worker linted it
+        with this run's lint function for the file (stored in the cache as the lint function
+        would), so that the caller need not read a file without findings; None when no worker
+        linted it (or it is a notebook checked only in part: lint it as usual)."""
+        full = os.path.abspath(path)
+        got = self._prefetched.pop(full, None)
+        if got is None or got[2] is not None:
+            return None
+        key, sha, _ = got
+        entries = self._memo.pop(key, None)
+        if entries is None:
+            return None
+        root = self.root_for(path)
+        cache = self.cache_for(root)
+        if cache is not None:
+            cache.put("findings", key, entries, full)
+            self._used.setdefault(root, {})[full] = (key, sha)
+        return entries, sha
+
     def flush(self) -> None:
         """Write the caches back (call once, at the end of a run)."""
         for cache in self.caches.values():
@@ -232,21 +290,22 @@ class Workspace:
             record = cache.get("manifest", run_key) if cache is not None else None
             if record is None:
                 return None
+            self._records[root] = record
             files, keys = record["files"], record["findings"]
-            stats: Dict[str, os.stat_result] = {}
-            now = self._project_files(root, stats)
+            now, stats = self._walked[root] = self._walk(root)
             if len(now) != len(files) or len(stats) != len(now):
                 return None
-            for p in now:
-                was, st = files.get(_rel(p, root)), stats[p]
+            cut = len(root) + (not root.endswith(os.sep))
+            for p in now:       # (found under ``root`` as it is spelled: each path starts with it)
+                was, st = files.get(p[cut:]), stats[p]
                 if was is None or was[:4] != [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]:
                     return None
                 if was[5] and was[4] and _sha_of(p) != was[4]:
                     return None
             for p in todo:
                 rel = _rel(p, root)
-                key, was = keys.get(rel), files.get(rel)
-                entries = cache.get("findings", key) if key is not None and was is not None else None
+                got, was = keys.get(rel), files.get(rel)
+                entries = cache.get("findings", got[0]) if got is not None and was is not None else None
                 if entries is None or not _entries_ok(entries):
                     return None
                 out[p] = (entries, was[4])
@@ -254,9 +313,11 @@ class Workspace:
 
     def record_warm(self, run_key: str, clean: Iterable[str]) -> None:
         """Record, for :meth:`warm_results`, each analysed project's files as they were before
-        this run read them and the findings key of each file of ``clean`` (absolute paths: the
-        files checked without an error) (call before :meth:`flush`, after a run whose findings
-        are exactly the cached ones: no fixes, no extra findings, no standard input)."""
+        this run read them, and the findings key and SHA-1 of the text of each file of ``clean``
+        (absolute paths: the files checked without an error) (call before :meth:`flush`, after a
+        run whose findings are exactly the cached ones: no fixes, no extra findings, no standard
+        input).  A later run that finds a file changed still answers the unchanged files without
+        reading them when their findings are cached (the lint function's ``unread``)."""
         clean = set(clean)
         for root, used in self._used.items():
             project, cache, sigs = self.projects.get(root), self.caches.get(root), self._stats.get(root)
@@ -271,11 +332,14 @@ class Workspace:
                     break
                 files[rel] = [size, mtime, ctime, ino, sha, recent]
             else:
-                keys = {_rel(p, root): k for p, k in used.items()}
+                keys = {_rel(p, root): list(k) for p, k in used.items()}
                 old = cache.get("manifest", run_key)
                 if old is not None and old["files"] == files:
                     keys = {**old["findings"], **keys}
-                cache.put("manifest", run_key, {"files": files, "findings": keys}, "manifest")
+                # one record per slot: a few configurations (an editor's, the terminal's) or jaxlint
+                # versions alternating keep theirs, and the table stays small
+                cache.put("manifest", run_key, {"files": files, "findings": keys},
+                          f"manifest#{int(run_key[:2], 16) % MANIFEST_SLOTS}")
 
     def done(self, path: str) -> None:
         """The file was linted: its model and tree may be freed."""
@@ -354,7 +418,11 @@ def _findings_from(entries, path: str) -> Optional[List[Finding]]:
 
 
 def _rel(path: str, root: str) -> str:
-    return os.path.relpath(os.path.abspath(path), root)
+    """``path`` relative to ``root`` (an absolute, normalised folder)."""
+    full = os.path.abspath(path)
+    if full.startswith(root) and full[len(root):len(root) + 1] == os.sep:
+        return full[len(root) + 1:]
+    return os.path.relpath(full, root)
 
 
 def _signatures(root: str, files: List[str], stats: Dict[str, os.stat_result]) -> Optional[Dict[str, tuple]]:

@@ -28,6 +28,8 @@ REPO = Path(__file__).parent.parent
 
 
 def _run(args, capsys):
+    if "-j" not in args:        # (in one process: --jobs workers make the lint functions elsewhere)
+        args = args + ["-j", "1"]
     code = main(args)
     out, err = capsys.readouterr()
     return code, out, err
@@ -131,6 +133,10 @@ def test_warm_run_answers_as_the_cold_one(project, capsys, monkeypatch):
     assert outputs[3][0] == outputs[4][0] and not outputs[3][1]
     assert outputs[5][0] == outputs[6][0] and not outputs[5][1]
     assert "Found" in cold[1] and "files checked" in cold[1]
+    # with --jobs 2: workers lint, this process reads only the files with findings
+    shutil.rmtree(project / ".jaxlint_cache")
+    assert _run(["check", ".", "-j", "2"], capsys)[:2] == cold == _run(["check", ".", "-j", "2"], capsys)[:2]
+    assert _run(["check", ".", "-j", "2", "--no-cache"], capsys)[:2] == cold
 
 
 def test_warm_run_sees_every_change(project, capsys, monkeypatch):
@@ -284,3 +290,28 @@ def test_discovery_is_os_walk_sorted(tmp_path):
                      if f.endswith((".py", ".ipynb")) and not f.endswith("_skip.py")]
     assert found == expected and set(stats) == set(found)
     assert all(stats[p].st_size == os.stat(p).st_size for p in found)
+
+
+def test_after_an_edit_only_the_edited_file_is_linted(project, capsys, monkeypatch):
+    """The files that did not change are answered from the cache under what the project knows
+    now (not read when they have no findings); the result is the cold one."""
+    import jaxlint.cli as C
+    os.chdir(project)
+    linted = []
+    real = C._check_one
+    monkeypatch.setattr(C, "_check_one", lambda args, cfg, rules, path, *rest: (linted.append(path),
+                                                                                 real(args, cfg, rules, path, *rest)))
+    _run(["check", "."], capsys)
+    with open(project / "src" / "trainer" / "utils.py", "a") as f:
+        f.write("\n# edited\n")
+    linted.clear()
+    edited = _run(["check", "."], capsys)
+    assert linted == ["src/trainer/utils.py"]
+    assert edited == _run(["check", ".", "--no-cache"], capsys)
+    # a change another module's findings depend on (train.py seeds utils.py): those are linted again
+    train = project / "src" / "trainer" / "train.py"
+    train.write_text(train.read_text().replace("@jax.jit\ndef train_step", "def train_step"))
+    linted.clear()
+    changed = _run(["check", "."], capsys)
+    assert "src/trainer/train.py" in linted and len(linted) > 1
+    assert changed == _run(["check", ".", "--no-cache"], capsys) != edited
