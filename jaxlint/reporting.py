@@ -72,11 +72,7 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
                 fix_summary: Optional[str] = None, show_fix_hints: bool = True,
                 confirm_summary: Optional[str] = None, checked: Optional[int] = None,
                 notes: Sequence[str] = ()) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(file=out, highlight=False, soft_wrap=True, force_terminal=color,
-                      no_color=(color is False) or None, emoji=False)
+    console, Text = _console(out, color)
     counts: Dict[str, int] = collections.Counter()
     fixable_safe = fixable_unsafe = 0
     total = 0
@@ -155,6 +151,80 @@ def render_text(results, out: TextIO, *, quiet: bool = False, color: Optional[bo
         console.print(Text(f"No findings to show{checked_note}.", style="bold"))
     else:
         console.print(Text(f"All checks passed{checked_note}.", style="bold green"))
+
+
+def _console(out: TextIO, color: Optional[bool]):
+    """``(console, Text)`` for :func:`render_text`: rich's, or, for a stream rich would not treat
+    as a terminal (a pipe, a file: what pre-commit and CI read), a plain writer that prints the
+    same characters without importing rich."""
+    if _plain(out, color):
+        return _PlainConsole(out, color), _PlainText
+    from rich.console import Console
+    from rich.text import Text
+    return Console(file=out, highlight=False, soft_wrap=True, force_terminal=color,
+                   no_color=(color is False) or None, emoji=False), Text
+
+
+def _plain(out: TextIO, color: Optional[bool]) -> bool:
+    """rich would write no escape codes: colour is off, or ``out`` is not a terminal and nothing
+    makes rich treat it as one (``FORCE_COLOR``, ``TTY_COMPATIBLE``; IPython, where rich may
+    display through Jupyter, keeps rich)."""
+    import builtins
+    if color is True or hasattr(builtins, "get_ipython"):
+        return False
+    if color is False:
+        return True
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return False
+    isatty = getattr(out, "isatty", None)
+    try:
+        return isatty is None or not isatty()
+    except ValueError:
+        return True
+
+
+# what rich leaves out of any text it prints (rich.control.STRIP_CONTROL_CODES: BEL, BS, VT, FF, CR)
+_RICH_STRIPS = {c: None for c in (7, 8, 11, 12, 13)}
+
+
+class _PlainText:
+    """The part of rich's ``Text`` that :func:`render_text` uses, without styles (not shown)."""
+
+    __slots__ = ("plain",)
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.plain = text.translate(_RICH_STRIPS)
+
+    def append(self, text: str, style: str = "") -> "_PlainText":
+        self.plain += text.translate(_RICH_STRIPS)
+        return self
+
+    def __add__(self, other: "_PlainText") -> "_PlainText":
+        joined = _PlainText()
+        joined.plain = self.plain + other.plain
+        return joined
+
+
+class _PlainConsole:
+    """Prints :class:`_PlainText` as rich prints text to a stream that is not a terminal with
+    ``soft_wrap``: each line as it is.  A line with a tab goes through rich itself (it expands
+    tabs by display cells)."""
+
+    def __init__(self, out: TextIO, color: Optional[bool]) -> None:
+        self.out, self.color, self.rich = out, color, None
+
+    def print(self, text: Optional[_PlainText] = None) -> None:
+        if text is None:
+            self.out.write("\n")
+        elif "\t" not in text.plain:
+            self.out.write(text.plain + "\n")
+        else:
+            from rich.console import Console
+            from rich.text import Text
+            if self.rich is None:
+                self.rich = Console(file=self.out, highlight=False, soft_wrap=True, force_terminal=self.color,
+                                    no_color=(self.color is False) or None, emoji=False)
+            self.rich.print(Text(text.plain))
 
 
 # ---------------------------------------------------------------- statistics

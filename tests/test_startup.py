@@ -315,3 +315,44 @@ def test_after_an_edit_only_the_edited_file_is_linted(project, capsys, monkeypat
     changed = _run(["check", "."], capsys)
     assert "src/trainer/train.py" in linted and len(linted) > 1
     assert changed == _run(["check", ".", "--no-cache"], capsys) != edited
+
+
+def test_plain_text_output_is_what_rich_prints(monkeypatch):
+    """Text output into a pipe or a file is written without rich (imported only for a terminal):
+    the same characters, whatever the messages and source lines hold."""
+    import io
+    import random
+    from jaxlint import reporting
+    from jaxlint.analysis.source import SourceFile
+    from jaxlint.engine import FileResult
+    from jaxlint.findings import Finding
+    from jaxlint.fixes.edits import SAFE, UNSAFE, Edit, Fix
+    rng = random.Random(23)
+    alphabet = "abc xyz_()[]=.:,'\"\\{}#" + "\t\r\x07\x08\x0b\x0c\x1b\x00" + "éß漢字🙂\u0301\u200b\u2028\u00a0"
+
+    def word(n):
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, n)))
+
+    for trial in range(60):
+        results = []
+        for k in range(rng.randint(0, 3)):
+            lines = [word(30).replace("\n", " ") for _ in range(6)]
+            source = SourceFile(f"f{k}.py", "\n".join(lines) + "\n")
+            found = []
+            for _ in range(rng.randint(0, 4)):
+                line = rng.randint(1, 6)
+                fix = rng.choice([None, Fix(word(12), (Edit(0, 1, "x"),), rng.choice([SAFE, UNSAFE]))])
+                found.append(Finding(rng.choice(["JAX101", "JAX201", "JAX000", "JAX999"]), "sym", source.path, line,
+                                     rng.randint(0, 8), line + rng.randint(0, 1), rng.randint(0, 12), word(40),
+                                     rng.choice(["certain", "inferred"]), fix,
+                                     confirmation=rng.choice([None, {"status": "confirmed", "evidence": word(9)}])))
+            results.append(FileResult(source.path, found, source=source))
+        kw = dict(quiet=rng.random() < 0.2, color=rng.choice([None, False]), checked=rng.randint(0, 4),
+                  fix_summary=rng.choice([None, word(20)]), confirm_summary=rng.choice([None, word(20)]),
+                  notes=[word(15) for _ in range(rng.randint(0, 2))])
+        plain, rich = io.StringIO(), io.StringIO()
+        reporting.render_text(results, plain, **kw)
+        monkeypatch.setattr(reporting, "_plain", lambda out, color: False)
+        reporting.render_text(results, rich, **kw)
+        monkeypatch.undo()
+        assert plain.getvalue() == rich.getvalue(), trial
