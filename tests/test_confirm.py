@@ -122,21 +122,27 @@ def test_evidence_texts(confirmed_main):
     untaken = next(i for i, t in enumerate(lines, 1) if "JAX101 unreached" in t)
     assert "did not run while tracing `branchy`" in ev("cf_trace_errors.py", untaken, "JAX101")
     unannotated = next(i for i, t in enumerate(lines, 1) if "def unannotated(" in t) + 1
-    assert ev("cf_trace_errors.py", unannotated, "JAX201").endswith(
-        "(traced with synthesized inputs (params=float32[4,4], x=float32[4,4]))")
+    # nothing applies a transform to it: tracing it alone would assume the traced value JAX201 claims
+    why = ev("cf_trace_errors.py", unannotated, "JAX201")
+    assert "ran when running `unannotated` as the program does" in why and "but not under a trace" in why, why
     # inputs synthesized from uses: dict keys, attributes, lists of layers through a helper, keys
     slines = (FX / "cf_synth.py").read_text().splitlines()
 
     def synth(needle, code):
         c = by_key[("cf_synth.py", next(i for i, t in enumerate(slines, 1) if needle in t), code)].confirmation
         return c.get("evidence") or c.get("reason")
-    assert "params={b: float32[4,4], w: float32[4,4]}, x=float32[4,4]" in synth("if h.sum() > 0", "JAX201")
-    assert "state={.params: {w: float32[4,4]}, .step: float32[4,4]}" in synth('print("step"', "JAX101")
-    assert "params=[{w: float32[4,4]}, {w: float32[4,4]}, {w: float32[4,4]}]" in synth("int(y.sum())", "JAX202")
-    assert "key=key[]" in synth("b = jax.random.normal(key, x.shape)  # confirm: JAX401 confirmed", "JAX401")
-    assert "images=float32[4,4,4,4]" in synth("return images[bright", "JAX204")
-    assert "mode='relu'" in synth("x[0] = 1.0", "JAX301")
-    assert "call site" in synth("x.reshape(k, -1)", "JAX201") and "x=float32[8,3]" in synth("x.reshape(k", "JAX201")
+    # every verdict names its entry and each argument: how it enters the trace, where it came from
+    assert ("params={b: float32[4,4], w: float32[4,4]} (tracer, synthesized), x=float32[4,4] (tracer, synthesized)"
+            in synth("if h.sum() > 0", "JAX201"))
+    assert "state={.params: {w: float32[4,4]}, .step: float32[4,4]} (tracer" in synth('print("step"', "JAX101")
+    assert "params=[{w: float32[4,4]}, {w: float32[4,4]}, {w: float32[4,4]}] (tracer" in synth("int(y.sum())",
+                                                                                                 "JAX202")
+    assert "key=key[] (tracer" in synth("b = jax.random.normal(key, x.shape)  # confirm: JAX401 confirmed", "JAX401")
+    assert "images=float32[4,4,4,4] (tracer" in synth("return images[bright", "JAX204")
+    # a static argument is a Python value, never a tracer
+    assert "mode='relu' (Python value, synthesized)" in synth("x[0] = 1.0", "JAX301")
+    assert "(tracer, call site)" in synth("x.reshape(k, -1)", "JAX201") and "x=float32[8,3]" in synth("x.reshape(k",
+                                                                                                     "JAX201")
     assert "tracing `run_scan`" in synth("if x > 0:", "JAX201")
     # a Flax module's variables from its `init`, an optax state from the transformation's `init`
     ev_opt = synth('print("updates"', "JAX101")

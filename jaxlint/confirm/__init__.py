@@ -71,7 +71,7 @@ def _confirmation(result: dict, device: Optional[dict]) -> dict:
         out["reason"] = result.get("reason", "unknown")
     else:
         out["evidence"] = result.get("evidence", "")
-    for k in ("entry", "inputs", "seconds"):
+    for k in ("entry", "inputs", "arguments", "basis", "seconds"):
         if result.get(k) is not None:
             out[k] = result[k]
     if device:
@@ -83,9 +83,11 @@ def _confirmation(result: dict, device: Optional[dict]) -> dict:
 def plan_results(results, ccfg: ConfirmConfig, settings=None):
     """Jobs for the findings of ``results`` (FileResult list) and id -> finding;
     findings that cannot be planned get their confirmation right away."""
+    from .models import ModelSource
     jobs, by_id = [], {}
     next_id = 0
     threshold = getattr(settings, "unrolled_loop_threshold", 16)
+    models = ModelSource(ccfg.traced_functions, ccfg.exclude)
     for res in results:
         if not res.findings:
             continue
@@ -94,7 +96,7 @@ def plan_results(results, ccfg: ConfirmConfig, settings=None):
                 f.confirmation = {"status": "unreached", "reason": "standard input cannot be imported"}
             continue
         try:
-            job, ids = plan_file(res.source, res.findings, ccfg, next_id)
+            job, ids = plan_file(res.source, res.findings, ccfg, next_id, models=models)
         except Exception as exc:   # a planning bug must not stop the lint
             for f in res.findings:
                 f.confirmation = {"status": "unreached", "reason": f"could not plan: {type(exc).__name__}: {exc}"}

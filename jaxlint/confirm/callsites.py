@@ -14,7 +14,7 @@ import json
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis import Function, SemanticModel
-from .synth import _param_is_traced
+from .synth import param_tracer
 
 
 def _int_tuple(e: ast.AST, consts: Dict[str, int]) -> Optional[List[int]]:
@@ -107,7 +107,7 @@ def call_site_specs(model: SemanticModel, fn: Function) -> Tuple[Dict[str, dict]
             pairs, _ = model.bind_arguments(target, call)
             got = {}
             for p, a in pairs:
-                s = sized_spec(model, a, scope, consts, static=not _param_is_traced(fn, p))
+                s = sized_spec(model, a, scope, consts, static=not param_tracer(model, fn, p))
                 if s is not None:
                     got[p] = s
             if len(got) > len(best):
@@ -119,11 +119,13 @@ def call_site_specs(model: SemanticModel, fn: Function) -> Tuple[Dict[str, dict]
 def toml_value(spec: dict) -> str:
     from .specs import describe
     t = spec["t"]
+    if t == "concrete":
+        return toml_value(spec["of"])
     if t == "static":
         return json.dumps(spec["v"]) if spec["v"] is not None else '"None"'
     if t in ("list", "tuple"):
         return "[" + ", ".join(toml_value(s) for s in spec["items"]) + "]"
-    if t in ("dict", "ns"):
+    if t in ("dict", "ns", "pyobj"):
         return "{ " + ", ".join(f"{k} = {toml_value(s)}" for k, s in spec["items"].items()) + " }"
     return json.dumps(describe(spec))
 

@@ -204,9 +204,39 @@ class Confirmer:
             verdict["retry"] = True       # these inputs did not get there: the next candidate may
         verdict["entry"] = f"{self.job.get('module') or os.path.basename(self.job['path'])}:{group.qual}"
         verdict["inputs"] = f"{group.inputs.source} {group.inputs.describe()}"
-        if group.inputs.source not in ("annotations", "declared", "harness") and verdict["status"] != "unreached":
-            verdict["evidence"] += f" (traced with {group.inputs.source} inputs {group.inputs.describe()})"
+        verdict["arguments"] = group.inputs.provenance()
+        verdict["basis"] = self._basis(group.qual)
+        key = "evidence" if verdict["status"] != "unreached" else "reason"
+        verdict[key] += f" [entry `{group.qual}`, {verdict['basis']}; inputs: {verdict['arguments']}]"
         return verdict
+
+    def _basis(self, qual: str) -> str:
+        """How the entry's tracers arise, in words."""
+        if qual in self.signatures:
+            return "recorded from the program's own call"
+        info = self.job["entries"][qual]
+        return info.get("basis_why") or info.get("basis") or "?"
+
+    def _real_trace(self, qual: str) -> bool:
+        """Tracing ``qual`` is a trace the program makes: a transform is applied to it here, it is a
+        Flax/Equinox module method (run by ``init``/``apply`` under the program's transform, with
+        tracers only where the model proves arrays: the module's input, never a flag or a field), it
+        is eager code run as the program runs it (its own transforms trace what they trace; a verdict
+        then needs the line to have run under one), or the harness recorded the program's own call
+        into it."""
+        return qual in self.signatures or self.job["entries"][qual].get("basis") in ("transform", "module", "eager")
+
+    def _helpers_only(self, t: dict, helpers: List[str], reasons: List[str]) -> dict:
+        """The verdict of a finding that claims something about code under a trace when only helpers
+        (functions no transform is applied to here) reach it."""
+        info = self.job["entries"][helpers[0]]
+        why = (f"`{helpers[0]}` is {info.get('basis_why') or 'not transformed here'}, and no function that a "
+               f"transform is applied to in this module could be traced to reach line {t['line']}")
+        if reasons:
+            why += f" ({reasons[0]})"
+        return unreached(f"{why}; tracing `{helpers[0]}` alone would assume it runs under a trace, which is what "
+                         f"{t['code']} claims, so it would prove nothing: run the program or its tests under "
+                         f"`jaxlint confirm -- COMMAND` / `jaxlint confirm --pytest` to confirm it")
 
     def run(self, targets: Optional[Sequence[dict]] = None) -> None:
         targets = list(targets if targets is not None else self.job["targets"])
@@ -222,15 +252,24 @@ class Confirmer:
                 reasons: List[str] = []
                 first_unreached = None
                 suggest = None
+                claim = R.claims_tracing(t.get("confirm"))
+                helpers = [q for q in t["entries"] if claim and not self._real_trace(q)]
                 for qual in t["entries"]:
+                    if qual in helpers:
+                        continue        # tracers there would be invented, not the program's
                     try:
                         for group in self.groups(qual):
                             group.targets.append(t)
                             v = self._judge(t, group)
+                            failed_line = v.pop("failed_line", None)
+                            inputs_ok = v.pop("inputs_ok", False)
                             if v.pop("retry", False):
-                                first_unreached = first_unreached or v
-                                if group.inputs.source == "synthesized":
-                                    suggest = suggest or self.job["entries"][qual].get("suggest")
+                                if first_unreached is None:
+                                    first_unreached = v
+                                    if group.inputs.source == "synthesized" and not inputs_ok:
+                                        failed = failed_line is not None or " failed " in v["reason"] or \
+                                            " raised " in v["reason"]
+                                        suggest = (qual, failed_line, failed)
                                 continue
                             verdict = v
                             break
@@ -242,7 +281,9 @@ class Confirmer:
                 if verdict is None and first_unreached is not None:
                     verdict = first_unreached
                     if suggest:
-                        verdict["reason"] += f"; to choose the inputs, add to [tool.jaxlint.confirm]: {suggest}"
+                        verdict["reason"] += self._instead(*suggest)
+                if verdict is None and helpers:
+                    verdict = self._helpers_only(t, helpers, reasons)
                 if verdict is None:
                     why = reasons[0] if reasons else "no entry point"
                     if len(t["entries"]) > 1:
@@ -251,6 +292,23 @@ class Confirmer:
             verdict["id"] = t["id"]
             verdict["seconds"] = round(time.perf_counter() - t0, 4)
             self.emit(verdict)
+
+    def _instead(self, qual: str, failed_line: Optional[int], failed: bool = True) -> str:
+        """What to do when the synthesized inputs of ``qual`` did not get to the line: they are the
+        entry below, and they failed (or took another path); the parameters to change are those the
+        failing line uses."""
+        info = self.job["entries"][qual]
+        entry = info.get("suggest")
+        if not entry:
+            return ""
+        params = [p for p in (info.get("line_params") or {}).get(str(failed_line), [])]
+        at = f" at line {failed_line}" if failed_line else ""
+        change = (f"change {', '.join(f'`{p}`' for p in params)}, which line {failed_line} uses, "
+                  if params else "change the shapes and values ")
+        what = f"failed{at}" if failed else "took another path"
+        return (f"; these inputs were synthesized from how `{qual}` uses its parameters and {what}: declare "
+                f"the inputs your program passes instead -- start from {entry} under [tool.jaxlint.confirm] and "
+                f"{change}to what the program gives it")
 
     def _early(self, t: dict) -> Optional[dict]:
         for err in self.run_errors:      # harness: an error the real run raised at this line
@@ -282,6 +340,8 @@ def _run_error_verdict(t: dict, err: ErrorInfo) -> Optional[dict]:
     if strategy == "trace-error":
         names, fragments = R.trace_errors(t["confirm"])
         if err.mro & names or any(cls in err.mro and frag in err.full_message for cls, frag in fragments):
+            if R.claims_tracing(t["confirm"]) and not R.tracer_specific(err.mro):
+                return None     # concrete values raise it too: the traced run must tell them apart
             return confirmed(f"the run raised {err.type} at line {line}: {err.message}")
     if strategy == "key-reuse" and "KeyReuseError" in err.mro:
         return confirmed(f"the run raised KeyReuseError at line {line}: {err.message}")

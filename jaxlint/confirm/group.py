@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import jax
 
 from . import rules as R
-from .session import Entry, ErrorInfo, Inputs, Observer, TraceResult, trace
+from .session import Entry, ErrorInfo, Inputs, Observer, TraceResult, run_eagerly, trace
 
 CONFIRMED, NOT_CONFIRMED, UNREACHED = "confirmed", "not-confirmed", "unreached"
 
@@ -52,6 +52,23 @@ class Group:
     def name(self) -> str:
         return self.qual
 
+    @property
+    def eager(self) -> bool:
+        """Nothing traces the entry here: it runs as the program runs it (concrete inputs, no jit of
+        ours), and only the program's own transforms inside it trace anything."""
+        return self.info.get("basis") == "eager" and self.inputs.source != "harness"
+
+    @property
+    def verb(self) -> str:
+        return "running" if self.eager else "tracing"
+
+    def under_trace(self, t: dict, kinds=None) -> bool:
+        """The flagged span ran under a trace (of one of ``kinds``): always so for a traced entry; for
+        an eager one, under a trace the program itself made."""
+        if not self.eager:
+            return self.ran(t)
+        return self.base().probe.ran_under(t["line"], t["end_line"], kinds)
+
     def param_names(self) -> List[str]:
         return [p["name"] for p in self.info.get("params", []) if p["kind"] == "pos"]
 
@@ -64,13 +81,20 @@ class Group:
             self._snap_before = self.c.snapshot(names, self.entry)
             observer = Observer(self.param_names()) if "arg-mutation" in strategies else None
             jax.clear_caches()   # JAX reuses traces of cond/scan bodies: make the Python bodies run again
-            self._base = trace(self.entry, self.inputs, self.c.paths,
-                               profile=bool(strategies & R.NEEDS_PROFILE), observer=observer)
+            watch = sorted({n for t in targets for n in range(t["line"], t["end_line"] + 1)})
+            if self.eager:
+                self._base = run_eagerly(self.entry, self.inputs, self.c.paths,
+                                         profile=bool(strategies & R.NEEDS_PROFILE), watch=watch)
+            else:
+                self._base = trace(self.entry, self.inputs, self.c.paths,
+                                   profile=bool(strategies & R.NEEDS_PROFILE), observer=observer, watch=watch)
             self._snap_after = self.c.snapshot(names, self.entry)
             self.seconds += self._base.seconds
         return self._base
 
     def compile(self) -> Tuple[Optional[float], Optional[ErrorInfo]]:
+        if self._compiled is None and self.eager:
+            self._compiled = (None, None)       # the program compiled what it jits while it ran
         if self._compiled is None:
             base = self.base()
             t0 = time.perf_counter()
@@ -100,16 +124,19 @@ class Group:
     def not_reached(self, t: dict) -> dict:
         err = self.base().error
         if err is not None:
-            v = unreached(f"tracing `{self.name}` failed before reaching line {t['line']}: "
+            v = unreached(f"{self.verb} `{self.name}` failed before reaching line {t['line']}: "
                           f"{err.short()} ({err.where()})")
+            v["failed_line"] = _error_line(err)
         else:
-            v = unreached(f"line {t['line']} did not run while tracing `{self.name}` with inputs "
+            v = unreached(f"line {t['line']} did not run while {self.verb} `{self.name}` with inputs "
                           f"{self.inputs.describe()}")
         v["retry"] = True       # another entry point may reach it
         return v
 
     def clean(self, t: dict, what: str) -> dict:
         err = self.base().error
+        if self.eager:
+            return self._clean_eager(t, what, err)
         if err is not None and _in_span(_error_line(err), t):
             return unreached(f"tracing `{self.name}` raised {err.short()} at line {_error_line(err)} itself, "
                              f"before {what} could be observed")
@@ -121,6 +148,24 @@ class Group:
             return unreached(f"`{self.name}` traced, but compiling failed: {cerr.short()}")
         return not_confirmed(f"`{self.name}` traced and compiled cleanly with inputs {self.inputs.describe()}; "
                              f"line {t['line']} ran under tracing without {what}")
+
+
+    def _clean_eager(self, t: dict, what: str, err: Optional[ErrorInfo]) -> dict:
+        ran = f"running `{self.name}` as the program does (inputs {self.inputs.describe()})"
+        if err is not None and _in_span(_error_line(err), t):
+            return unreached(f"{ran} raised {err.short()} at line {_error_line(err)} itself, before {what} could be "
+                             f"observed")
+        if R.claims_tracing(t.get("confirm")) and not self.under_trace(t):
+            v = unreached(f"line {t['line']} ran when {ran}, but not under a trace: what the finding claims happens "
+                          f"only where the program traces it from elsewhere")
+            v["retry"] = True
+            v["inputs_ok"] = True       # not a matter of inputs: nothing to suggest
+            return v
+        later = f" (the run later failed {err.where()}: {err.short()})" if err is not None else ""
+        kinds = sorted(set().union(*[self.base().probe.traces.get(n, set())
+                                     for n in range(t["line"], t["end_line"] + 1)]) - {"EvalTrace"})
+        under = f" under the program's own trace ({', '.join(kinds)})" if kinds else ""
+        return not_confirmed(f"line {t['line']} ran{under} when {ran}, without {what}{later}")
 
 
 def _in_span(line: Optional[int], t: dict) -> bool:

@@ -171,6 +171,42 @@ def _addressable(fn: Function) -> Optional[str]:
     return None
 
 
+def staged(fn: Function) -> bool:
+    """A transform applied to ``fn`` here stages it into a program (``jit``, ``pmap``, a ``lax`` body,
+    ``checkpoint``...): every operation in it is traced, constants included.  ``vmap`` alone does not:
+    values it does not map stay concrete."""
+    for c in fn.contexts:
+        tr = K.TRANSFORMS.get(c.transform)
+        if c.caller is None and c.confidence == CERTAIN and tr is not None and (
+                tr.jit_like or tr.kind in ("jit", "pmap", "body") or (tr.kind == "trace" and not tr.eager)
+                or c.transform == "equinox.filter_pmap"):
+            return True
+    return False
+
+
+def entry_basis(model: SemanticModel, fn: Function) -> Tuple[str, str]:
+    """What puts tracers into ``fn`` when the program runs, as (basis, description):
+
+    ``transform``: a transform is applied to ``fn`` itself in this module (``@jax.jit``,
+    ``jax.vmap(fn)``, a ``lax.scan`` body...), and not only differentiation outside any staging
+    trace: tracing ``fn`` with tracers where that transform puts them is what the program does.
+    ``module``: a Flax/Equinox module method, traced when the program applies the module under a
+    transform.  ``helper``: traced only because a traced function calls it (or by inference: a
+    library contract, another module): tracing it alone would assume what the program does around
+    it.  ``eager``: nothing here traces it."""
+    direct = [c for c in fn.contexts if c.caller is None and c.confidence == CERTAIN]
+    if direct and not model.concrete_primal(fn):
+        return "transform", direct[0].description
+    if direct:
+        return "helper", direct[0].description + ", outside any staging trace (tracers carry values)"
+    if fn.cls is not None and fn.cls.module_kind:
+        return "module", f"a method of the {fn.cls.module_kind} module `{fn.cls.name}`"
+    if fn.contexts:
+        ctx = fn.primary_context
+        return "helper", ctx.description if ctx is not None else "traced by inference"
+    return "eager", "not traced by anything in this module"
+
+
 def _param_info(model: SemanticModel, fn: Function, cfg: ConfirmConfig) -> List[dict]:
     out = []
     skip = fn.self_name
@@ -191,6 +227,7 @@ def _param_info(model: SemanticModel, fn: Function, cfg: ConfirmConfig) -> List[
             "name": p, "kind": kind, "ann": spec,
             "static": p in fn.static_params,
             "traced": p in fn.traced_params,
+            "tracer": synth.param_tracer(model, fn, p),
             "has_default": d is not None,
         })
     return out
@@ -469,6 +506,9 @@ def _has_collective(model: SemanticModel, line: int, end_line: int) -> bool:
 
 
 # ------------------------------------------------------------ planning
+_FIRST_USE = re.compile(r"already consumed by .*? on line (\d+)")
+
+
 def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optional[str], path: str) -> dict:
     qual = _addressable(fn)
     e = {
@@ -482,6 +522,16 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         "certain": fn.confidence == CERTAIN,
         "traced": bool(fn.contexts),
     }
+    e["basis"], e["basis_why"] = entry_basis(model, fn)
+    e["staged"] = e["basis"] == "transform" and staged(fn)
+    names = {p["name"] for p in e["params"]}
+    lines: Dict[str, List[str]] = {}
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Name) and node.id in names:
+            got = lines.setdefault(str(node.lineno), [])
+            if node.id not in got:
+                got.append(node.id)
+    e["line_params"] = lines      # line -> the parameters it names (what to change when it fails)
     if e["declared"] is None:
         given, _line = callsites.call_site_specs(model, fn)
         cands, e["no_inputs"] = synth.candidates(model, fn, e["params"], cfg.dim_size, given)
@@ -513,18 +563,20 @@ def _field_params(model: SemanticModel, cls, cfg: ConfirmConfig) -> List[dict]:
             if name in ("ClassVar", "typing.ClassVar") or stmt.target.id in ("parent", "name"):
                 continue
             out.append({"name": stmt.target.id, "kind": "kwonly", "ann": annotation_spec(model, ann, cfg),
-                        "static": True, "traced": False, "has_default": stmt.value is not None})
+                        "static": True, "traced": False, "tracer": False, "has_default": stmt.value is not None})
     return out
 
 
 def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_id: int = 0,
-              tree: Optional[ast.Module] = None) -> Tuple[dict, Dict[int, object]]:
-    """One worker job for the findings of one file, and id -> finding."""
+              tree: Optional[ast.Module] = None, models=None) -> Tuple[dict, Dict[int, object]]:
+    """One worker job for the findings of one file, and id -> finding.  ``models``: a
+    :class:`~jaxlint.confirm.models.ModelSource` (the project's model of the file, as the lint
+    saw it); without one, the module alone."""
     path = os.path.abspath(source.path)
     module, sys_dir = module_location(path)
     if tree is None:
         tree = source.parse()
-    model = SemanticModel(tree, source)
+    model = models.model(source, tree) if models is not None else SemanticModel(tree, source)
     by_line = _names_by_line(model)
     entries: Dict[str, dict] = {}
     targets = []
@@ -573,6 +625,10 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
                 for c in callers:
                     entries.setdefault(_addressable(c), _entry(model, c, cfg, module, path))
                 t["extra"]["loop_callers"] = list(dict.fromkeys(_addressable(c) for c in callers))
+        elif strategy == "key-reuse":
+            m = _FIRST_USE.search(f.message or "")
+            if m:
+                t["extra"]["first_use"] = int(m.group(1))   # the earlier consumer must run for a verdict
         elif strategy == "pmap-sync":
             t["extra"]["axes"] = {_addressable(c): _axis_sites(model, c) for c in chain if _addressable(c)}
             t["extra"]["collective"] = _has_collective(model, f.line, f.end_line)

@@ -29,6 +29,18 @@ def describe_value(v) -> str:
     return describe(v)
 
 
+def current_trace() -> str:
+    """The kind of JAX trace running now ("EvalTrace" when eager)."""
+    try:
+        from jax._src import core
+        return type(core.trace_ctx.trace).__name__
+    except Exception:       # an internal JAX API: without it, no line counts as traced
+        return "EvalTrace"
+
+
+STAGED = frozenset({"DynamicJaxprTrace"})
+
+
 def _first_line(exc: BaseException, limit: int = 160) -> str:
     s = str(exc).strip().splitlines()
     return clip(s[0] if s else "", limit)
@@ -154,10 +166,14 @@ class Probe:
     """Instruments one trace: executed lines of the target file, print /
     logging calls and impure calls made from it."""
 
-    def __init__(self, paths: Set[str], profile: bool = False):
+    def __init__(self, paths: Set[str], profile: bool = False, watch: Sequence[int] = ()):
         self.paths = set(paths)
         self.profile = profile
         self.lines: collections.Counter = collections.Counter()
+        # watched lines -> the kinds of JAX trace they ran under ("DynamicJaxprTrace": staged,
+        # "BatchTrace": vmapped, "EvalTrace": eagerly, ...)
+        self.watch = frozenset(watch)
+        self.traces: dict = {}
         self.prints: List[dict] = []
         self.impure: List[dict] = []
         self._saved: List[Tuple[Any, str, Any]] = []
@@ -170,8 +186,16 @@ class Probe:
 
     def _local_trace(self, frame, event, arg):
         if event == "line":
-            self.lines[frame.f_lineno] += 1
+            n = frame.f_lineno
+            self.lines[n] += 1
+            if n in self.watch:
+                self.traces.setdefault(n, set()).add(current_trace())
         return self._local_trace
+
+    def ran_under(self, line: int, end_line: int, kinds=None) -> bool:
+        """A watched line of the span ran under a JAX trace (of one of ``kinds``, else any but eager)."""
+        got = set().union(*[self.traces.get(n, set()) for n in range(line, end_line + 1)])
+        return bool(got & set(kinds)) if kinds else bool(got - {"EvalTrace"})
 
     # -- setprofile: impure calls made from the target file
     def _profile(self, frame, event, arg):

@@ -46,6 +46,19 @@ STRATEGY_NAMES: Dict[str, str] = {
 # strategies that need sys.setprofile during the base trace
 NEEDS_PROFILE = {"impure-call"}
 
+# What a finding claims decides which runs can show it.  These strategies observe an effect of
+# code running *under a trace* (at trace time, or on tracers): a run shows it only when the
+# tracers come from the transform the program itself applies -- tracing a helper alone assumes
+# the very thing the finding claims.
+TRACE_STRATEGIES = frozenset({"print", "global-write", "global-read", "impure-call", "arg-mutation",
+                              "tracer-leak", "unrolled-loop"})
+# JAX's errors that only a tracer raises (concrete values never do); a ``trace-error``
+# declaration that names one claims a traced value, and any other error it accepts (``ValueError:
+# truth value of an array``, which concrete arrays raise too) is evidence only when a concrete
+# re-run of the same call does not raise it
+TRACER_ERRORS = frozenset({"ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
+                           "TracerArrayConversionError", "NonConcreteBooleanIndexError", "UnexpectedTracerError"})
+
 
 @functools.lru_cache(maxsize=None)
 def _raw(code: str):
@@ -79,6 +92,24 @@ def strategy_table() -> Dict[str, str]:
 
 def supported(code: str) -> bool:
     return declaration(code) is not None
+
+
+def claims_tracing(decl: Optional[dict]) -> bool:
+    """The finding claims something about code under a trace (see :data:`TRACE_STRATEGIES`): only a
+    trace the program makes -- its transformed entry, or a harness recording -- can confirm it."""
+    if not decl:
+        return False
+    if decl["strategy"] in TRACE_STRATEGIES:
+        return True
+    if decl["strategy"] == "trace-error":
+        names, fragments = trace_errors(decl)
+        return bool(names & TRACER_ERRORS or {cls for cls, _ in fragments} & TRACER_ERRORS)
+    return False
+
+
+def tracer_specific(mro) -> bool:
+    """An error only a tracer raises (its class, or a base class, is one of :data:`TRACER_ERRORS`)."""
+    return bool(set(mro) & TRACER_ERRORS)
 
 
 def trace_errors(decl: dict) -> Tuple[FrozenSet[str], Tuple[Tuple[str, str], ...]]:

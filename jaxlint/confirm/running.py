@@ -68,7 +68,7 @@ def random_inputs(inputs: Inputs, seed: int) -> Inputs:
     base = jax.random.key(seed)
     out = [_random_leaf(x, jax.random.fold_in(base, i)) if isinstance(x, SDS) else x for i, x in enumerate(leaves)]
     a, k = jax.tree_util.tree_unflatten(treedef, out)
-    return Inputs(a, k, inputs.source, inputs.names)
+    return Inputs(a, k, inputs.source, inputs.names, inputs.origins)
 
 
 def _frames_in_span(paths, t: dict) -> bool:

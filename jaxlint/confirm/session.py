@@ -39,6 +39,8 @@ def _key_sds(shape=()):
 def spec_value(spec: dict, concrete: bool = False):
     """An argument spec -> a ShapeDtypeStruct (or a concrete zero array), a pytree or a static value."""
     t = spec["t"]
+    if t == "concrete":         # a value the model does not prove traced: a real value, never a tracer
+        return spec_value(spec["of"], True)
     if t == "array":
         shape = tuple(spec["shape"])
         dtype = jnp.dtype(spec["dtype"])
@@ -74,6 +76,8 @@ def spec_value(spec: dict, concrete: bool = False):
                                       else x, value)
     if t == "ns":
         return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
+    if t == "pyobj":            # a static argument read by attribute: a plain object, not a pytree
+        return PyObject(**{k: spec_value(s, True) for k, s in spec["items"].items()})
     if t == "dict":
         return {k: spec_value(s, concrete) for k, s in spec["items"].items()}
     raise NoInputs(f"unknown spec {spec!r}")
@@ -181,6 +185,19 @@ class Namespace:
         return "{" + ", ".join(f".{k}: {describe_value(v)}" for k, v in self.__dict__.items()) + "}"
 
 
+class PyObject:
+    """A synthesized static argument read by attribute (``cfg.depth``): a hashable Python object."""
+
+    def __init__(self, **attrs):
+        self.__dict__.update(attrs)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return "object(" + ", ".join(f"{k}={describe_value(v)}" for k, v in self.__dict__.items()) + ")"
+
+
 def describe_value(v) -> str:
     if isinstance(v, (SDS, jax.Array, Tracer, np.ndarray)) or hasattr(v, "aval"):
         try:
@@ -193,7 +210,7 @@ def describe_value(v) -> str:
     if isinstance(v, (list, tuple)):
         inner = ", ".join(describe_value(x) for x in v[:6]) + (", ..." if len(v) > 6 else "")
         return f"[{inner}]" if isinstance(v, list) else f"({inner})"
-    if isinstance(v, Namespace):
+    if isinstance(v, (Namespace, PyObject)):
         return repr(v)
     if isinstance(v, dict):
         items = list(v.items())
@@ -203,21 +220,50 @@ def describe_value(v) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
+def _role(v) -> str:
+    """How an argument enters the trace: "tracer" (it holds abstract leaves the trace makes
+    tracers of), "concrete" (real arrays, constants of the trace) or "Python value"."""
+    leaves = jax.tree_util.tree_leaves(v, is_leaf=lambda x: isinstance(x, SDS))
+    if any(isinstance(x, SDS) for x in leaves):
+        return "tracer"
+    if any(isinstance(x, (jax.Array, np.ndarray)) for x in leaves):
+        return "concrete"
+    return "Python value"
+
+
 class Inputs:
     """Arguments for one entry: a pytree with ``ShapeDtypeStruct`` leaves for
-    traced values and plain Python values for static ones."""
+    traced values and plain Python values for static ones.  ``origins`` says where each
+    argument came from (by position, then keyword): synthesized, call site, annotation,
+    declared, recorded by the harness."""
 
-    def __init__(self, args, kwargs, source: str, names: Sequence[str] = ()):
+    def __init__(self, args, kwargs, source: str, names: Sequence[str] = (), origins=None):
         self.args = tuple(args)
         self.kwargs = dict(kwargs)
         self.source = source   # declared | annotations | harness | call site | synthesized
         self.names = list(names)[:len(self.args)]   # positional parameter names, for messages
+        self.origins = dict(origins or {})          # position or keyword -> where the value came from
+
+    def _origin(self, key) -> str:
+        o = self.origins.get(key) or self.source
+        return {"harness": "recorded", "annotations": "annotation"}.get(o, o)
 
     def describe(self) -> str:
         parts = [f"{n}={describe_value(a)}" if n else describe_value(a)
                  for n, a in zip(self.names + [""] * len(self.args), self.args)]
         parts += [f"{k}={describe_value(v)}" for k, v in self.kwargs.items()]
         return f"({', '.join(parts)})"
+
+    def provenance(self) -> str:
+        """Each argument with how it enters the trace and where it came from:
+        ``x=float32[4,4] (tracer, synthesized), n=4 (Python value, call site)``."""
+        parts = []
+        for i, a in enumerate(self.args):
+            n = self.names[i] if i < len(self.names) else f"argument {i}"
+            parts.append(f"{n}={describe_value(a)} ({_role(a)}, {self._origin(i)})")
+        for k, v in self.kwargs.items():
+            parts.append(f"{k}={describe_value(v)} ({_role(v)}, {self._origin(k)})")
+        return ", ".join(parts) if parts else "no arguments"
 
     def concrete(self) -> "Inputs":
         def conv(x):
@@ -228,12 +274,19 @@ class Inputs:
                 return jnp.zeros(x.shape, x.dtype)
             return x
         a, k = jax.tree_util.tree_map(conv, (self.args, self.kwargs), is_leaf=lambda x: isinstance(x, SDS))
-        return Inputs(a, k, self.source, self.names)
+        return Inputs(a, k, self.source, self.names, self.origins)
+
+    @property
+    def any_tracer(self) -> bool:
+        return any(isinstance(x, SDS) for x in jax.tree_util.tree_leaves(
+            (self.args, self.kwargs), is_leaf=lambda x: isinstance(x, SDS)))
 
 
 def inputs_from_spec(call_spec: dict, source: str = "declared", names: Sequence[str] = ()) -> Inputs:
+    origins = {i: s.get("src") for i, s in enumerate(call_spec["args"]) if s.get("src")}
+    origins.update({k: s.get("src") for k, s in call_spec["kwargs"].items() if s.get("src")})
     return Inputs([spec_value(s) for s in call_spec["args"]],
-                  {k: spec_value(s) for k, s in call_spec["kwargs"].items()}, source, names)
+                  {k: spec_value(s) for k, s in call_spec["kwargs"].items()}, source, names, origins)
 
 
 # ------------------------------------------------------------ entries
@@ -383,11 +436,12 @@ class TraceResult:
 
 
 def trace(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool = False,
-          observer: Optional[Observer] = None, key_wrap: bool = False, probe: bool = True) -> TraceResult:
+          observer: Optional[Observer] = None, key_wrap: bool = False, probe: bool = True,
+          watch: Sequence[int] = ()) -> TraceResult:
     res = TraceResult()
     call, dyn = make_call(entry, inputs, observer=observer, key_wrap=key_wrap)
     res.observer = observer
-    p = Probe(paths, profile=profile) if probe else None
+    p = Probe(paths, profile=profile, watch=watch) if probe else None
     res.probe = p
     t0 = time.perf_counter()
     try:
@@ -400,6 +454,56 @@ def trace(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool = Fals
         res.error = ErrorInfo(exc, paths)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+EAGER_LIMIT_S = 20.0     # one eager run of an entry (a training loop may run for long)
+
+
+def run_eagerly(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool = False,
+                watch: Sequence[int] = (), limit: float = EAGER_LIMIT_S) -> TraceResult:
+    """Run an eager entry as the program would: concrete inputs, no jit of ours; only the program's
+    own transforms inside it trace anything (the probe records under which trace each watched line
+    ran).  Stopped after ``limit`` seconds (a long loop), as an error."""
+    res = TraceResult()
+    conc = inputs.concrete()
+    res.probe = Probe(paths, profile=profile, watch=watch)
+    t0 = time.perf_counter()
+    try:
+        with time_limit(limit), res.probe:
+            out = entry.call(*conc.args, **conc.kwargs)
+            for leaf in jax.tree_util.tree_leaves(out):
+                if hasattr(leaf, "block_until_ready"):
+                    leaf.block_until_ready()
+    except (Exception, SystemExit) as exc:
+        res.error = ErrorInfo(exc, paths)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+class time_limit:
+    """Raise ``TimeoutError`` in the main thread after ``seconds`` (SIGALRM; a no-op elsewhere)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.armed = False
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            def fire(signum, frame):
+                raise TimeoutError(f"timed out after {self.seconds:g} s")
+            self.old = signal.signal(signal.SIGALRM, fire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self.armed = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.armed:
+            import signal
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
 
 
 class CompileCounter:

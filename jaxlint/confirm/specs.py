@@ -75,6 +75,9 @@ class ConfirmConfig:
     # "module:qualname" or "path.py:qualname" -> {"args": [...], "kwargs": {...}}
     specs: Dict[str, dict] = field(default_factory=dict)
     root: str = "."
+    # from [tool.jaxlint]: what the project analysis that plans confirmation must know too
+    traced_functions: List[str] = field(default_factory=list)
+    exclude: List[str] = field(default_factory=list)
 
     def dim(self, name: str) -> int:
         return self.dims.get(name, self.dim_size)
@@ -155,6 +158,8 @@ def is_static(spec: dict) -> bool:
 
 def describe(spec: dict) -> str:
     t = spec["t"]
+    if t == "concrete":
+        return describe(spec["of"])
     if t == "array":
         short = {v: k for k, v in DTYPES.items() if len(k) <= 4}.get(spec["dtype"], spec["dtype"])
         return f"{short}[{','.join(str(d) for d in spec['shape'])}]"
@@ -184,7 +189,14 @@ def load_confirm_config(pyproject: Optional[str]) -> ConfirmConfig:
         raise SpecError(f"{pyproject}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{pyproject}: {exc}") from None
-    section = data.get("tool", {}).get("jaxlint", {}).get("confirm", {})
+    tool = data.get("tool", {}).get("jaxlint", {})
+    if isinstance(tool, dict):
+        for key, attr in (("traced-functions", "traced_functions"), ("exclude", "exclude"),
+                          ("extend-exclude", "exclude")):
+            v = tool.get(key)
+            if isinstance(v, list) and all(isinstance(x, str) for x in v):
+                getattr(cfg, attr).extend(v)
+    section = tool.get("confirm", {}) if isinstance(tool, dict) else {}
     if not isinstance(section, dict):
         raise SpecError(f"{pyproject}: [tool.jaxlint.confirm] must be a table")
     where = f"{pyproject}: [tool.jaxlint.confirm]"

@@ -18,8 +18,9 @@ import numpy as np
 
 from . import rules as R
 from .group import Group, _error_line, _in_span, confirmed, not_confirmed, unreached
+from .probes import STAGED
 from .running import s_pmap_sync, s_raises
-from .session import (CompileCounter, ErrorInfo, Inputs, TraceResult, block, count_eqns, describe_value,
+from .session import (SDS, CompileCounter, ErrorInfo, Inputs, TraceResult, block, count_eqns, describe_value,
                       make_call, trace)
 
 
@@ -27,15 +28,142 @@ def s_trace_error(t: dict, g: Group) -> dict:
     names, fragments = R.trace_errors(t["confirm"])
     err = g.base().error
     if err is not None and _in_span(_error_line(err), t):
+        line = _error_line(err)
+        if (err.mro & names or any(cls in err.mro and frag in err.full_message for cls, frag in fragments)) \
+                and g.eager:
+            return _eager_error(t, g, err, line)
         if err.mro & names or any(cls in err.mro and frag in err.full_message for cls, frag in fragments):
-            return confirmed(f"tracing `{g.name}` raised {err.type} at line {_error_line(err)}: {err.message}")
-        v = unreached(f"tracing `{g.name}` failed at line {_error_line(err)} with {err.short()}, "
+            if R.claims_tracing(t["confirm"]) and not g.info.get("staged") and g.inputs.source != "harness":
+                # nothing here stages the entry (a vmapped function, a module method): constants are
+                # traced only under a jit the program may not apply -- the error must come from the
+                # tracers the transform puts in, with every other value concrete
+                v = g.memo(f"tracers-only:{t['id']}", lambda: _tracers_only(t, g, err))
+                if v is not None:
+                    return v
+            if R.claims_tracing(t["confirm"]) and not R.tracer_specific(err.mro):
+                # an error concrete values raise too (`ValueError: The truth value of an array ...`):
+                # evidence of tracing only when the same call on concrete values gets past the line
+                v = g.memo(f"concrete:{t['id']}", lambda: _discriminate(t, g, err))
+                if v is not None:
+                    return v
+                return confirmed(f"tracing `{g.name}` raised {err.type} at line {line}: {err.message} (the same "
+                                 f"call on concrete values runs line {line} without it)")
+            return confirmed(f"tracing `{g.name}` raised {err.type} at line {line}: {err.message}")
+        v = unreached(f"tracing `{g.name}` failed at line {line} with {err.short()}, "
                       f"not the error {t['code']} predicts")
         v["retry"] = True       # other inputs (a shape that fits) may get past it
+        v["failed_line"] = line
         return v
     if not g.ran(t):
         return g.not_reached(t)
     return g.clean(t, "an error")
+
+
+def _eager_error(t: dict, g: Group, err: ErrorInfo, line: int) -> dict:
+    """The predicted error, raised at the line while the entry ran as the program does (concrete
+    inputs; any tracer came from the program's own transforms)."""
+    ran = f"running `{g.name}` as the program does (concrete inputs, its own transforms)"
+    if R.tracer_specific(err.mro) or "Tracer" in err.full_message:
+        # only a tracer raises it, or the value it names is one: the program's trace made it
+        return confirmed(f"{ran} raised {err.type} at line {line}: {err.message}")
+    if not _builtin_error(err) and not R.claims_tracing(t["confirm"]):
+        return confirmed(f"{ran} raised {err.type} at line {line}: {err.message}")
+    v = unreached(f"{ran} raised {err.type} at line {line} on a concrete value (no tracer in it): it says "
+                  f"nothing about traced values")
+    v["retry"] = True
+    return v
+
+
+def _builtin_error(err: ErrorInfo) -> bool:
+    import builtins
+    return isinstance(getattr(builtins, err.type, None), type)
+
+
+def _tracers_only(t: dict, g: Group, err: ErrorInfo) -> Optional[dict]:
+    """Run the entry with tracers only where the inputs hold them and nothing staged: ``jax.vmap``
+    over a batch of one, eagerly, so operations on concrete values stay concrete.  None when the same
+    kind of error is raised at the flagged line, else the ``unreached`` verdict saying why the error
+    of the staged trace is no evidence."""
+    from .probes import Probe
+    from .running import random_inputs
+    leaves, treedef = jax.tree_util.tree_flatten((g.inputs.args, g.inputs.kwargs),
+                                                 is_leaf=lambda x: isinstance(x, SDS))
+    dyn_idx = [i for i, v in enumerate(leaves) if isinstance(v, SDS)]
+    if not dyn_idx:
+        return _no_tracer(t, g, err)
+    batched = [SDS((1,) + tuple(leaves[i].shape), leaves[i].dtype) for i in dyn_idx]
+    values = random_inputs(Inputs(batched, {}, g.inputs.source), 0).args
+    target = g.entry.call
+
+    def call(*vals):
+        ls = list(leaves)
+        for i, v in zip(dyn_idx, vals):
+            ls[i] = v
+        a, k = jax.tree_util.tree_unflatten(treedef, ls)
+        target(*a, **k)
+
+    probe = Probe(g.c.paths)
+    again = None
+    try:
+        with probe:
+            jax.vmap(call)(*values)
+    except (Exception, SystemExit) as exc:
+        again = ErrorInfo(exc, g.c.paths)
+    line = _error_line(err)
+    if again is not None and _error_line(again) == line and (again.type == err.type or
+                                                             R.tracer_specific(again.mro)):
+        return None
+    if again is None and probe.ran(t["line"], t["end_line"]):
+        why = "runs without it"
+    elif again is not None and probe.ran(t["line"], t["end_line"]):
+        why = f"gets past it and fails later: {again.short()} ({again.where()})"
+    else:
+        why = (f"does not reach it: {again.short()} ({again.where()})" if again is not None else
+               "does not reach it")
+    v = unreached(f"tracing `{g.name}` under `jax.jit` raised {err.type} at line {line}, but nothing in this module "
+                  f"stages `{g.name}` ({g.info.get('basis_why')}), and with tracers only where it gets them (the "
+                  f"other values concrete) line {line} {why}; the error came from staging, which depends on "
+                  f"how the program calls it")
+    v["retry"] = True
+    return v
+
+
+def _no_tracer(t: dict, g: Group, err: ErrorInfo) -> dict:
+    line = _error_line(err)
+    v = unreached(f"tracing `{g.name}` raised {err.type} at line {line}, but none of its inputs is a value the "
+                  f"model proves traced, so the tracer came from staging its constants, which depends on how "
+                  f"the program calls `{g.name}`")
+    v["retry"] = True
+    return v
+
+
+def _discriminate(t: dict, g: Group, err: ErrorInfo) -> Optional[dict]:
+    """Run the entry eagerly (``jax.disable_jit``) on the same inputs made concrete; None when the
+    flagged line then runs without ``err``'s kind of error (the traced error came from tracing),
+    else the ``unreached`` verdict that says why the error is no evidence."""
+    from .probes import Probe
+    conc = g.inputs.concrete()
+    probe = Probe(g.c.paths)
+    again = None
+    try:
+        with jax.disable_jit(), probe:
+            block(g.entry.call(*conc.args, **conc.kwargs))
+    except (Exception, SystemExit) as exc:
+        again = ErrorInfo(exc, g.c.paths)
+    line = _error_line(err)
+    if again is not None and _error_line(again) == line and again.type == err.type:
+        v = unreached(f"tracing `{g.name}` raised {err.type} at line {line}, but running it on concrete values "
+                      f"raises the same error there ({again.message}): it does not come from tracing (these "
+                      f"inputs do not fit the code)")
+    elif not probe.ran(t["line"], t["end_line"]):
+        why = f": {again.short()} ({again.where()})" if again is not None else ""
+        v = unreached(f"tracing `{g.name}` raised {err.type} at line {line}, an error concrete values raise too, "
+                      f"and running it on concrete values did not reach line {t['line']}{why}, so the two "
+                      f"cannot be told apart")
+    else:
+        return None
+    v["retry"] = True       # other inputs (another rank) may show a tracer error
+    return v
 
 
 def s_print(t: dict, g: Group) -> dict:
@@ -44,6 +172,9 @@ def s_print(t: dict, g: Group) -> dict:
     with_tracer = [r for r in recs if r["tracer"]]
     if with_tracer:
         r = with_tracer[0]
+        if g.eager:
+            return confirmed(f"`{r['what']}` ran under the program's own trace while `{g.name}` ran as the program "
+                             f"does, and was given a tracer, {r['tracer']}, instead of a value")
         return confirmed(f"`{r['what']}` ran while `{g.name}` was traced (once per compilation, not per call) "
                          f"and was given a tracer, {r['tracer']}, instead of a value")
     err = base.error
@@ -53,7 +184,7 @@ def s_print(t: dict, g: Group) -> dict:
         return unreached(f"tracing `{g.name}` failed at line {_error_line(err)}: {err.short()}")
     if not g.ran(t):
         return g.not_reached(t)
-    if recs:
+    if recs and g.under_trace(t):
         return not_confirmed(f"`{recs[0]['what']}` at line {t['line']} ran at trace time with static values only "
                              f"({', '.join(recs[0]['args'])})")
     return g.clean(t, "printing or logging a tracer")
@@ -64,7 +195,7 @@ def s_global_write(t: dict, g: Group) -> dict:
     mine = {n.split(".")[0] for n in t["names"]} | {".".join(n.split(".")[:2]) for n in t["names"]
                                                     if n.startswith("self.")}
     changes = g.c.diff({k: v for k, v in g._snap_before.items() if k in mine}, g._snap_after)
-    if changes and g.ran(t):
+    if changes and g.ran(t) and g.under_trace(t, STAGED):
         return confirmed(f"tracing `{g.name}` once changed {'; '.join(changes[:3])}: the change happens at trace "
                          f"time only, compiled calls never run line {t['line']} again")
     if not g.ran(t):
@@ -111,7 +242,21 @@ def _same_program(a, b) -> bool:
     return True
 
 
+def _needs_trace_of_ours(t: dict, g: Group, what: str) -> Optional[dict]:
+    """An eager entry cannot show ``what`` (it needs a program traced by us: its jaxpr, its
+    arguments); the next entry may."""
+    if not g.eager:
+        return None
+    v = unreached(f"`{g.name}` is not traced in this module, and showing {what} needs a trace of the function "
+                  f"the transform is applied to")
+    v["retry"] = True
+    return v
+
+
 def s_global_read(t: dict, g: Group) -> dict:
+    v = _needs_trace_of_ours(t, g, "that a global is baked into the program")
+    if v is not None:
+        return v
     base = g.base()
     if not g.ran(t):
         return g.not_reached(t)
@@ -158,6 +303,13 @@ def s_global_read(t: dict, g: Group) -> dict:
 def s_impure_call(t: dict, g: Group) -> dict:
     base = g.base()
     recs = [r for r in base.probe.impure if _in_span(r["line"], t)]
+    if recs and g.eager and not g.under_trace(t, STAGED):
+        recs = []       # called eagerly: a fresh value on every call, as the code intends
+    if recs and g.eager:
+        names = sorted({r["name"] for r in recs})
+        return confirmed(f"`{'`, `'.join(names)}` ran at trace time from line {t['line']} while the program traced "
+                         f"it (running `{g.name}` as the program does): its result is a trace-time constant of "
+                         f"the compiled program")
     if recs:
         names = sorted({r["name"] for r in recs})
         other = g.memo("retrace", lambda: g.retrace())
@@ -177,6 +329,9 @@ def s_impure_call(t: dict, g: Group) -> dict:
 
 
 def s_arg_mutation(t: dict, g: Group) -> dict:
+    v = _needs_trace_of_ours(t, g, "how the traced function changes its arguments")
+    if v is not None:
+        return v
     base = g.base()
     changes = base.observer.changes if base.observer is not None else []
     params = set(g.param_names()) | {p["name"] for p in g.info.get("params", [])}
@@ -203,6 +358,8 @@ def s_tracer_leak(t: dict, g: Group) -> dict:
                          f"UnexpectedTracerError when used later")
     if not g.ran(t):
         return g.not_reached(t)
+    if g.eager:
+        return g.clean(t, "leaking a tracer")
 
     def leak_pass():
         jax.clear_caches()
@@ -217,7 +374,25 @@ def s_tracer_leak(t: dict, g: Group) -> dict:
     return g.clean(t, "leaking a tracer")
 
 
+def _eager_run(g: Group) -> TraceResult:
+    """Run ``g``'s entry as eager code runs: on concrete inputs, the program's own jits as they are."""
+    from .probes import Probe
+    res = TraceResult()
+    conc = g.inputs.concrete()
+    res.probe = Probe(g.c.paths)
+    t0 = time.perf_counter()
+    try:
+        with res.probe:
+            block(g.entry.call(*conc.args, **conc.kwargs))
+    except (Exception, SystemExit) as exc:
+        res.error = ErrorInfo(exc, g.c.paths)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
 def s_key_reuse(t: dict, g: Group) -> dict:
+    eager = g.info.get("basis") == "eager" and g.inputs.source != "harness"
+
     def reuse_pass():
         jax.clear_caches()
         old_flag = jax.config.jax_debug_key_reuse
@@ -231,6 +406,8 @@ def s_key_reuse(t: dict, g: Group) -> dict:
                 setattr(g.c.module, k, jax.random.key)
         jax.config.update("jax_debug_key_reuse", True)
         try:
+            if eager:      # eager code (a script, a test, a loop): run it, as the program does
+                return _eager_run(g)
             return trace(g.entry, g.inputs, g.c.paths, key_wrap=True)
         finally:
             jax.config.update("jax_debug_key_reuse", old_flag)
@@ -238,33 +415,53 @@ def s_key_reuse(t: dict, g: Group) -> dict:
                 setattr(owner, name, value)
             jax.clear_caches()
     res = g.memo("key-reuse", reuse_pass)
+    how = "running" if eager else "tracing"
     err = res.error
     if err is not None and "KeyReuseError" in err.mro:
         where = err.cause_lines or err.lines
-        if any(_in_span(ln, t) for ln in where):
-            return confirmed(f"with `jax_debug_key_reuse`, tracing `{g.name}` raised KeyReuseError "
+        # run eagerly, the reuse raises at the second consumer (its cause points at the first)
+        if any(_in_span(ln, t) for ln in where) or (eager and _in_span(err.site, t)):
+            return confirmed(f"with `jax_debug_key_reuse`, {how} `{g.name}` raised KeyReuseError "
                              f"({err.message}); the key is consumed again at line {t['line']}")
         via = set(t.get("via") or ())
         hit = [ln for ln in where if ln in via]
         if hit and "body" in err.message and res.probe.ran(t["line"], t["end_line"]):
-            return confirmed(f"with `jax_debug_key_reuse`, tracing `{g.name}` raised KeyReuseError at line "
+            return confirmed(f"with `jax_debug_key_reuse`, {how} `{g.name}` raised KeyReuseError at line "
                              f"{hit[-1]} ({err.message.rstrip(':')}): the key used at line {t['line']} is the "
                              f"same in every iteration")
-        if res.probe.ran(t["line"], t["end_line"]):
+        if res.probe.ran(t["line"], t["end_line"]) and _first_ran(t, res):
             return not_confirmed(f"`jax_debug_key_reuse` reports a reused key at line "
                                  f"{where[-1] if where else '?'}, not at line {t['line']}")
     if not res.probe.ran(t["line"], t["end_line"]):
         if err is not None:
-            return unreached(f"tracing `{g.name}` with typed keys failed before reaching line {t['line']}: "
-                             f"{err.short()} ({err.where()})")
-        return unreached(f"line {t['line']} did not run while tracing `{g.name}` with inputs {g.inputs.describe()}")
+            v = unreached(f"{how} `{g.name}` with typed keys failed before reaching line {t['line']}: "
+                          f"{err.short()} ({err.where()})")
+            v["failed_line"] = _error_line(err)
+            return v
+        return unreached(f"line {t['line']} did not run while {how} `{g.name}` with inputs {g.inputs.describe()}")
     if err is not None:
-        return unreached(f"tracing `{g.name}` with typed keys failed {err.where()}: {err.short()}")
-    return not_confirmed(f"`jax_debug_key_reuse` found no reused key while tracing `{g.name}` "
-                         f"with inputs {g.inputs.describe()}")
+        return unreached(f"{how} `{g.name}` with typed keys failed {err.where()}: {err.short()}")
+    if not _first_ran(t, res):
+        # the reuse needs both consumers: without the earlier one this run says nothing
+        return unreached(f"line {t['line']} ran, but the earlier consumer of the key at line "
+                         f"{t['extra']['first_use']} did not while {how} `{g.name}` with inputs "
+                         f"{g.inputs.describe()}, so the reuse could not happen")
+    both = " (both consumers ran)" if t["extra"].get("first_use") else ""
+    return not_confirmed(f"`jax_debug_key_reuse` found no reused key while {how} `{g.name}` with inputs "
+                         f"{g.inputs.describe()}{both}")
+
+
+def _first_ran(t: dict, res: TraceResult) -> bool:
+    """The earlier consumer the finding names ran (findings of a key reused by one line, in a loop,
+    name none: the line itself)."""
+    first = t["extra"].get("first_use")
+    return first is None or bool(res.probe.lines.get(first))
 
 
 def s_unrolled_loop(t: dict, g: Group) -> dict:
+    v = _needs_trace_of_ours(t, g, "the loop's equations")
+    if v is not None:
+        return v
     base = g.base()
     loop = t["extra"].get("loop") or {"line": t["line"]}
     hits = base.probe.lines.get(loop["line"], 0)
@@ -350,7 +547,7 @@ def _retrace_with_trip(g: Group, trip: dict, n: int, probe: bool = False) -> Opt
     else:
         kwargs[name] = n
     saved = g.inputs
-    g.inputs = Inputs(args, kwargs, saved.source)
+    g.inputs = Inputs(args, kwargs, saved.source, saved.names, saved.origins)
     try:
         return g.retrace(probe=probe)
     finally:

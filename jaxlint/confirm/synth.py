@@ -30,6 +30,7 @@ import json
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis import Function, SemanticModel
+from ..analysis.kinds import proven
 from .synthrefs import (TRAINSTATE_FIELDS, TRAINSTATE_METHODS, _axis_rank, _is_create, _is_module_object,
                         _resolve_inits, _state_global, _state_objects)
 
@@ -460,14 +461,14 @@ class _Reader:
                     _merge(u, sub)
 
 
-def _trainstate_spec(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
+def _trainstate_spec(u: Use, rank: int, dim: int, traced: bool, name: str, statics=frozenset()) -> dict:
     model, tx, factory, state_global = u.trainstate
     if tx is None and state_global is not None:
         return {"t": "global", "name": state_global}
     if tx is None and factory is not None:
         fname, params = factory
         return {"t": "factory", "fn": fname,
-                "args": [spec_of(pu, rank, dim, False, p) for p, pu in params]}
+                "args": [spec_of(pu, rank, dim, False, p, statics) for p, pu in params]}
     if tx is None:
         raise Unbuildable(f"`{name}` is used as a Flax TrainState, but no module-level optax transformation "
                           f"says which optimizer it holds")
@@ -479,12 +480,12 @@ def _trainstate_spec(u: Use, rank: int, dim: int, traced: bool, name: str) -> di
         items["params"] = {"t": "init", "obj": model, "kind": "flax", "refs": apply_fn.init_of[2], "pick": "params",
                            "fallback": fallback}
     elif params is not None and params.known:
-        items["params"] = spec_of(params, rank, dim, traced, f"{name}.params")
+        items["params"] = spec_of(params, rank, dim, traced, f"{name}.params", statics)
     else:
         items["params"] = fallback
     for k, v in u.attrs.items():
         if k not in TRAINSTATE_FIELDS:
-            items[k] = spec_of(v, rank, dim, traced, f"{name}.{k}")
+            items[k] = _attr_spec(k, v, rank, dim, traced, f"{name}.{k}", statics)
     return {"t": "trainstate", "model": model if apply_fn is not None else None, "tx": tx, "items": items}
 
 
@@ -538,10 +539,27 @@ class Unbuildable(Exception):
     pass
 
 
-def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
-    """One argument spec for a use, with ``rank`` for arrays of unknown rank."""
+def concrete(spec: dict) -> dict:
+    """``spec`` as a concrete value: arrays and keys are built as real values (closed over by the
+    trace, never tracers); Python values stay as they are."""
+    return spec if spec.get("t") in ("static", "concrete") else {"t": "concrete", "of": spec}
+
+
+def _attr_spec(attr: str, u: Use, rank: int, dim: int, traced: bool, name: str, statics) -> dict:
+    """The spec of attribute ``attr`` of a synthesized object: a static pytree field (a
+    ``register_static`` class's attribute, ``struct.field(pytree_node=False)``, ``meta_fields``...,
+    :func:`jaxlint.analysis.statics.static_names`) is a Python value, never a tracer."""
+    if attr in statics:
+        return concrete(spec_of(u, rank, dim, False, name, statics))
+    return spec_of(u, rank, dim, traced, name, statics)
+
+
+def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str, statics=frozenset()) -> dict:
+    """One argument spec for a use, with ``rank`` for arrays of unknown rank; ``traced``: the value
+    may hold tracers (else a value used as a Python int is one); ``statics``: attribute names that
+    classes declare static."""
     if u.trainstate is not None and u.attrs:
-        return _trainstate_spec(u, rank, dim, traced, name)
+        return _trainstate_spec(u, rank, dim, traced, name, statics)
     if u.callable and not (u.items or u.attrs):
         raise Unbuildable(f"`{name}` is called like a function")
     short = name.rsplit(".", 1)[-1].strip("[]'\"").lower()
@@ -550,7 +568,7 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
     if u.init_of is not None:
         init, u.init_of = u.init_of, None
         try:
-            fallback = spec_of(u, rank, dim, traced, name)
+            fallback = spec_of(u, rank, dim, traced, name, statics)
         finally:
             u.init_of = init
         spec = {"t": "init", "obj": init[0], "kind": init[1], "refs": init[2], "fallback": fallback}
@@ -571,9 +589,11 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
     if u.mapping and not u.items:
         return {"t": "dict", "items": {}, "like": True}       # keys as another dict argument's (below)
     if u.items:
-        return {"t": "dict", "items": {k: spec_of(v, rank, dim, traced, f"{name}[{k!r}]") for k, v in u.items.items()}}
+        return {"t": "dict", "items": {k: spec_of(v, rank, dim, traced, f"{name}[{k!r}]", statics)
+                                       for k, v in u.items.items()}}
     if u.attrs or u.replace:
-        return {"t": "ns", "items": {k: spec_of(v, rank, dim, traced, f"{name}.{k}") for k, v in u.attrs.items()}}
+        return {"t": "ns", "items": {k: _attr_spec(k, v, rank, dim, traced, f"{name}.{k}", statics)
+                                     for k, v in u.attrs.items()}}
     if u.length and u.arith and not u.elem:                   # x, y, z = state; state + dt * f(state)
         r = max(1, u.rank if u.rank is not None else max(u.min_rank, rank))
         return {"t": "array", "dtype": u.dtype or "float32", "shape": [u.length] + [dim] * (r - 1)}
@@ -590,18 +610,23 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str) -> dict:
                 _merge(merged, u.elem)
             if part is not None:
                 _merge(merged, part)
-            items.append(spec_of(merged, rank, dim, traced, f"{name}[{i}]"))
+            items.append(spec_of(merged, rank, dim, traced, f"{name}[{i}]", statics))
         return {"t": "tuple" if u.length and u.elem is None else "list", "items": items}
     r = u.rank if u.rank is not None else max(u.min_rank, 1 if u.index else 0, rank)
     return {"t": "array", "dtype": u.dtype or "float32", "shape": [dim] * r}
 
 
-def _param_is_traced(fn: Function, p: str) -> bool:
-    """Whether the transform that runs ``fn`` traces parameter ``p`` itself (a jit argument is a
-    tracer whatever the caller passes, unless static)."""
-    if p in fn.static_params:
+def param_tracer(model: SemanticModel, fn: Function, p: str) -> bool:
+    """Whether parameter ``p`` of ``fn`` may be synthesized as a tracer: the model proves it traced
+    (a parameter the function's trace traces, not static, its kind a proven tracer -- not one that
+    rests on an unknown; never under differentiation alone, where tracers carry values).  Anything
+    else is a Python value or a concrete array: synthesized inputs follow the staticness rules of
+    :mod:`jaxlint.analysis.staticness` as the static analysis does."""
+    if not fn.contexts or p in fn.static_params or p not in fn.traced_params:
         return False
-    return any(c.transform != "call" for c in fn.contexts) and p in fn.traced_params
+    if model.concrete_primal(fn):
+        return False
+    return proven(model.kinds(fn).get(p, 0))
 
 
 def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
@@ -611,6 +636,7 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
     the entry to suggest).  ``params`` is the planner's parameter list (annotation specs in "ann");
     ``given`` maps parameters to specs taken from call sites."""
     uses = param_uses(model, fn)
+    statics = frozenset(model.static_fields)
     given = given or {}
     variants = [(r, dim) for r in RANKS] + [(2, dim * 4)]
     out: List[dict] = []
@@ -625,19 +651,30 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
                 positional_ok = False
                 continue
             name = p["name"]
+            tracer = p.get("tracer", False)
             if name in given:
-                spec = given[name]
+                spec = dict(given[name], src="call site")
             elif p["ann"] is not None and not (p["static"] and p["ann"]["t"] != "static"):
-                spec = p["ann"]
+                spec = dict(p["ann"], src="annotation")
             else:
                 synthesized = True
                 u = uses.get(name) or Use()
                 try:
-                    spec = spec_of(u, rank, d, _param_is_traced(fn, name) or not u.static, name)
+                    spec = spec_of(u, rank, d, tracer, name, statics)
                 except Unbuildable as exc:
                     why, spec = why or str(exc), {"t": "static", "v": "?"}
-                if p["static"] and spec["t"] != "static":
+                if p["static"] and spec["t"] == "ns":
+                    # a static argument read by attribute (a config object): a plain Python object
+                    # whose attributes are Python values, as the program passes one
+                    spec = {"t": "pyobj", "items": {k: concrete(spec_of(v, rank, d, False, f"{name}.{k}", statics))
+                                                    for k, v in u.attrs.items()}}
+                elif p["static"] and spec["t"] != "static":
                     spec = {"t": "static", "v": d}
+                spec = dict(spec, src="synthesized")
+            if not tracer:
+                # not proven traced: a Python value or a concrete array, as the caller passes it
+                src = spec.pop("src")
+                spec = dict(concrete(spec), src=src)
             if p["kind"] == "pos" and positional_ok:
                 args.append(spec)
             else:

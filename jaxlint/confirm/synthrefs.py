@@ -82,14 +82,20 @@ def _resolve_inits(args: list, kwargs: dict, names: List[str], default: dict) ->
     """Replace the references of ``init`` specs to other parameters by those parameters' specs
     (``default``, an array, for an argument that is not one of them); give dicts whose keys the
     code does not spell the keys of another dict argument."""
-    by_name = dict(zip(names, args))
-    by_name.update(kwargs)
+    def bare(spec):
+        # a spec built as a concrete value ({"t": "concrete", "of": ...}) is its inner spec here
+        while isinstance(spec, dict) and spec.get("t") == "concrete":
+            spec = spec["of"]
+        return spec
+    by_name = {k: bare(v) for k, v in zip(names, args)}
+    by_name.update({k: bare(v) for k, v in kwargs.items()})
     known = [s for s in by_name.values() if isinstance(s, dict) and s.get("t") == "dict" and s["items"]]
     for s in by_name.values():
         if isinstance(s, dict) and s.pop("like", False) and known:
             s["items"] = json.loads(json.dumps(known[0]["items"]))
 
     def at(spec, path):
+        spec = bare(spec)
         for kind, v in path:
             items = spec.get("items")
             if kind in ("key", "attr") and isinstance(items, dict) and v in items:
@@ -100,9 +106,11 @@ def _resolve_inits(args: list, kwargs: dict, names: List[str], default: dict) ->
                 spec = items[0]
             else:
                 return None
+            spec = bare(spec)
         return spec
 
     def fix(spec, final, depth=0):
+        spec = bare(spec)
         if not isinstance(spec, dict) or depth > 8:
             return
         if spec.get("t") == "init" and "refs" in spec:
