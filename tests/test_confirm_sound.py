@@ -29,6 +29,8 @@ FINDINGS = {
                                          "on line {first}, then by `jax.random.uniform`"),
     "eager-reuse": ("JAX401", "PRNG key `key` is reused: already consumed by `jax.random.normal` on line "
                               "{first}, then by `jax.random.normal`"),
+    "factory-print": ("JAX101", "`print` of traced value `loss` inside `log_metrics` (called from "
+                                "`make_step.train_step`)"),
     "eager-split": ("JAX401", "PRNG key `k2` is reused: already consumed by `jax.random.normal` on line {first}, "
                               "then by `jax.random.normal`"),
 }
@@ -89,6 +91,14 @@ def test_key_reuse_in_eager_code_runs_eagerly(verdicts):
     assert c["evidence"].startswith("with `jax_debug_key_reuse`, running `sample_twice`")
     c = verdicts["eager-split"]
     assert c["status"] == "not-confirmed", _text(c)
+
+
+def test_a_factory_step_is_reached_through_the_eager_code_that_calls_it(verdicts):
+    # `train_step` is nested in a factory: nothing module-level can trace it, but `fit` (eager) makes
+    # it and calls it; run as the program runs it, the program's own jit hands `print` a tracer
+    c = verdicts["factory-print"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_sound:fit" and "ran under the program's own trace" in c["evidence"]
 
 
 def test_every_verdict_names_entry_and_inputs(verdicts):

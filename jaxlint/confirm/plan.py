@@ -311,6 +311,60 @@ def entry_chain(model: SemanticModel, fn: Optional[Function]) -> List[Function]:
     return out
 
 
+# strategies an eager run of the module's own code can show (what runs under the program's trace)
+EAGER_REACH = frozenset({"trace-error", "print", "global-write", "impure-call", "tracer-leak", "key-reuse"})
+MAX_EAGER_CALLERS = 3
+
+
+def _factory_of(fn: Function) -> Optional[Function]:
+    """The module-level function a nested function is defined in (``make_train_step`` for the
+    ``train_step`` it returns), or None."""
+    cur = fn
+    while cur.parent is not None and not cur.parent.is_module:
+        cur = cur.parent
+    return cur if cur is not fn and not cur.is_lambda and _addressable(cur) else None
+
+
+def eager_callers(model: SemanticModel, fn: Function, depth: int = 2) -> List[Function]:
+    """Module-level eager functions (nothing here traces them) that lead to ``fn``: they call it, a
+    function on its way to a transform (its traced callers), or the factory that defines it -- up to
+    ``depth`` calls away, closest first, at most :data:`MAX_EAGER_CALLERS`."""
+    frontier: List[Function] = []
+    seen: Set[int] = set()
+    cur: Optional[Function] = fn
+    while cur is not None and id(cur) not in seen and not cur.is_module:
+        seen.add(id(cur))
+        frontier.append(cur)
+        fac = _factory_of(cur)
+        if fac is not None and id(fac) not in seen:
+            seen.add(id(fac))
+            frontier.append(fac)
+        ctx = cur.primary_context
+        cur = ctx.caller if ctx is not None else None
+    out: List[Function] = []
+    for _ in range(depth):
+        names = {f.name for f in frontier if not f.is_lambda}
+        found: List[Function] = []
+        for other in model.functions:
+            if other.is_module or other.is_lambda or other.contexts or not _addressable(other) or \
+                    id(other) in seen or other.cls is not None:
+                continue
+            for call in other.of_type(ast.Call):
+                f = call.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name in names:
+                    target = model.resolve_callable(f, other)
+                    if target is None or target.function in frontier:
+                        found.append(other)
+                        seen.add(id(other))
+                        break
+        out.extend(found)
+        frontier = found
+        if not found or len(out) >= MAX_EAGER_CALLERS:
+            break
+    return out[:MAX_EAGER_CALLERS]
+
+
 def _is_body(fn: Function) -> bool:
     ctx = fn.primary_context
     if ctx is None or ctx.caller is not None:
@@ -625,6 +679,12 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
                 for c in callers:
                     entries.setdefault(_addressable(c), _entry(model, c, cfg, module, path))
                 t["extra"]["loop_callers"] = list(dict.fromkeys(_addressable(c) for c in callers))
+        elif strategy == "trace-error":
+            # the names whose items the span assigns (`acc[c] = ...`): a value the code made, or an input
+            t["extra"]["stores"] = sorted({n.value.id for n in ast.walk(model.tree)
+                                           if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
+                                           and isinstance(n.value, ast.Name)
+                                           and f.line <= n.lineno <= f.end_line})
         elif strategy == "key-reuse":
             m = _FIRST_USE.search(f.message or "")
             if m:
@@ -636,6 +696,10 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
                 t["unreached"] = (f"the axis names bound around `{fn.qualname}` depend on callers or transforms "
                                   f"this module does not show (a `shard_map` mesh, a Flax module, a function "
                                   f"nothing here runs), so tracing it alone would prove nothing")
+        if strategy in EAGER_REACH and not t.get("unreached") and fn is not None:
+            # the module's own eager code that leads to the line (a training loop calling the jitted
+            # step a factory returns): run as the program runs it, its transforms trace the line
+            chain = list(chain) + [c for c in eager_callers(model, fn) if c not in chain]
         for c in chain:
             q = _addressable(c)
             entries.setdefault(q, _entry(model, c, cfg, module, path))

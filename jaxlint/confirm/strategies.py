@@ -68,6 +68,14 @@ def _eager_error(t: dict, g: Group, err: ErrorInfo, line: int) -> dict:
         return confirmed(f"{ran} raised {err.type} at line {line}: {err.message}")
     if not _builtin_error(err) and not R.claims_tracing(t["confirm"]):
         return confirmed(f"{ran} raised {err.type} at line {line}: {err.message}")
+    stores = set(t["extra"].get("stores") or ())
+    params = {p["name"] for p in g.info.get("params", [])}
+    if stores and not stores & params and not R.claims_tracing(t["confirm"]):
+        # the array assigned into is one the code made itself (not a synthesized input): JAX arrays
+        # are immutable whether traced or not
+        return confirmed(f"{ran} raised {err.type} at line {line} assigning into "
+                         f"{', '.join(f'`{n}`' for n in sorted(stores))}, a JAX array the code itself made: "
+                         f"{err.message}")
     v = unreached(f"{ran} raised {err.type} at line {line} on a concrete value (no tracer in it): it says "
                   f"nothing about traced values")
     v["retry"] = True
@@ -196,7 +204,9 @@ def s_global_write(t: dict, g: Group) -> dict:
                                                     if n.startswith("self.")}
     changes = g.c.diff({k: v for k, v in g._snap_before.items() if k in mine}, g._snap_after)
     if changes and g.ran(t) and g.under_trace(t, STAGED):
-        return confirmed(f"tracing `{g.name}` once changed {'; '.join(changes[:3])}: the change happens at trace "
+        how = (f"running `{g.name}` as the program does, line {t['line']} ran under its trace and changed"
+               if g.eager else f"tracing `{g.name}` once changed")
+        return confirmed(f"{how} {'; '.join(changes[:3])}: the change happens at trace "
                          f"time only, compiled calls never run line {t['line']} again")
     if not g.ran(t):
         return g.not_reached(t)
@@ -420,7 +430,7 @@ def s_key_reuse(t: dict, g: Group) -> dict:
     if err is not None and "KeyReuseError" in err.mro:
         where = err.cause_lines or err.lines
         # run eagerly, the reuse raises at the second consumer (its cause points at the first)
-        if any(_in_span(ln, t) for ln in where) or (eager and _in_span(err.site, t)):
+        if any(_in_span(ln, t) for ln in where) or (eager and any(_in_span(ln, t) for ln in err.lines)):
             return confirmed(f"with `jax_debug_key_reuse`, {how} `{g.name}` raised KeyReuseError "
                              f"({err.message}); the key is consumed again at line {t['line']}")
         via = set(t.get("via") or ())

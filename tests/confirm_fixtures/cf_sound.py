@@ -64,3 +64,25 @@ def sample_split():
     a = jax.random.normal(k1, (3,))
     b = jax.random.normal(k2, (3,))  # sound: eager-split
     return a + b
+
+
+def log_metrics(step, loss):
+    print("step", step, "loss", loss)  # sound: factory-print
+    return loss
+
+
+def make_step(lr):
+    @jax.jit
+    def train_step(w, x, step):
+        loss, g = jax.value_and_grad(lambda w: jnp.mean((x @ w) ** 2))(w)
+        log_metrics(step, loss)
+        return w - lr * g
+
+    return train_step
+
+
+def fit(w, x, steps=3):
+    step_fn = make_step(0.1)
+    for i in range(steps):
+        w = step_fn(w, x, i)
+    return w
