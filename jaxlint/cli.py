@@ -644,7 +644,7 @@ def _check_all(args, cfg: Config, targets: List[Tuple[str, bool]], problems=(), 
                 run.results.append(FileResult(path, error="no such file or directory"))
                 continue
             _CURRENT[0] = path
-            res = _unread(args, cfg, rules, path, ws) if key is not None else None
+            res = _unread(args, cfg, rules, path, ws) if warm else None
             if res is not None:
                 run.results.append(res)
                 run.checked += 1

@@ -36,9 +36,8 @@ import sys
 import traceback
 from typing import Callable, Dict, List, Optional, Sequence
 
-from .analysis import SourceFile
 from .analysis.project import Module, Project, index_entry, set_index
-from .discovery import read_regular
+from .workspace import _read
 
 # below this many modules per worker, forking costs more than it saves
 MIN_MODULES_PER_JOB = 2
@@ -66,7 +65,7 @@ def run(ws, project: Project, paths: Sequence[str], lint_for: Callable, jobs: in
     pool = None
     analysed = project._analysed
     try:
-        order = _longest_first(project.modules)
+        order = _longest_first(project.modules, ws.file_sizes(project.root))
         pool = _Pool(ws, project, order, lint_for, jobs)
         if not analysed:
             driver = _Driver(project, pool)
@@ -113,16 +112,13 @@ def reap() -> None:
     multiprocessing.active_children()
 
 
-def _longest_first(mods: List[Module]) -> List[str]:
-    """The modules' paths, the longest file first (a file's line count predicts its
-    cost, parse, model and rules, better than its size)."""
-    lines = {}
-    for m in mods:
-        try:
-            lines[m.path] = read_regular(m.path).count(b"\n")
-        except OSError:     # (a FIFO is never opened for a blocking read)
-            lines[m.path] = 0
-    return sorted(lines, key=lambda p: (-lines[p], p))
+def _longest_first(mods: List[Module], sizes: Dict[str, int]) -> List[str]:
+    """The order the workers take the modules in for indexing (and own them for the rest of
+    the run): the largest file first.  ``sizes``: the files' sizes from the project's folder walk
+    (reading every file here to count its lines cost 25 ms before the workers could start, for an
+    order that shares the work out no better: per-module costs measured on jax/flax/optax, the
+    slowest worker's total is within 3% of an even split either way)."""
+    return sorted((m.path for m in mods), key=lambda p: (-sizes.get(p, 0), p))
 
 
 class _Pool:
@@ -343,7 +339,7 @@ def _lint(ws, project, mods, arg, lint_for):
     for p in paths:
         m = project.module_for(p)
         try:
-            source = m.source if m is not None and m.source is not None else SourceFile.from_path(p)
+            source = m.source if m is not None and m.source is not None else _read(p)     # (a notebook too)
             lint_for(p)(source)
         except Exception:   # the parent lints this file again and reports the problem
             pass

@@ -68,6 +68,7 @@ class Workspace:
         self._used: Dict[str, Dict[str, Tuple[str, str]]] = {}     # root -> path -> (key, SHA-1 of the text)
         self._records: Dict[str, dict] = {}     # root -> the record warm_results found (see unread)
         self._walked: Dict[str, tuple] = {}     # root -> (project files, their stat) as warm_results found them
+        self._sizes: Dict[str, Dict[str, int]] = {}     # root -> file -> size, from the folder walk
 
     # ------------------------------------------------------------ projects
     def root_for(self, path: str) -> Optional[str]:
@@ -87,6 +88,7 @@ class Workspace:
             _load_rules()
             from .analysis.project import Project
             files, stats = self._walked.pop(root, None) or self._walk(root)
+            self._sizes[root] = {os.path.abspath(p): st.st_size for p, st in stats.items()}
             if len(files) > MAX_PROJECT_FILES:
                 self.projects[root] = None
             else:
@@ -96,6 +98,10 @@ class Workspace:
                 self.projects[root] = Project(root, files, self.traced_functions, cache=self.cache_for(root),
                                               loader=_read)
         return self.projects[root]
+
+    def file_sizes(self, root: str) -> Dict[str, int]:
+        """The size of each file of the project at ``root`` (absolute paths), as its walk found it."""
+        return self._sizes.get(root, {})
 
     def _walk(self, root: str) -> Tuple[List[str], Dict[str, os.stat_result]]:
         """The project's files under ``root`` and their ``os.stat`` (taken before any is read)."""
@@ -226,7 +232,7 @@ class Workspace:
             return
         groups: Dict[str, List[str]] = {}
         for p in paths:
-            project = self.project_for(p) if p.endswith(".py") else None
+            project = self.project_for(p) if p.endswith((".py", ".ipynb")) else None
             if project is not None and project.module_for(p) is not None:
                 groups.setdefault(project.root, []).append(p)
         for root, todo in groups.items():
