@@ -1,34 +1,36 @@
-"""Project-mode speed: lint the installed jax, flax and optax trees with the
-project index and the results cache, cold, warm and with one file touched.
+"""Project-mode speed, whole command-line runs: lint the installed jax, flax and optax trees as one
+project, cold (one process and ``--jobs N``), warm (the results cache filled, nothing changed),
+with one file edited, and the start-up (``import jaxlint.cli``, ``jaxlint --version``).
 
     python benchmarks/bench_project.py [--packages jax flax optax] [--jobs N] [--repeat R]
+                                       [--compare OTHER_CHECKOUT]
 
-Fetches nothing: it copies the installed packages' sources into a temporary
-folder with a ``pyproject.toml`` (one project), then prints, against reading
-and ``ast.parse``-ing the same files in one process:
+Fetches nothing: it copies the installed packages' sources into a temporary folder with a
+``pyproject.toml`` (one project) and runs ``jaxlint check .`` there in fresh interpreters, as a
+user does (text output into a pipe), against reading and ``ast.parse``-ing the same files in
+one process (a fresh interpreter too).  Each measured run is a whole process: interpreter
+start, imports, discovery, analysis, output.  The jaxlint measured is this checkout's (put on
+``PYTHONPATH``), byte-compiled beforehand into a private ``PYTHONPYCACHEPREFIX`` as an installed
+package is (this checkout has no ``__pycache__``: without it every run compiles jaxlint's
+sources again).
 
-* cold: no cache, every module indexed, analysed and linted, in one process and with
-  ``--jobs N`` worker processes (:mod:`jaxlint.jobs`), back to back, ``R`` times, each
-  with its own ``ast.parse`` time and the load average (the machine is shared: the
-  ratio range is the honest figure); the findings of both must be the same;
-* warm: the same run again with the cache filled (one process, and ``--jobs N``);
-* touched: one module edited (a comment appended) after a warm run.
+Every line of issue 23's table is printed as measured in this one run, ``R`` times back to back
+(the best run and the range: the machine is shared; the load average and the cores other
+processes used meanwhile, from ``/proc/stat``, are printed with each round).  ``--compare`` runs
+another checkout (e.g. ``git worktree add /tmp/base <commit>``) the same way, alternating with
+this one in every round, so that both see the same conditions.  The outputs of the cold, the
+``--jobs`` and the warm runs must be identical (the script stops otherwise).
 
-Every measured run happens in a fresh interpreter (``--child``), as a command-line run
-does: in one long process, a run left the next one slower (an ``ast.parse`` right after a
-one-process lint took 2.8-3.0 s instead of 2.3 s, even with the garbage collected).
-
-Targets (issue 9): cold <= 2.0x, cold --jobs 2 on 2 cores <= 1.3x, warm <= 0.10x, one
-edited file <= 0.5 s.
+Targets (issue 23): cold <= 1.5x ``ast.parse``, cold ``--jobs 2`` <= 1.0x, warm ``--jobs 2`` <=
+0.10x, ``import jaxlint.cli`` <= 0.15 s, ``jaxlint --version`` <= 0.2 s; one edited file <= 0.5 s
+(issue 9).
 """
 from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import importlib.util
 import json
-import multiprocessing
 import os
 import shutil
 import subprocess
@@ -36,12 +38,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
 
-from bench_lint import run_parse  # noqa: E402  (read + ast.parse, the baseline both benchmarks share)
-from jaxlint.checkers import all_rules  # noqa: E402
-from jaxlint.workspace import Workspace, lint_files  # noqa: E402
+# what the `jaxlint` console script runs
+ENTRY = "import sys; from jaxlint.cli import main; sys.exit(main())"
 
 
 def copy_packages(names, dest):
@@ -74,125 +76,191 @@ def _busy_s():
     return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")    # minus idle and iowait
 
 
-def _own_s():
+def _children_s():
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return t.children_user + t.children_system
 
 
-def measured(fn, *args, **kw):
-    """``(wall seconds, fn's result, cores the machine's other processes used meanwhile)``:
-    the machine is shared, and a run that other jobs slowed says so."""
-    gc.collect()
-    busy, own = _busy_s(), _own_s()
-    t = time.perf_counter()
-    result = fn(*args, **kw)
-    wall = time.perf_counter() - t
-    for child in multiprocessing.active_children():
-        child.join()    # the workers' CPU time counts as ours once they are reaped
-    others = None if busy is None else max(0.0, (_busy_s() - busy) - (_own_s() - own)) / wall
-    return wall, result, others
-
-
-def run_lint(files, root, use_cache, jobs=1):
-    """(seconds, findings by path, workspace, cores other processes used meanwhile), in this process."""
-    rules = [r for r in all_rules() if r.default_enabled]
-    ws = Workspace(use_cache=use_cache, root=root)
-    wall, found, others = measured(lambda: {p: [f.to_dict() for f in fs]
-                                            for p, fs in lint_files(files, rules, workspace=ws, jobs=jobs)})
-    return wall, found, ws, others
-
-
-def child(kind, root, jobs):
-    """One measured run in this (fresh) interpreter; prints its result as JSON."""
+def parse_child(root):
+    """In a fresh interpreter: read and ``ast.parse`` every file of ``root``; prints seconds."""
+    from bench_lint import run_parse
     files = python_files(root)
-    if kind == "parse":
-        wall, (_, lines), others = measured(run_parse, files)
-        print(json.dumps({"wall": wall, "others": others, "lines": lines}))
+    gc.collect()
+    wall, lines = run_parse(files)
+    print(json.dumps({"wall": wall, "lines": lines, "files": len(files)}))
+
+
+class Tree:
+    """A jaxlint checkout to measure: its environment for child processes."""
+
+    def __init__(self, name, path, tmp):
+        self.name, self.path = name, os.path.abspath(path)
+        self.env = dict(os.environ, PYTHONPATH=self.path, PYTHONPYCACHEPREFIX=os.path.join(tmp, "pyc-" + name))
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    def run(self, args, cwd):
+        """``(wall seconds, CPU seconds of the process and its children, other processes' cores
+        meanwhile, exit code, stdout)`` of one whole process."""
+        busy, own = _busy_s(), _children_s()
+        t = time.perf_counter()
+        r = subprocess.run([sys.executable] + args, cwd=cwd, env=self.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - t
+        cpu = _children_s() - own
+        others = None if busy is None else max(0.0, (_busy_s() - busy) - cpu) / wall
+        if r.returncode not in (0, 1):
+            sys.exit(f"{self.name}: {' '.join(args)} exited {r.returncode}:\n{r.stderr}")
+        return wall, cpu, others, r.returncode, r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--packages", nargs="+", default=["jax", "flax", "optax"])
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the --jobs runs (default 2)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of every measurement (default 3)")
+    ap.add_argument("--warm-repeat", type=int, default=5, help="warm and start-up runs per round (default 5)")
+    ap.add_argument("--compare", metavar="CHECKOUT", help="another jaxlint checkout, measured alternately")
+    ap.add_argument("--parse-child", metavar="ROOT", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.parse_child:
+        parse_child(args.parse_child)
         return
-    wall, found, ws, others = run_lint(files, root, use_cache=(kind == "cache"), jobs=jobs)
-    cache = next(iter(ws.caches.values()), None)
-    print(json.dumps({"wall": wall, "others": others, "count": sum(map(len, found.values())),
-                      "digest": hashlib.sha1(json.dumps(found, sort_keys=True).encode()).hexdigest(),
-                      "hits": cache.hits if cache else 0, "misses": cache.misses if cache else 0}))
+    tmp = tempfile.mkdtemp(prefix="jaxlint-bench-")
+    try:
+        measure(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def fresh(kind, root, jobs=1):
-    """A measured run in a fresh interpreter (as a command-line run starts)."""
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", kind, root, "--jobs", str(jobs)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(r.stderr)
-    return json.loads(r.stdout)
+def measure(args, tmp):
+    project = os.path.join(tmp, "project")
+    os.mkdir(project)
+    copy_packages(args.packages, project)
+    trees = [Tree("this", REPO, tmp)] + ([Tree("compare", args.compare, tmp)] if args.compare else [])
+    n = str(args.jobs)
+    check = ["-c", ENTRY, "check", ".", "--exit-zero"]
+    cmds = {
+        "cold": check + ["--no-cache", "--jobs", "1"],
+        "cold_jobs": check + ["--no-cache", "--jobs", n],
+        "warm_jobs": check + ["--jobs", n],
+        "import": ["-c", "import jaxlint.cli"],
+        "version": ["-c", ENTRY, "--version"],
+    }
+    print(f"packages        {' '.join(args.packages)}: {len(python_files(project))} files, one project")
+    for t in trees:     # untimed: byte-compiles everything the runs import into the tree's prefix
+        for kind in ("cold", "warm_jobs", "warm_jobs", "import", "version"):
+            t.run(cmds[kind], project)
+        shutil.rmtree(os.path.join(project, ".jaxlint_cache"), ignore_errors=True)
+        print(f"{t.name:<15} {t.path} (git {_git_head(t.path)})")
+    results = {t.name: {k: [] for k in list(cmds) + ["parse", "fill", "edited"]} for t in trees}
+    outputs = {}
+    for i in range(args.repeat):
+        parse = json.loads(subprocess.run([sys.executable, __file__, "--parse-child", project],
+                                          capture_output=True, text=True, check=True).stdout)
+        note = [f"round {i + 1}: ast.parse {parse['wall']:.3f} s ({parse['lines']} lines)"]
+        for t in trees:
+            got = results[t.name]
+            got["parse"].append(parse["wall"])
+            for kind in ("cold", "cold_jobs"):
+                wall, cpu, others, rc, out = t.run(cmds[kind], project)
+                got[kind].append((wall, cpu, others))
+                outputs.setdefault(t.name, out)
+                if out != outputs[t.name]:
+                    sys.exit(f"{t.name}: {kind} reported something else than the first cold run")
+            shutil.rmtree(os.path.join(project, ".jaxlint_cache"), ignore_errors=True)
+            wall, cpu, others, rc, out = t.run(cmds["warm_jobs"], project)     # fills the cache
+            got["fill"].append((wall, cpu, others))
+            for _ in range(args.warm_repeat):
+                for kind in ("warm_jobs", "import", "version"):
+                    wall, cpu, others, rc, out = t.run(cmds[kind], project)
+                    got[kind].append((wall, cpu, others))
+                    if kind == "warm_jobs" and out != outputs[t.name]:
+                        sys.exit(f"{t.name}: the warm run reported something else than the cold one")
+            shutil.rmtree(os.path.join(project, ".jaxlint_cache"), ignore_errors=True)
+            note.append(f"{t.name}: cold {got['cold'][-1][0]:.2f} s, --jobs {n} {got['cold_jobs'][-1][0]:.2f} s, "
+                        f"warm {min(w for w, _, _ in got['warm_jobs'][-args.warm_repeat:]):.3f} s")
+        note.append(f"load {os.getloadavg()[0]:.2f}")
+        print(" | ".join(note), flush=True)
+    if len(trees) > 1 and outputs[trees[0].name] != outputs[trees[1].name]:
+        print("note: the two checkouts report different findings (not an error: their rules may differ)")
+    # one file edited after a warm run (a comment appended), this checkout only
+    t = trees[0]
+    t.run(cmds["warm_jobs"], project)
+    touched = python_files(project)[len(python_files(project)) // 2]
+    with open(touched, "a", encoding="utf-8") as f:
+        f.write("\n# touched by bench_project.py\n")
+    edited = t.run(cmds["warm_jobs"], project)
+    warm_again = t.run(cmds["warm_jobs"], project)
+    report(args, trees, results, edited, warm_again, touched, project)
 
 
-# a run is "quiet" when the machine's other processes used fewer cores than this meanwhile
-QUIET = 0.25
+def _git_head(path):
+    r = subprocess.run(["git", "-C", path, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", path, "status", "--porcelain", "--untracked-files=no", "jaxlint"],
+                           capture_output=True, text=True).stdout.strip()
+    return (r.stdout.strip() or "?") + (" + uncommitted changes" if dirty else "")
 
 
 def _cores(x):
     return "?" if x is None else f"{x:.2f}"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--packages", nargs="+", default=["jax", "flax", "optax"])
-    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the --jobs run (default 2)")
-    ap.add_argument("--repeat", type=int, default=3, help="cold runs of each kind, back to back (default 3)")
-    ap.add_argument("--child", nargs=2, metavar=("KIND", "ROOT"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        child(args.child[0], args.child[1], args.jobs)
-        return
-    tmp = tempfile.mkdtemp(prefix="jaxlint-bench-")
-    try:
-        copy_packages(args.packages, tmp)
-        files = python_files(tmp)
-        print(f"packages        {' '.join(args.packages)}")
-        print(f"files           {len(files)}")
-        cold, jobs, parses, quiet = [], [], [], []
-        for i in range(args.repeat):
-            parse = fresh("parse", tmp)
-            one = fresh("cold", tmp)
-            many = fresh("cold", tmp, args.jobs)
-            if many["digest"] != one["digest"]:
-                sys.exit("--jobs found something else than one process: a bug")
-            parses.append(parse["wall"])
-            cold.append(one["wall"] / parse["wall"])
-            jobs.append(many["wall"] / parse["wall"])
-            busy = (parse["others"], one["others"], many["others"])
-            if all(b is not None and b < QUIET for b in busy):
-                quiet.append(i)
-            print(f"run {i + 1}: ast.parse {parse['wall']:.3f} s | cold {one['wall']:.3f} s ratio {cold[-1]:.2f} | "
-                  f"cold --jobs {args.jobs} {many['wall']:.3f} s ratio {jobs[-1]:.2f} | "
-                  f"findings {one['count']} (same) | load {os.getloadavg()[0]:.2f}, other processes used "
-                  f"{' / '.join(_cores(b) for b in busy)} cores meanwhile", flush=True)
-        parse_s = min(parses)
-        fill = fresh("cache", tmp)
-        warm = fresh("cache", tmp)
-        warm_jobs = fresh("cache", tmp, args.jobs)
-        if not fill["digest"] == warm["digest"] == warm_jobs["digest"] == one["digest"]:
-            sys.exit("the warm run found something else than the cold one: a bug")
-        touched = files[len(files) // 2]
-        with open(touched, "a", encoding="utf-8") as f:
-            f.write("\n# touched by bench_project.py\n")
-        touch = fresh("cache", tmp)
-        print(f"lines           {parse['lines']}")
-        print(f"cold            ratio {min(cold):.2f}-{max(cold):.2f}  (target <= 2.0)")
-        print(f"cold --jobs {args.jobs}   ratio {min(jobs):.2f}-{max(jobs):.2f}  (target <= 1.3 with 2 jobs on 2 cores)")
-        if quiet:
-            print(f"quiet runs      {len(quiet)} of {args.repeat} (other processes under {QUIET} cores): cold "
-                  f"{min(cold[i] for i in quiet):.2f}-{max(cold[i] for i in quiet):.2f}, --jobs {args.jobs} "
-                  f"{min(jobs[i] for i in quiet):.2f}-{max(jobs[i] for i in quiet):.2f}")
-        else:
-            print(f"quiet runs      none: other processes used {QUIET} cores or more during every run")
-        print(f"cache fill      {fill['wall']:.3f} s   ratio {fill['wall'] / parse_s:.2f}  (to the fastest ast.parse)")
-        print(f"warm            {warm['wall']:.3f} s   ratio {warm['wall'] / parse_s:.3f} (target <= 0.10)  "
-              f"cache hits {warm['hits']} misses {warm['misses']}")
-        print(f"warm --jobs {args.jobs}   {warm_jobs['wall']:.3f} s   ratio {warm_jobs['wall'] / parse_s:.3f}")
-        print(f"one file edited {touch['wall']:.3f} s   (target <= 0.5 s)  {os.path.relpath(touched, tmp)}")
-        print(f"load average    {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+ROWS = [("cold", "cold, one process", "ratio", 1.5), ("cold_jobs", "cold, --jobs {n}", "ratio", 1.0),
+        ("warm_jobs", "warm (nothing changed), --jobs {n}", "ratio", 0.10),
+        ("import", "python -c 'import jaxlint.cli'", "seconds", 0.15),
+        ("version", "jaxlint --version", "seconds", 0.2)]
+
+
+def report(args, trees, results, edited, warm_again, touched, project):
+    print()
+    print(f"load average    {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"each line: the best run (ratio to that round's ast.parse, wall time, CPU time), the range over "
+          f"{args.repeat} rounds, and the most cores other processes used during a run of that line")
+    for t in trees:
+        got = results[t.name]
+        parse = min(got["parse"])
+        print(f"\n{t.name} ({t.path})")
+        print(f"  ast.parse (read + parse, in one process)   {parse:.3f} s (best of {len(got['parse'])})")
+        for kind, label, unit, target in ROWS:
+            runs = got[kind]
+            per_round = len(runs) // args.repeat
+            ratios = [w / got["parse"][j // per_round] for j, (w, _, _) in enumerate(runs)]
+            best = min(range(len(runs)), key=lambda j: runs[j][0])
+            wall, cpu, _ = runs[best]
+            busiest = max((o for _, _, o in runs if o is not None), default=None)
+            if unit == "ratio":
+                met = "met" if ratios[best] <= target else "NOT met"
+                print(f"  {label.format(n=args.jobs):<42} {ratios[best]:.3f}x  ({wall:.3f} s wall, {cpu:.3f} s CPU; "
+                      f"{min(ratios):.3f}-{max(ratios):.3f}x)  target <= {target}x: {met}  "
+                      f"[others <= {_cores(busiest)} cores]")
+            else:
+                met = "met" if wall <= target else "NOT met"
+                print(f"  {label:<42} {wall:.3f} s  ({cpu:.3f} s CPU; {min(w for w, _, _ in runs):.3f}-"
+                      f"{max(w for w, _, _ in runs):.3f} s, {wall / parse:.3f}x)  target <= {target} s: {met}  "
+                      f"[others <= {_cores(busiest)} cores]")
+        fill = got["fill"]
+        print(f"  {'cache fill, --jobs ' + str(args.jobs):<42} {min(w for w, _, _ in fill) / parse:.3f}x  "
+              f"({min(w for w, _, _ in fill):.3f} s)")
+    print(f"\none file edited ({os.path.relpath(touched, project)}), then warm again ({trees[0].name}): "
+          f"{edited[0]:.3f} s (target <= 0.5 s), then {warm_again[0]:.3f} s")
+    # the same as a table (best run, and the range over the rounds)
+    print("\n| run | " + " | ".join(t.name for t in trees) + " | target |")
+    print("|---|" + "---|" * len(trees) + "---|")
+    for kind, label, unit, target in ROWS:
+        cells = []
+        for t in trees:
+            got = results[t.name]
+            runs = got[kind]
+            per_round = len(runs) // args.repeat
+            if unit == "ratio":
+                ratios = [w / got["parse"][j // per_round] for j, (w, _, _) in enumerate(runs)]
+                cells.append(f"{min(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})" if kind != "warm_jobs"
+                             else f"{min(ratios):.3f}x ({min(ratios):.3f}-{max(ratios):.3f})")
+            else:
+                walls = [w for w, _, _ in runs]
+                cells.append(f"{min(walls):.3f} s ({min(walls):.3f}-{max(walls):.3f})")
+        bound = f"<= {target}x" if unit == "ratio" else f"<= {target} s"
+        print(f"| {label.format(n=args.jobs)} | " + " | ".join(cells) + f" | {bound} |")
 
 
 if __name__ == "__main__":
