@@ -45,6 +45,7 @@ class ConfirmSummary:
     wall_s: float = 0.0
     modules: int = 0
     command_rc: Optional[int] = None
+    tests: Optional[str] = None              # a test folder of the checked project (plain --confirm)
 
     def device_text(self) -> str:
         d = self.device
@@ -54,7 +55,11 @@ class ConfirmSummary:
 
     def line(self) -> str:
         parts = [f"{self.counts.get(s, 0)} {s}" for s in STATUSES]
-        return f"Confirmation on {self.device_text()}: " + ", ".join(parts) + f" ({self.wall_s:.1f} s)"
+        out = f"Confirmation on {self.device_text()}: " + ", ".join(parts) + f" ({self.wall_s:.1f} s)"
+        if self.tests and self.counts.get("unreached"):
+            out += (f"; the project has tests ({self.tests}): `jaxlint confirm --pytest` runs them and confirms "
+                    f"with the calls they make")
+        return out
 
 
 def warning(timeout: float, command: Optional[Sequence[str]] = None) -> str:
@@ -149,8 +154,33 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
             c = getattr(f, "confirmation", None) or {"status": "unreached", "reason": "not confirmed"}
             f.confirmation = c
             summary.counts[c["status"]] = summary.counts.get(c["status"], 0) + 1
+    if not opts.command:
+        summary.tests = _test_folder(results)
     summary.wall_s = time.perf_counter() - t0
     return summary
+
+
+def _test_folder(results) -> Optional[str]:
+    """A test folder (or test files) of the checked projects, relative to the working directory."""
+    from ..analysis.project import find_root
+    seen = set()
+    for res in results:
+        if not res.findings or res.path in ("-", "<stdin>"):
+            continue
+        root = find_root(os.path.dirname(os.path.abspath(res.path)))
+        if root is None or root in seen:
+            continue
+        seen.add(root)
+        for name in ("tests", "test"):
+            d = os.path.join(root, name)
+            if os.path.isdir(d):
+                return os.path.relpath(d) + os.sep
+        try:
+            if any(n.startswith("test_") and n.endswith(".py") for n in os.listdir(root)):
+                return os.path.relpath(root) + os.sep + "test_*.py"
+        except OSError:
+            continue
+    return None
 
 
 def confirmed_only(results) -> Optional[str]:

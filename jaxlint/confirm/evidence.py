@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import rules as R
 from . import session
-from .group import Group, _error_line, _in_span, confirmed, strategy_of, unreached
+from .group import Group, _error_line, _in_span, confirmed, not_confirmed, strategy_of, unreached
 from .session import (Entry, ErrorInfo, Inputs, NoInputs, Unresolved, describe_value, inputs_from_spec,
                       resolve_entry, _first_line)
 from .strategies import STRATEGIES
@@ -320,10 +320,28 @@ class Confirmer:
         if strategy_of(t) not in STRATEGIES:
             return unreached(f"no runtime check for {t['code']} yet")
         if t.get("module_level"):
+            probe = getattr(self, "import_probe", None)
+            if probe is not None and strategy_of(t) == "key-reuse":
+                return _module_key_verdict(t, probe, self.job)
             return unreached("module-level code: not inside a function that can be traced")
         if not t["entries"]:
             return unreached("no entry point: the flagged code is not in a function reachable by getattr")
         return None
+
+
+def _module_key_verdict(t: dict, probe, job: dict) -> dict:
+    """A key reuse flagged in top-level code, after the import ran under ``jax_debug_key_reuse``
+    without raising at the line (a raise there confirms it on the way in)."""
+    first = t["extra"].get("first_use")
+    ran = probe.ran(t["line"], t["end_line"])
+    v = (unreached(f"line {t['line']} did not run when the module's top-level code ran") if not ran else
+         unreached(f"line {t['line']} ran, but the earlier consumer of the key at line {first} did not, when the "
+                   f"module's top-level code ran") if first and not probe.lines.get(first) else
+         not_confirmed(f"the module's top-level code ran line {t['line']}"
+                       f"{f' and the earlier consumer at line {first}' if first else ''} under "
+                       f"`jax_debug_key_reuse` without a reused key"))
+    v.update(import_entry(job))
+    return v
 
 
 def _run_error_verdict(t: dict, err: ErrorInfo) -> Optional[dict]:
@@ -351,16 +369,27 @@ def _run_error_verdict(t: dict, err: ErrorInfo) -> Optional[dict]:
 def import_failure_verdicts(job: dict, err: ErrorInfo) -> List[dict]:
     """Verdicts when the module itself failed to import: an error raised at a
     module-level finding's own line confirms it; everything else is unreached."""
+    from .reasons import import_failure
+    cause = import_failure(err.type, err.full_message, err.mro, _versions())
     out = []
     for t in job["targets"]:
         v = _run_error_verdict(t, err) if t.get("module_level") else None
         if v is None:
-            v = unreached(f"importing the module failed: {err.short()} ({err.where()})")
+            v = unreached(f"{cause + ': ' if cause else ''}importing the module failed: {err.short()} "
+                          f"({err.where()})")
         else:
             v.update(import_entry(job))
             v["evidence"] = v["evidence"].replace("the run raised", "importing the module raised")
         v["id"] = t["id"]
         out.append(v)
+    return out
+
+
+def _versions() -> dict:
+    out = {}
+    for name in ("jax", "flax", "optax"):
+        mod = __import__("sys").modules.get(name)
+        out[name] = getattr(mod, "__version__", None) if mod is not None else None
     return out
 
 

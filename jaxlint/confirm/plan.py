@@ -35,9 +35,18 @@ SCALARS = {"float": ("float32", True), "int": ("int32", True), "bool": ("bool", 
 
 
 # ------------------------------------------------------------ module names
-def module_location(path: str) -> Tuple[str, str]:
-    """(dotted module name, directory to put on ``sys.path``) for a file."""
+def module_location(path: str, root: Optional[str] = None) -> Tuple[str, str]:
+    """(dotted module name, directory to put on ``sys.path``) for a file, the way the lint names it:
+    the chain of packages above it and, below the project ``root`` (found when not given), folders
+    without ``__init__.py`` under a package as namespace packages (PEP 420)."""
     path = os.path.abspath(path)
+    if not path.lower().endswith(".ipynb"):
+        from ..analysis.project import find_root, module_name_for
+        root = root or find_root(os.path.dirname(path))
+        if root is not None:
+            name, _pkg, folder = module_name_for(path, root)
+            if name:
+                return name, folder
     d, base = os.path.split(path)
     name = os.path.splitext(base)[0]
     parts = [] if name == "__init__" else [name]
@@ -712,10 +721,14 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
             t["unreached"] = (f"`{fn.qualname}` is a nested function or lambda that no traceable "
                               f"module-level function reaches")
         targets.append(t)
+    from ..analysis.project import find_root
+    root = find_root(os.path.dirname(path))
+    notebook = path.lower().endswith(".ipynb")
     job = {
         "path": path,
-        "module": module if _valid_module(module) else None,
-        "sys_path": [sys_dir, cfg.root],
+        "module": module if _valid_module(module) and not notebook else None,
+        "notebook": notebook,
+        "sys_path": [d for d in dict.fromkeys([sys_dir, cfg.root, root]) if d],
         "entries": entries,
         "targets": targets,
         "config": {"dim_size": cfg.dim_size, "array_shape": cfg.array_shape, "array_dtype": cfg.array_dtype},

@@ -239,7 +239,10 @@ def run_job(job: dict, timeout: float, device: Optional[str], tmpdir: str, index
             outcome.results[ev["id"]] = ev
     missing = [t for t in job["targets"] if t["id"] not in outcome.results]
     if missing:
-        if stopped is not None:
+        if stopped is not None and stopped.startswith("timed out") and tail is not None:
+            from .reasons import timed_out
+            why = timed_out(phase, timeout)
+        elif stopped is not None:
             why = stopped if tail is None else f"{stopped} while {phase}"
         elif rc and rc < 0:
             why = f"the worker was killed by {_signal_name(rc)} while {phase}"

@@ -654,6 +654,9 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
             tracer = p.get("tracer", False)
             if name in given:
                 spec = dict(given[name], src="call site")
+            elif p["ann"] is not None and p["ann"]["t"] == "array" and (uses.get(name) or Use()).key:
+                # `key: jax.Array` used as a PRNG key: a key, which the annotation also allows
+                spec = {"t": "key", "shape": [], "src": "annotation"}
             elif p["ann"] is not None and not (p["static"] and p["ann"]["t"] != "static"):
                 spec = dict(p["ann"], src="annotation")
             else:

@@ -17,12 +17,31 @@ import sys
 import time
 
 
+def module_source(job: dict) -> str:
+    """The text the module runs as: the file, or a notebook's code cells joined (IPython magics
+    masked) with the lines the lint numbered findings by."""
+    if job.get("notebook"):
+        from ..notebook import load_source
+        return load_source(job["path"]).text
+    with open(job["path"], "rb") as fh:
+        return fh.read().decode("utf-8", "replace")
+
+
 def import_target(job: dict):
-    """Import the job's module by its dotted name (falls back to its file path)."""
+    """Import the job's module by its dotted name (falls back to its file path); a notebook runs
+    its code cells in order, as a fresh kernel would."""
     path = job["path"]
     for d in reversed(job.get("sys_path") or []):
         if d and d not in sys.path:
             sys.path.insert(0, d)
+    if job.get("notebook"):
+        import types
+        alias = "_jaxlint_confirm_." + os.path.splitext(os.path.basename(path))[0]
+        mod = types.ModuleType(alias)
+        mod.__file__ = path
+        sys.modules[alias] = mod
+        exec(compile(module_source(job), path, "exec"), mod.__dict__)
+        return mod
     name = job.get("module")
     real = os.path.realpath(path)
     if name:
@@ -61,9 +80,7 @@ def import_past_flagged(job: dict, error_info, failure_verdicts, run_error_verdi
     from .evidence import import_entry
     path = job["path"]
     paths = {path, os.path.realpath(path)}
-    with open(path, "rb") as fh:
-        source = fh.read()
-    tree = ast.parse(source, filename=path)
+    tree = ast.parse(module_source(job), filename=path)
     name = job.get("module") or "_jaxlint_confirm_." + os.path.splitext(os.path.basename(path))[0]
     mod = types.ModuleType(name)
     mod.__file__ = path
@@ -143,8 +160,10 @@ def main(argv=None) -> int:
     sys.argv = [job["path"]]
     t1 = time.perf_counter()
     note = ""
+    watch = ModuleKeyReuse(job)
     try:
-        module = import_target(job)
+        with watch:
+            module = import_target(job)
     except BaseException as exc:  # SystemExit, KeyboardInterrupt and friends included
         info = ErrorInfo(exc, {job["path"], os.path.realpath(job["path"])})
         if isinstance(exc, SystemExit):
@@ -156,8 +175,9 @@ def main(argv=None) -> int:
             # a flagged module-level line raised what its rule predicts: import again statement by
             # statement, stepping over each flagged line that raises its predicted error
             phase("importing the module past its flagged lines")
-            module, skipped, final = import_past_flagged(job, ErrorInfo, import_failure_verdicts,
-                                                         _run_error_verdict)
+            with watch:
+                module, skipped, final = import_past_flagged(job, ErrorInfo, import_failure_verdicts,
+                                                             _run_error_verdict)
         done = set()
         for v in final:
             if module is None or v["status"] == "confirmed" or v["id"] in skipped:
@@ -175,10 +195,47 @@ def main(argv=None) -> int:
         if note and v.get("evidence"):
             v = dict(v, evidence=v["evidence"] + note)
         emit({"event": "result", **v})
-    Confirmer(job, module, result, phase=phase).run()
+    c = Confirmer(job, module, result, phase=phase)
+    c.import_probe = watch.probe
+    c.run()
     emit({"event": "done"})
     out.close()
     return 0
+
+
+class ModuleKeyReuse:
+    """Around the import of a module with a key reuse flagged in its top-level code (a script, a
+    notebook): ``jax_debug_key_reuse`` on, ``PRNGKey`` made a typed key (raw keys are not tracked),
+    and a probe that records which top-level lines ran -- the reuse raises at its line, or the lines
+    ran without it."""
+
+    def __init__(self, job: dict):
+        self.active = any(t.get("module_level") and (t.get("confirm") or {}).get("strategy") == "key-reuse"
+                          for t in job["targets"])
+        self.probe = None
+        self.paths = {job["path"], os.path.realpath(job["path"])}
+        if self.active:
+            from .probes import Probe
+            self.probe = Probe(self.paths)
+
+    def __enter__(self):
+        if not self.active:
+            return self
+        import jax
+        self._flag = jax.config.jax_debug_key_reuse
+        self._legacy = jax.random.PRNGKey
+        jax.random.PRNGKey = jax.random.key
+        jax.config.update("jax_debug_key_reuse", True)
+        self.probe.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            import jax
+            self.probe.__exit__(*exc)
+            jax.config.update("jax_debug_key_reuse", self._flag)
+            jax.random.PRNGKey = self._legacy
+        return False
 
 
 def watch_parent(interval: float = 0.5) -> None:

@@ -1,0 +1,66 @@
+"""Confirmation reach (issue 22, item 2): notebooks, namespace packages, top-level key reuse,
+and reasons that name the cause."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jaxlint.cli import main
+from jaxlint.confirm.plan import module_location
+from jaxlint.confirm.reasons import import_failure, timed_out
+
+
+def test_import_failures_name_their_cause():
+    assert import_failure("ModuleNotFoundError", "No module named 'tensorflow'").startswith(
+        "missing dependency: `tensorflow`")
+    assert import_failure("ModuleNotFoundError", "No module named 'jax.experimental.maps'",
+                          versions={"jax": "0.10.2"}).startswith("code written for another JAX version")
+    assert "another JAX version" in import_failure(
+        "ImportError", "cannot import name 'optim' from 'flax' (/x/flax/__init__.py)")
+    assert "another JAX version" in import_failure(
+        "AttributeError", "module 'jax.interpreters.xla' has no attribute 'pytype_aval_mappings'")
+    assert import_failure("FileNotFoundError", "[Errno 2] No such file or directory: 'cache/hand.json'",
+                          ["OSError"]).startswith("missing data file: the module reads `cache/hand.json`")
+    assert "pip install -e ." in import_failure("PackageNotFoundError", "No package metadata was found for exponax")
+    assert import_failure("RuntimeError", "no dataset") == ""
+    assert timed_out("importing the module", 60).startswith("module-level work timed out")
+    assert timed_out("confirming JAX101 at line 3", 60) == "timed out after 60 s while confirming JAX101 at line 3"
+
+
+def test_a_folder_without_init_below_a_package_is_a_namespace_package(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("x = 1\n")
+    name, folder = module_location(str(pkg / "sub" / "mod.py"))
+    assert name == "pkg.sub.mod" and folder == str(tmp_path)
+
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "import jax\nkey = jax.random.PRNGKey(0)\na = jax.random.normal(key, (2,))\n"},
+        {"cell_type": "markdown", "metadata": {}, "source": "Another draw"},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": "%matplotlib inline\nb = jax.random.normal(key, (2,))\nprint(a, b)\n"},
+    ],
+    "metadata": {"kernelspec": {"language": "python", "name": "python3", "display_name": "Python 3"}},
+    "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+@pytest.mark.slow
+def test_a_notebook_runs_cell_by_cell_and_shows_a_top_level_key_reuse(tmp_path, capsys, monkeypatch):
+    nb = tmp_path / "draws.ipynb"
+    nb.write_text(json.dumps(NOTEBOOK))
+    monkeypatch.chdir(tmp_path)
+    code = main(["check", "draws.ipynb", "--confirm", "--strict", "--select", "JAX401", "--format", "json",
+                 "--no-cache", "--exit-zero"])
+    assert code == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found, "JAX401 should report the reuse across cells"
+    c = found[0]["confirmation"]
+    assert c["status"] == "confirmed", c
+    assert "importing the module raised KeyReuseError" in c["evidence"]
