@@ -665,7 +665,7 @@ def _unread(args, cfg: Config, rules, path: str, ws: Workspace) -> Optional[File
     project knows now are cached (a file is then read only to show its findings)."""
     from .cache import file_digest
     got = ws.take_prefetched(path)
-    if got is None:
+    if got is None and ws.recorded(path):
         got = getattr(_linter(cfg, rules, path, False, ws), "unread", lambda: None)()
     if got is None:
         return None

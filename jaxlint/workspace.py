@@ -260,6 +260,10 @@ class Workspace:
             self._used.setdefault(root, {})[full] = (key, sha)
         return entries, sha
 
+    def recorded(self, path: str) -> bool:
+        """Whether a warm-run record of ``path``'s project was found (what ``unread`` answers from)."""
+        return bool(self._records) and self.root_for(path) in self._records
+
     def flush(self) -> None:
         """Write the caches back (call once, at the end of a run)."""
         for cache in self.caches.values():
