@@ -31,6 +31,7 @@ FINDINGS = {
                               "{first}, then by `jax.random.normal`"),
     "factory-print": ("JAX101", "`print` of traced value `loss` inside `log_metrics` (called from "
                                 "`make_step.train_step`)"),
+    "bound-transform": ("JAX104", "`random.random()` inside `flip` (called from lambda) runs once, at trace time"),
     "eager-split": ("JAX401", "PRNG key `k2` is reused: already consumed by `jax.random.normal` on line {first}, "
                               "then by `jax.random.normal`"),
 }
@@ -99,6 +100,14 @@ def test_a_factory_step_is_reached_through_the_eager_code_that_calls_it(verdicts
     c = verdicts["factory-print"]
     assert c["status"] == "confirmed", _text(c)
     assert c["entry"] == "cf_sound:fit" and "ran under the program's own trace" in c["evidence"]
+
+
+def test_a_transform_bound_at_module_level_is_called_as_the_program_calls_it(verdicts):
+    # `flip_batch = jax.jit(jax.vmap(lambda im: ...))`: the lambda is nothing we can trace by name, but
+    # calling `flip_batch` (a batch axis added for the vmap) runs the program's own jit and vmap
+    c = verdicts["bound-transform"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_sound:flip_batch" and "ran at trace time from line" in c["evidence"]
 
 
 def test_every_verdict_names_entry_and_inputs(verdicts):

@@ -258,6 +258,7 @@ class Confirmer:
                     if qual in helpers:
                         continue        # tracers there would be invented, not the program's
                     try:
+                        seen_failures = set()
                         for group in self.groups(qual):
                             group.targets.append(t)
                             v = self._judge(t, group)
@@ -270,6 +271,10 @@ class Confirmer:
                                         failed = failed_line is not None or " failed " in v["reason"] or \
                                             " raised " in v["reason"]
                                         suggest = (qual, failed_line, failed)
+                                sig = _failure(group)
+                                if inputs_ok or (sig is not None and sig in seen_failures):
+                                    break       # other inputs fail the same way: they are not the cause
+                                seen_failures.add(sig)
                                 continue
                             verdict = v
                             break
@@ -327,6 +332,17 @@ class Confirmer:
         if not t["entries"]:
             return unreached("no entry point: the flagged code is not in a function reachable by getattr")
         return None
+
+
+def _failure(group: Group):
+    """(error type, line, message) of the group's run when it failed with an error only a tracer
+    raises: a second candidate failing the same way says the program's own trace fails there, not
+    the inputs (shape errors are left to the other candidates: another rank or size may fit)."""
+    base = group._base if group._base is not None else group._extra.get("key-reuse")
+    err = getattr(base, "error", None)
+    if err is None or not R.tracer_specific(err.mro):
+        return None
+    return (err.type, _error_line(err), err.message)
 
 
 def _module_key_verdict(t: dict, probe, job: dict) -> dict:

@@ -59,6 +59,11 @@ class Group:
         return self.info.get("basis") == "eager" and self.inputs.source != "harness"
 
     @property
+    def last_inputs(self) -> Optional[Inputs]:
+        """The concrete inputs the eager run used (a value among them is ours, not the program's)."""
+        return self._base.inputs if self._base is not None else None
+
+    @property
     def verb(self) -> str:
         return "running" if self.eager else "tracing"
 

@@ -615,6 +615,73 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
     return e
 
 
+def bound_transforms(model: SemanticModel, fn: Function) -> List[Tuple[str, Function, int]]:
+    """``(name, traced function, vmap layers)`` for each module-level ``name = T1(T2(...(f)))`` whose
+    innermost function ``f`` leads to ``fn`` (``fn`` itself, or a traced caller on its way): calling
+    ``name`` runs the program's own transforms.  Only plain ``jit``/``vmap`` chains (default axes)."""
+    chain: List[Function] = []
+    cur: Optional[Function] = fn
+    while cur is not None and cur not in chain and not cur.is_module:
+        chain.append(cur)
+        ctx = cur.primary_context
+        cur = ctx.caller if ctx is not None else None
+    out = []
+    for stmt in model.tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        node, vmaps = stmt.value, 0
+        while isinstance(node, ast.Call) and len(node.args) == 1:
+            q = model.call_qualname(node) or ""
+            tr = K.TRANSFORMS.get(q)
+            if tr is None or tr.kind not in ("jit", "vmap") or any(k.arg not in ("static_argnames",)
+                                                                   for k in node.keywords):
+                break
+            vmaps += tr.kind == "vmap"
+            node = node.args[0]
+        target = model.function_for_def(node) if isinstance(node, ast.Lambda) else (
+            model.lookup_function(node.id, model.module) if isinstance(node, ast.Name) else None)
+        if target is not None and target in chain and node is not stmt.value:
+            out.append((stmt.targets[0].id, target, vmaps))
+    return out
+
+
+def _batched(spec: dict, n: int, dim: int) -> dict:
+    """``spec`` with ``n`` leading axes of size ``dim`` on every array and key (what ``vmap`` maps)."""
+    t = spec.get("t")
+    if n <= 0:
+        return spec
+    if t in ("array", "key"):
+        return dict(spec, shape=[dim] * n + list(spec["shape"]), weak=False)
+    if t == "concrete":
+        return dict(spec, of=_batched(spec["of"], n, dim))
+    if t in ("list", "tuple"):
+        return dict(spec, items=[_batched(s, n, dim) for s in spec["items"]])
+    if t in ("dict", "ns"):
+        return dict(spec, items={k: _batched(s, n, dim) for k, s in spec["items"].items()})
+    return spec
+
+
+def _bound_entry(model: SemanticModel, name: str, target: Function, vmaps: int, cfg: ConfirmConfig,
+                 module: Optional[str], path: str) -> dict:
+    """The entry of a module-level transformed callable: inputs from how the traced function uses its
+    parameters, with the axes its ``vmap`` layers map; run as the program runs it."""
+    params = _param_info(model, target, cfg)
+    for p in params:
+        p["tracer"] = False       # the program's transforms make the tracers, from concrete values
+    e = {"qualname": name, "line": getattr(target.node, "lineno", 0), "owner": None, "owner_kind": None,
+         "staticmethod": False, "params": params, "declared": cfg.spec_for(module, path, name),
+         "certain": False, "traced": False, "basis": "eager",
+         "basis_why": f"the module's `{name}`, a transform of {target.display()} the program calls",
+         "staged": False, "as_is": True, "line_params": {}}
+    if e["declared"] is None:
+        cands, e["no_inputs"] = synth.candidates(model, target, params, cfg.dim_size, {})
+        e["candidates"] = [] if e["no_inputs"] else [
+            dict(c, args=[_batched(a, vmaps, cfg.dim_size) for a in c["args"]],
+                 kwargs={k: _batched(a, vmaps, cfg.dim_size) for k, a in c["kwargs"].items()}) for c in cands]
+        e["suggest"] = callsites.suggestion(f"{module or path}:{name}", (e["candidates"] or [None])[0], params)
+    return e
+
+
 def _field_params(model: SemanticModel, cls, cfg: ConfirmConfig) -> List[dict]:
     """Annotated class-body fields of a dataclass-like class (Flax linen, Equinox) as
     keyword constructor parameters."""
@@ -705,7 +772,14 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
                 t["unreached"] = (f"the axis names bound around `{fn.qualname}` depend on callers or transforms "
                                   f"this module does not show (a `shard_map` mesh, a Flax module, a function "
                                   f"nothing here runs), so tracing it alone would prove nothing")
+        bound: List[str] = []
         if strategy in EAGER_REACH and not t.get("unreached") and fn is not None:
+            # a transform the module binds to a name (`augment = jax.jit(jax.vmap(lambda im: ...))`): the
+            # program's own callable, called as the program calls it
+            for name, target, vmaps in bound_transforms(model, fn):
+                if name not in entries:
+                    entries[name] = _bound_entry(model, name, target, vmaps, cfg, module, path)
+                bound.append(name)
             # the module's own eager code that leads to the line (a training loop calling the jitted
             # step a factory returns): run as the program runs it, its transforms trace the line
             chain = list(chain) + [c for c in eager_callers(model, fn) if c not in chain]
@@ -713,11 +787,12 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
             q = _addressable(c)
             entries.setdefault(q, _entry(model, c, cfg, module, path))
             t["entries"].append(q)
+        t["entries"] += [b for b in bound if b not in t["entries"]]
         if t.get("unreached"):
             pass
         elif fn is None and not chain:
             t["module_level"] = True
-        elif fn is not None and not chain:
+        elif fn is not None and not t["entries"]:
             t["unreached"] = (f"`{fn.qualname}` is a nested function or lambda that no traceable "
                               f"module-level function reaches")
         targets.append(t)

@@ -29,13 +29,19 @@ def describe_value(v) -> str:
     return describe(v)
 
 
-def current_trace() -> str:
-    """The kind of JAX trace running now ("EvalTrace" when eager)."""
+def current_trace() -> Tuple[str, ...]:
+    """The kinds of the JAX traces running now, innermost first (("EvalTrace",) when eager): a
+    ``vmap`` inside a ``jit`` is ("BatchTrace", "DynamicJaxprTrace")."""
     try:
         from jax._src import core
-        return type(core.trace_ctx.trace).__name__
+        t = core.trace_ctx.trace
+        out = []
+        while t is not None and len(out) < 16:
+            out.append(type(t).__name__)
+            t = getattr(t, "parent_trace", None)
+        return tuple(out) or ("EvalTrace",)
     except Exception:       # an internal JAX API: without it, no line counts as traced
-        return "EvalTrace"
+        return ("EvalTrace",)
 
 
 STAGED = frozenset({"DynamicJaxprTrace"})
@@ -57,6 +63,7 @@ _LIB_DIRS = tuple({os.path.realpath(p) + os.sep for p in
 class ErrorInfo:
     def __init__(self, exc: BaseException, paths: Set[str]):
         self.exc = exc
+        self.paths = set(paths)
         self.type = type(exc).__name__
         self.mro = {c.__name__ for c in type(exc).__mro__}
         self.message = _first_line(exc)
@@ -189,7 +196,7 @@ class Probe:
             n = frame.f_lineno
             self.lines[n] += 1
             if n in self.watch:
-                self.traces.setdefault(n, set()).add(current_trace())
+                self.traces.setdefault(n, set()).update(current_trace())
         return self._local_trace
 
     def ran_under(self, line: int, end_line: int, kinds=None) -> bool:

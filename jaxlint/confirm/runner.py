@@ -193,7 +193,9 @@ def group_rss_mb(pgid: int) -> float:
 
 def run_job(job: dict, timeout: float, device: Optional[str], tmpdir: str, index: int,
             memory_mb: Optional[int] = None) -> JobOutcome:
-    job = dict(job, device=device)
+    # the workers of one run share a compilation cache: a program compiled again (confirmation
+    # clears JAX's in-memory caches so that traced Python bodies run again) is read back, not rebuilt
+    job = dict(job, device=device, xla_cache=os.path.join(tmpdir, "xla-cache"))
     job_path = os.path.join(tmpdir, f"job-{index}.json")
     out_path = os.path.join(tmpdir, f"out-{index}.jsonl")
     with open(job_path, "w", encoding="utf-8") as fh:

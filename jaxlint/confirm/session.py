@@ -332,6 +332,10 @@ def resolve_entry(module, entry: dict, job_cfg: dict) -> Entry:
         obj = getattr(module, qual, None)
         if obj is None:
             raise Unresolved(f"`{qual}` not found in module `{module.__name__}` (defined conditionally or deleted?)")
+        if entry.get("as_is"):       # the program's own transformed callable (`step = jax.jit(...)`)
+            if not callable(obj):
+                raise Unresolved(f"`{qual}` is not callable")
+            return Entry(qual, obj, function=None)
         fn = inspect.unwrap(obj) if callable(obj) else obj
         if not callable(fn):
             raise Unresolved(f"`{qual}` is not callable")
@@ -424,6 +428,7 @@ def _subjaxprs(params):
 
 class TraceResult:
     def __init__(self):
+        self.inputs: Optional[Inputs] = None     # the concrete inputs an eager run used
         self.traced = None
         self.error: Optional[ErrorInfo] = None
         self.seconds = 0.0
@@ -466,6 +471,7 @@ def run_eagerly(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool 
     ran).  Stopped after ``limit`` seconds (a long loop), as an error."""
     res = TraceResult()
     conc = inputs.concrete()
+    res.inputs = conc
     res.probe = Probe(paths, profile=profile, watch=watch)
     t0 = time.perf_counter()
     try:

@@ -20,7 +20,8 @@ from . import rules as R
 from .group import Group, _error_line, _in_span, confirmed, not_confirmed, unreached
 from .probes import STAGED
 from .running import s_pmap_sync, s_raises
-from .session import (SDS, CompileCounter, ErrorInfo, Inputs, TraceResult, block, count_eqns, describe_value,
+from .session import (SDS, CompileCounter, ErrorInfo, Inputs, TraceResult, Tracer, block, count_eqns,
+                      describe_value,
                       make_call, trace)
 
 
@@ -68,18 +69,36 @@ def _eager_error(t: dict, g: Group, err: ErrorInfo, line: int) -> dict:
         return confirmed(f"{ran} raised {err.type} at line {line}: {err.message}")
     if not _builtin_error(err) and not R.claims_tracing(t["confirm"]):
         return confirmed(f"{ran} raised {err.type} at line {line}: {err.message}")
-    stores = set(t["extra"].get("stores") or ())
-    params = {p["name"] for p in g.info.get("params", [])}
-    if stores and not stores & params and not R.claims_tracing(t["confirm"]):
-        # the array assigned into is one the code made itself (not a synthesized input): JAX arrays
-        # are immutable whether traced or not
-        return confirmed(f"{ran} raised {err.type} at line {line} assigning into "
-                         f"{', '.join(f'`{n}`' for n in sorted(stores))}, a JAX array the code itself made: "
-                         f"{err.message}")
+    if not R.claims_tracing(t["confirm"]):
+        # what the line assigns into (`acc[c] = ...`), read from the failing frame: a tracer of the
+        # program's trace, or a JAX array the code made (not one of the inputs we built)
+        inputs = {id(x) for x in jax.tree_util.tree_leaves((g.last_inputs.args, g.last_inputs.kwargs))} \
+            if getattr(g, "last_inputs", None) is not None else set()
+        for name, value in _locals_at(err, t, t["extra"].get("stores") or ()):
+            if isinstance(value, Tracer):
+                return confirmed(f"{ran} raised {err.type} at line {line} assigning into `{name}`, a tracer of the "
+                                 f"program's trace ({describe_value(value)}): {err.message}")
+            if isinstance(value, jax.Array) and id(value) not in inputs:
+                return confirmed(f"{ran} raised {err.type} at line {line} assigning into `{name}`, a JAX array the "
+                                 f"code itself made ({describe_value(value)}): {err.message}")
     v = unreached(f"{ran} raised {err.type} at line {line} on a concrete value (no tracer in it): it says "
                   f"nothing about traced values")
     v["retry"] = True
     return v
+
+
+def _locals_at(err: ErrorInfo, t: dict, names):
+    """``(name, value)`` of ``names`` in the frame of the target file that raised at the flagged line."""
+    tb = err.exc.__traceback__ if err.exc is not None else None
+    frame = None
+    while tb is not None:
+        f = tb.tb_frame
+        if f.f_code.co_filename in err.paths and _in_span(tb.tb_lineno, t):
+            frame = f
+        tb = tb.tb_next
+    if frame is None:
+        return []
+    return [(n, frame.f_locals[n]) for n in names if n in frame.f_locals]
 
 
 def _builtin_error(err: ErrorInfo) -> bool:

@@ -136,6 +136,7 @@ def main(argv=None) -> int:
     phase("importing JAX")
     t0 = time.perf_counter()
     import jax
+    compilation_cache(jax, job.get("xla_cache"))
     try:
         dev = jax.devices()[0]
         backend = jax.default_backend()
@@ -201,6 +202,21 @@ def main(argv=None) -> int:
     emit({"event": "done"})
     out.close()
     return 0
+
+
+def compilation_cache(jax, folder) -> None:
+    """Keep every compiled program in ``folder`` (JAX's persistent compilation cache), unless the
+    user set a cache of their own: confirmation clears JAX's in-memory caches before each trace so
+    that the Python bodies of cached traces run again under the probe, and without this every eager
+    operation after a clear would be compiled again."""
+    if not folder or os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir:
+        return
+    try:
+        jax.config.update("jax_compilation_cache_dir", folder)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    except Exception:       # an older JAX without these options: compile as before
+        pass
 
 
 class ModuleKeyReuse:

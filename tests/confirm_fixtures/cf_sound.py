@@ -86,3 +86,13 @@ def fit(w, x, steps=3):
     for i in range(steps):
         w = step_fn(w, x, i)
     return w
+
+
+def flip(image):
+    import random
+    if random.random() < 0.5:  # sound: bound-transform
+        image = jnp.flip(image, axis=0)
+    return image
+
+
+flip_batch = jax.jit(jax.vmap(lambda im: flip(im) * 2.0))
