@@ -121,6 +121,25 @@ def _longest_first(mods: List[Module], sizes: Dict[str, int]) -> List[str]:
     return sorted((m.path for m in mods), key=lambda p: (-sizes.get(p, 0), p))
 
 
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _block(signals) -> Optional[set]:
+    """Block ``signals`` in this thread; the previous mask (None where signal masks do not exist)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+
+
+def _unblock(old: Optional[set]) -> None:
+    """Restore the mask ``old`` (None: unblock Ctrl-C and SIGTERM)."""
+    if hasattr(signal, "pthread_sigmask"):
+        if old is None:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        else:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class _Pool:
     """The parent's end: one pipe per worker, requests answered in worker order."""
 
@@ -131,6 +150,11 @@ class _Pool:
         ctx = multiprocessing.get_context("fork")
         taken = ctx.Value("i", 0)     # how many of ``order`` the workers have taken
         self.conns, self.procs = [], []
+        # a worker is forked with Ctrl-C and SIGTERM blocked and unblocks them once it has its own
+        # handlers (_serve): one interrupted before that would run the parent's handlers (a
+        # traceback from a worker that Ctrl-C reached, or that the parent stopped, right after
+        # its fork); here they are delivered when the workers have started
+        old = _block(_STOPS)
         try:
             for _ in range(jobs):
                 mine, theirs = ctx.Pipe()
@@ -141,8 +165,10 @@ class _Pool:
                 self.conns.append(mine)
                 self.procs.append(proc)
         except BaseException:
+            _unblock(old)
             self.close()
             raise
+        _unblock(old)
 
     def call(self, requests: List[tuple]) -> List[object]:
         """Send each worker its request, then collect the answers (and replay the
@@ -266,6 +292,7 @@ def _serve(conn, ws, project: Project, queue, lint_for: Callable) -> None:
     # the parent's to handle: the worker then sees its pipe close and exits, without a traceback
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _unblock(None)      # (forked with them blocked: see _Pool; one pending now ends the worker or is ignored)
     gc.disable()    # the worker's models live until its files are linted (as in one process)
     if project.cache is not None:
         project.cache.journal = []
