@@ -169,11 +169,21 @@ def _has_tracer(v, depth: int = 0) -> Optional[str]:
 _LOG_METHODS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
 
 
+class EnoughRun(BaseException):
+    """Raised into the user's code to end a run that has shown what it can (a line of the target
+    file ran ``stop_after`` times: a long loop).  A BaseException, so ``except Exception`` in the
+    user's code does not swallow it."""
+
+
 class Probe:
     """Instruments one trace: executed lines of the target file, print /
-    logging calls and impure calls made from it."""
+    logging calls and impure calls made from it.  ``stop_after``: end the run (:class:`EnoughRun`)
+    once a line of the target file has run that many times."""
 
-    def __init__(self, paths: Set[str], profile: bool = False, watch: Sequence[int] = ()):
+    def __init__(self, paths: Set[str], profile: bool = False, watch: Sequence[int] = (),
+                 stop_after: Optional[int] = None):
+        self.stop_after = stop_after
+        self.stopped = False
         self.paths = set(paths)
         self.profile = profile
         self.lines: collections.Counter = collections.Counter()
@@ -197,6 +207,9 @@ class Probe:
             self.lines[n] += 1
             if n in self.watch:
                 self.traces.setdefault(n, set()).update(current_trace())
+            if self.stop_after is not None and self.lines[n] > self.stop_after and not self.stopped:
+                self.stopped = True
+                raise EnoughRun(f"line {n} ran {self.stop_after} times")
         return self._local_trace
 
     def ran_under(self, line: int, end_line: int, kinds=None) -> bool:

@@ -82,14 +82,19 @@ def _frames_in_span(paths, t: dict) -> bool:
 
 def _run(g: Group, inputs: Inputs, probe: Optional[Probe] = None):
     """Call the entry on concrete ``inputs``; (output, ErrorInfo or None)."""
+    from .session import EAGER_LIMIT_S, EAGER_LINE_HITS, EnoughRun, time_limit
     try:
-        if probe is not None:
-            with probe:
+        with time_limit(EAGER_LIMIT_S):
+            if probe is not None:
+                probe.stop_after = EAGER_LINE_HITS       # a long loop: a few iterations show it
+                with probe:
+                    out = g.entry.call(*inputs.args, **inputs.kwargs)
+            else:
                 out = g.entry.call(*inputs.args, **inputs.kwargs)
-        else:
-            out = g.entry.call(*inputs.args, **inputs.kwargs)
-        jax.block_until_ready([x for x in jax.tree_util.tree_leaves(out) if isinstance(x, jax.Array)])
+            jax.block_until_ready([x for x in jax.tree_util.tree_leaves(out) if isinstance(x, jax.Array)])
         return out, None
+    except EnoughRun:
+        return None, None
     except (Exception, SystemExit) as exc:
         return None, ErrorInfo(exc, g.c.paths)
 

@@ -370,7 +370,7 @@ def resolve_entry(module, entry: dict, job_cfg: dict) -> Entry:
     return Entry(qual, bound, inst, raw)
 
 
-from .probes import (ErrorInfo, Observer, Probe, _first_line, _has_tracer,  # noqa: E402,F401 (re-exported)
+from .probes import (EnoughRun, ErrorInfo, Observer, Probe, _first_line, _has_tracer,  # noqa: E402,F401
                      _impure_name, _out_leaves)
 
 
@@ -462,6 +462,7 @@ def trace(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool = Fals
 
 
 EAGER_LIMIT_S = 20.0     # one eager run of an entry (a training loop may run for long)
+EAGER_LINE_HITS = 12     # ...which ends once a line of the module has run this often (a long loop)
 
 
 def run_eagerly(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool = False,
@@ -472,7 +473,7 @@ def run_eagerly(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool 
     res = TraceResult()
     conc = inputs.concrete()
     res.inputs = conc
-    res.probe = Probe(paths, profile=profile, watch=watch)
+    res.probe = Probe(paths, profile=profile, watch=watch, stop_after=EAGER_LINE_HITS)
     t0 = time.perf_counter()
     try:
         with time_limit(limit), res.probe:
@@ -480,6 +481,8 @@ def run_eagerly(entry: Entry, inputs: Inputs, paths: Set[str], *, profile: bool 
             for leaf in jax.tree_util.tree_leaves(out):
                 if hasattr(leaf, "block_until_ready"):
                     leaf.block_until_ready()
+    except EnoughRun:
+        pass                # res.probe.stopped says so
     except (Exception, SystemExit) as exc:
         res.error = ErrorInfo(exc, paths)
     res.seconds = time.perf_counter() - t0

@@ -20,8 +20,8 @@ from . import rules as R
 from .group import Group, _error_line, _in_span, confirmed, not_confirmed, unreached
 from .probes import STAGED
 from .running import s_pmap_sync, s_raises
-from .session import (SDS, CompileCounter, ErrorInfo, Inputs, TraceResult, Tracer, block, count_eqns,
-                      describe_value,
+from .session import (EAGER_LIMIT_S, EAGER_LINE_HITS, SDS, CompileCounter, EnoughRun, ErrorInfo, Inputs, Probe,
+                      TraceResult, Tracer, block, count_eqns, describe_value, time_limit,
                       make_call, trace)
 
 
@@ -598,8 +598,15 @@ def _step_counts(g: Group, calls: int = 3):
         jax.clear_caches()     # count from a cold cache, whatever ran before in this process
         counts, names, secs = [], [], 0.0
         for _ in range(calls):
+            # a step that loops for long ends after a few iterations of its loop: the compilations
+            # per iteration show by then
+            probe = Probe(g.c.paths, stop_after=EAGER_LINE_HITS)
             with CompileCounter() as c:
-                block(g.entry.call(*conc.args, **conc.kwargs))
+                try:
+                    with time_limit(EAGER_LIMIT_S), probe:
+                        block(g.entry.call(*conc.args, **conc.kwargs))
+                except EnoughRun:
+                    g.stopped_early = EAGER_LINE_HITS
             counts.append(c.count)
             names.append(list(c.names))
             secs += c.seconds
@@ -607,10 +614,15 @@ def _step_counts(g: Group, calls: int = 3):
     if inputs is not None:
         jax.clear_caches()
         call, dyn = make_call(g.entry, inputs)
+        probe = Probe(g.c.paths, stop_after=200)
         try:
             with CompileCounter() as c:
-                jax.jit(call).trace(*dyn).lower().compile()
+                with time_limit(EAGER_LIMIT_S / 2), probe:
+                    traced = jax.jit(call).trace(*dyn)
+                traced.lower().compile()
             whole, whole_secs = c.count, c.seconds
+        except EnoughRun:
+            whole_err = "unrolls"          # jitting the whole step would unroll a long Python loop
         except Exception as exc:
             whole_err = ErrorInfo(exc, g.c.paths)
     return counts, names, whole, whole_err, secs, whole_secs
@@ -647,6 +659,13 @@ def s_compiles(t: dict, g: Group) -> dict:
                              f"{'s' if counts[0] != 1 else ''}, then nothing: no recompilation")
     # JAX501: inner jit inside an eager step
     first = counts[0]
+    if whole is None and whole_err == "unrolls":
+        if first > 1:
+            top = ", ".join(sorted(set(names[0]))[:4]) if names else ""
+            return confirmed(f"the first call of `{g.name}` compiled {first} executables ({top}){spent} and every "
+                             f"call dispatches them one by one; jitted whole, the step would be one program (its "
+                             f"Python loop unrolled)")
+        return not_confirmed(f"the first call of `{g.name}` compiled {first} executable{'s' if first != 1 else ''}")
     if whole is None:
         why = whole_err.short() if whole_err is not None else "no recorded inputs"
         return unreached(f"the first call of `{g.name}` compiled {first} executables, but the whole step could "
