@@ -64,3 +64,22 @@ def test_a_notebook_runs_cell_by_cell_and_shows_a_top_level_key_reuse(tmp_path, 
     c = found[0]["confirmation"]
     assert c["status"] == "confirmed", c
     assert "importing the module raised KeyReuseError" in c["evidence"]
+
+
+@pytest.mark.slow
+def test_device_gpu_with_a_fake_backend(tmp_path, monkeypatch):
+    # CI has no accelerator: a fake backend name takes the `--device gpu` path end to end
+    from jaxlint.analysis import SourceFile
+    from jaxlint.checkers import Finding
+    from jaxlint.confirm import ConfirmOptions, confirm_results
+    from jaxlint.confirm.specs import ConfirmConfig
+    from jaxlint.engine import FileResult
+    mod = tmp_path / "gpu_step.py"
+    mod.write_text("import jax\n\n\n@jax.jit\ndef step(x: jax.Array):\n    print(x)\n    return x\n")
+    src = SourceFile.from_path(str(mod))
+    res = [FileResult(str(mod), [Finding("JAX101", "t", str(mod), 6, 0, 6, 1, "m")], source=src)]
+    monkeypatch.setenv("JAXLINT_CONFIRM_FAKE_BACKEND", "gpu")
+    summary = confirm_results(res, ConfirmConfig(root=str(tmp_path)), ConfirmOptions(timeout=60, device="gpu"))
+    c = res[0].findings[0].confirmation
+    assert c["status"] == "confirmed" and c["backend"] == "gpu", c
+    assert summary.device["device_kind"].startswith("gpu (faked on ")

@@ -145,7 +145,11 @@ def main(argv=None) -> int:
             emit({"event": "result", "id": t["id"], "status": "unreached",
                   "reason": f"JAX could not start a backend: {exc}"})
         return 0
-    emit({"event": "device", "device_kind": dev.device_kind, "backend": backend, "platform": dev.platform,
+    kind = dev.device_kind
+    fake = os.environ.get("JAXLINT_CONFIRM_FAKE_BACKEND")
+    if fake:        # tests: the accelerator path (--device gpu) on a machine without one
+        backend, kind = fake, f"{fake} (faked on {dev.platform})"
+    emit({"event": "device", "device_kind": kind, "backend": backend, "platform": dev.platform,
           "jax": jax.__version__, "import_jax_s": round(time.perf_counter() - t0, 4)})
     want = job.get("device")
     if want in ("gpu", "tpu") and backend != want:
