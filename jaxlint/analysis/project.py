@@ -30,29 +30,15 @@ from . import knowledge as K
 from .flow import export_static_items, export_static_results
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
+from ..discovery import ROOT_MARKERS, find_root  # noqa: F401 (the project root: defined with discovery)
 from .names import ImportTable
 from .statics import module_constants, static_names
 from .source import SourceError, SourceFile
 
-ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 # how many rounds of cross-module propagation (call chains deeper than this are rare)
 MAX_ROUNDS = 8
 # kinds that travel with a traced argument into the callee
 _KIND_BITS = TRACED | ARRAYISH | CONTAINER
-
-
-def find_root(path: str) -> Optional[str]:
-    """The nearest folder at or above ``path`` holding a project marker."""
-    d = os.path.abspath(path)
-    if not os.path.isdir(d):
-        d = os.path.dirname(d)
-    while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in ROOT_MARKERS):
-            return d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
 
 
 def module_name_for(path: str, root: Optional[str] = None) -> Tuple[str, bool, str]:
