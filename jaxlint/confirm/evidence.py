@@ -296,6 +296,10 @@ class Confirmer:
                     verdict = unreached(why)
             verdict["id"] = t["id"]
             verdict["seconds"] = round(time.perf_counter() - t0, 4)
+            if "entry" not in verdict:      # no group ran: say which entry it would have been
+                mod = self.job.get("module") or os.path.basename(self.job["path"])
+                verdict["entry"] = f"{mod}:{t['entries'][0]}" if t.get("entries") else f"{mod}:<module>"
+                verdict.setdefault("arguments", "none built")
             self.emit(verdict)
 
     def _instead(self, qual: str, failed_line: Optional[int], failed: bool = True) -> str:
