@@ -39,11 +39,18 @@ def _key_sds(shape=()):
 def spec_value(spec: dict, concrete: bool = False):
     """An argument spec -> a ShapeDtypeStruct (or a concrete zero array), a pytree or a static value."""
     t = spec["t"]
-    if t == "concrete":         # a value the model does not prove traced: a real value, never a tracer
-        return spec_value(spec["of"], True)
+    if t == "concrete":
+        # a value the model does not prove traced: a host value (a Python scalar, a NumPy array),
+        # never a tracer -- and not a JAX array either, which a jit of ours would stage into a tracer
+        # at its first operation, where the program has a Python value (a static argument, a shape)
+        return spec_value(spec["of"], "host")
     if t == "array":
         shape = tuple(spec["shape"])
         dtype = jnp.dtype(spec["dtype"])
+        if concrete == "host":
+            if not shape:
+                return {"f": 0.5, "c": 0.5, "i": 2, "u": 2, "b": True}.get(dtype.kind, 0)
+            return np.zeros(shape, dtype)
         if concrete:
             return jnp.zeros(shape, dtype) if not spec.get("weak") else (
                 0.0 if dtype.kind == "f" else 0 if dtype.kind in "iu" else False)
@@ -77,7 +84,7 @@ def spec_value(spec: dict, concrete: bool = False):
     if t == "ns":
         return Namespace(**{k: spec_value(s, concrete) for k, s in spec["items"].items()})
     if t == "pyobj":            # a static argument read by attribute: a plain object, not a pytree
-        return PyObject(**{k: spec_value(s, True) for k, s in spec["items"].items()})
+        return PyObject(**{k: spec_value(s, "host") for k, s in spec["items"].items()})
     if t == "dict":
         return {k: spec_value(s, concrete) for k, s in spec["items"].items()}
     raise NoInputs(f"unknown spec {spec!r}")
@@ -266,12 +273,16 @@ class Inputs:
         return ", ".join(parts) if parts else "no arguments"
 
     def concrete(self) -> "Inputs":
+        """Real values for a run (eager code, a concrete re-run): abstract leaves and host arrays
+        become JAX arrays, as the program's own arrays are."""
         def conv(x):
             if isinstance(x, SDS):
                 if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
                     k = jax.random.key(0)
                     return jax.random.split(k, int(np.prod(x.shape))).reshape(x.shape) if x.shape else k
                 return jnp.zeros(x.shape, x.dtype)
+            if isinstance(x, np.ndarray):
+                return jnp.asarray(x)
             return x
         a, k = jax.tree_util.tree_map(conv, (self.args, self.kwargs), is_leaf=lambda x: isinstance(x, SDS))
         return Inputs(a, k, self.source, self.names, self.origins)

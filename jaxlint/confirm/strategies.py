@@ -549,6 +549,11 @@ def _unrolled_verdict(g: Group, t: dict, loop: dict, base: TraceResult, threshol
                 c2 = ""
             smaller = f" ({n2} iteration{'s' if n2 != 1 else ''}: {e2} equations{c2})"
     summary = f"{iters} iteration{'s' if iters != 1 else ''} → {eqns} equations{compile_txt}{smaller}{note}"
+    if iters >= threshold and eqns < iters:
+        # Python work only (shapes, counters): the loop puts nothing into the program
+        return not_confirmed(f"the loop at line {loop['line']} ran {iters} times under tracing but the program "
+                             f"has {eqns} equation{'s' if eqns != 1 else ''} in all: nothing of it is unrolled "
+                             f"into the compiled program")
     if iters >= threshold:
         return confirmed(f"tracing `{g.name}` unrolled the loop at line {loop['line']}: {summary}")
     return not_confirmed(f"the loop at line {loop['line']} ran {iters} time{'s' if iters != 1 else ''} under "

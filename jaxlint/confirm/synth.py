@@ -629,6 +629,13 @@ def param_tracer(model: SemanticModel, fn: Function, p: str) -> bool:
     return proven(model.kinds(fn).get(p, 0))
 
 
+def _residual_items(model: SemanticModel, fn: Function, name: str, items: List[dict]) -> List[dict]:
+    res, fwd = fn.param_residuals[name]
+    if len(res.elts) != len(items):
+        return [concrete(i) for i in items]
+    return [i if proven(model.kind(e, fwd)) else concrete(i) for e, i in zip(res.elts, items)]
+
+
 def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
                given: Optional[Dict[str, dict]] = None, limit: int = 5) -> Tuple[List[dict], Optional[str]]:
     """Up to ``limit`` call specs ``{"args", "kwargs", "source"}`` for ``fn`` and, when none can be
@@ -678,6 +685,10 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
                 # not proven traced: a Python value or a concrete array, as the caller passes it
                 src = spec.pop("src")
                 spec = dict(concrete(spec), src=src)
+            elif name in fn.param_residuals and spec.get("t") in ("tuple", "list"):
+                # a custom_vjp residual tuple: what `fwd` put there as a Python value (a shape, an
+                # int) reaches `bwd` as one; only `fwd`'s traced values are tracers
+                spec = dict(spec, items=_residual_items(model, fn, name, spec["items"]))
             if p["kind"] == "pos" and positional_ok:
                 args.append(spec)
             else:
