@@ -218,6 +218,9 @@ def s_print(t: dict, g: Group) -> dict:
 
 
 def s_global_write(t: dict, g: Group) -> dict:
+    v = _needs_staging(t, g, "a write made only at trace time")
+    if v is not None:
+        return v
     g.base()
     mine = {n.split(".")[0] for n in t["names"]} | {".".join(n.split(".")[:2]) for n in t["names"]
                                                     if n.startswith("self.")}
@@ -282,8 +285,23 @@ def _needs_trace_of_ours(t: dict, g: Group, what: str) -> Optional[dict]:
     return v
 
 
+def _needs_staging(t: dict, g: Group, what: str) -> Optional[dict]:
+    """A transform entry nothing here stages (only vmapped): its Python body runs on every call, so
+    what happens only at trace time under a staging transform (``what``) cannot show in it -- a jit
+    of ours would stage what the program does not."""
+    if g.info.get("basis") != "transform" or g.info.get("staged") or g.inputs.source == "harness":
+        return None
+    v = unreached(f"`{g.name}` is {g.info.get('basis_why')} and nothing here stages it (no `jit`, no `lax` "
+                  f"body): it runs its Python code on every call, so {what} would show only under a `jit` the "
+                  f"program may not apply")
+    v["retry"] = True
+    v["inputs_ok"] = True
+    return v
+
+
 def s_global_read(t: dict, g: Group) -> dict:
-    v = _needs_trace_of_ours(t, g, "that a global is baked into the program")
+    v = _needs_trace_of_ours(t, g, "that a global is baked into the program") or \
+        _needs_staging(t, g, "a global baked into the program")
     if v is not None:
         return v
     base = g.base()
@@ -330,6 +348,9 @@ def s_global_read(t: dict, g: Group) -> dict:
 
 
 def s_impure_call(t: dict, g: Group) -> dict:
+    v = _needs_staging(t, g, "a value frozen at trace time")
+    if v is not None:
+        return v
     base = g.base()
     recs = [r for r in base.probe.impure if _in_span(r["line"], t)]
     if recs and g.eager and not g.under_trace(t, STAGED):
@@ -488,7 +509,8 @@ def _first_ran(t: dict, res: TraceResult) -> bool:
 
 
 def s_unrolled_loop(t: dict, g: Group) -> dict:
-    v = _needs_trace_of_ours(t, g, "the loop's equations")
+    v = _needs_trace_of_ours(t, g, "the loop's equations") or \
+        _needs_staging(t, g, "a loop unrolled into a compiled program")
     if v is not None:
         return v
     base = g.base()
