@@ -180,15 +180,20 @@ def _addressable(fn: Function) -> Optional[str]:
     return None
 
 
-def staged(fn: Function) -> bool:
+def staged(fn: Function, model: Optional[SemanticModel] = None, _depth: int = 0) -> bool:
     """A transform applied to ``fn`` here stages it into a program (``jit``, ``pmap``, a ``lax`` body,
-    ``checkpoint``...): every operation in it is traced, constants included.  ``vmap`` alone does not:
-    values it does not map stay concrete."""
+    ``checkpoint``...): every operation in it is traced, constants included.  ``vmap`` alone does not
+    (values it does not map stay concrete) -- unless it is applied inside a function that is staged
+    itself (``jax.vmap(crop)(images)`` in a jitted step)."""
     for c in fn.contexts:
         tr = K.TRANSFORMS.get(c.transform)
-        if c.caller is None and c.confidence == CERTAIN and tr is not None and (
-                tr.jit_like or tr.kind in ("jit", "pmap", "body") or (tr.kind == "trace" and not tr.eager)
-                or c.transform == "equinox.filter_pmap"):
+        if c.caller is not None or c.confidence != CERTAIN or tr is None:
+            continue
+        if tr.jit_like or tr.kind in ("jit", "pmap", "body") or (tr.kind == "trace" and not tr.eager) \
+                or c.transform == "equinox.filter_pmap":
+            return True
+        outer = _outer_scope(model, c.node) if model is not None and _depth < 4 else None
+        if outer is not None and outer is not fn and staged(outer, model, _depth + 1):
             return True
     return False
 
@@ -586,7 +591,7 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         "traced": bool(fn.contexts),
     }
     e["basis"], e["basis_why"] = entry_basis(model, fn)
-    e["staged"] = e["basis"] == "transform" and staged(fn)
+    e["staged"] = e["basis"] == "transform" and staged(fn, model)
     names = {p["name"] for p in e["params"]}
     lines: Dict[str, List[str]] = {}
     for node in ast.walk(fn.node):
