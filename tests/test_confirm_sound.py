@@ -32,6 +32,7 @@ FINDINGS = {
     "factory-print": ("JAX101", "`print` of traced value `loss` inside `log_metrics` (called from "
                                 "`make_step.train_step`)"),
     "bound-transform": ("JAX104", "`random.random()` inside `flip` (called from lambda) runs once, at trace time"),
+    "partial-bound": ("JAX201", "Python `if` on traced value `jnp.max(positions)` inside `neighbors_fn`"),
     "eager-split": ("JAX401", "PRNG key `k2` is reused: already consumed by `jax.random.normal` on line {first}, "
                               "then by `jax.random.normal`"),
 }
@@ -108,6 +109,14 @@ def test_a_transform_bound_at_module_level_is_called_as_the_program_calls_it(ver
     c = verdicts["bound-transform"]
     assert c["status"] == "confirmed", _text(c)
     assert c["entry"] == "cf_sound:flip_batch" and "ran at trace time from line" in c["evidence"]
+
+
+def test_a_partial_binding_is_the_programs_not_a_default(verdicts):
+    # the jit gets `partial(neighbors_fn, neighbors=...)`: tracing `neighbors_fn` with `neighbors` at its
+    # default would take a branch the program never traces; the module's `update_neighbors` is called
+    c = verdicts["partial-bound"]
+    assert c["status"] != "confirmed", _text(c)
+    assert "update_neighbors" in c["entry"] or "functools.partial" in _text(c)
 
 
 def test_every_verdict_names_entry_and_inputs(verdicts):

@@ -591,6 +591,12 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         "traced": bool(fn.contexts),
     }
     e["basis"], e["basis_why"] = entry_basis(model, fn)
+    bound = partial_bound(model, fn)
+    if e["basis"] == "transform" and bound:
+        # the transform gets `partial(fn, ...)`: the bound values are the program's, not ours to
+        # synthesize -- the module's own bound callable (below) is called instead
+        e["basis"] = "helper"
+        e["basis_why"] += f", through `functools.partial` binding {', '.join(f'`{b}`' for b in bound)}"
     e["staged"] = e["basis"] == "transform" and staged(fn, model)
     names = {p["name"] for p in e["params"]}
     lines: Dict[str, List[str]] = {}
@@ -620,8 +626,24 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
     return e
 
 
-def bound_transforms(model: SemanticModel, fn: Function) -> List[Tuple[str, Function, int]]:
-    """``(name, traced function, vmap layers)`` for each module-level ``name = T1(T2(...(f)))`` whose
+def partial_bound(model: SemanticModel, fn: Function) -> List[str]:
+    """The parameters of ``fn`` that every transform site here binds with ``functools.partial``
+    (``jax.jit(partial(f, neighbors=...))``); [] when a site passes ``fn`` itself."""
+    out: Optional[Set[str]] = None
+    for site in model.transform_sites:
+        tgt = site.target
+        if tgt is None or tgt.function is not fn:
+            continue
+        names = set(fn.params[:tgt.bound_positional]) | set(tgt.bound_keywords)
+        if fn.self_name and fn.params[:1] == [fn.self_name]:
+            names.discard(fn.self_name)
+        out = names if out is None else out & names
+    return sorted(out or ())
+
+
+def bound_transforms(model: SemanticModel, fn: Function) -> List[Tuple[str, Function, int, tuple]]:
+    """``(name, traced function, vmap layers, (positional, keywords) a partial binds)`` for each
+    module-level ``name = T1(T2(...(f)))`` (``partial(f, ...)`` innermost allowed) whose
     innermost function ``f`` leads to ``fn`` (``fn`` itself, or a traced caller on its way): calling
     ``name`` runs the program's own transforms.  Only plain ``jit``/``vmap`` chains (default axes)."""
     chain: List[Function] = []
@@ -634,19 +656,24 @@ def bound_transforms(model: SemanticModel, fn: Function) -> List[Tuple[str, Func
     for stmt in model.tree.body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             continue
-        node, vmaps = stmt.value, 0
-        while isinstance(node, ast.Call) and len(node.args) == 1:
+        node, vmaps, bound = stmt.value, 0, None
+        while isinstance(node, ast.Call) and node.args:
             q = model.call_qualname(node) or ""
+            if q in K.PARTIAL and bound is None and not any(isinstance(a, ast.Starred) for a in node.args) \
+                    and all(k.arg for k in node.keywords):
+                bound = (len(node.args) - 1, {k.arg for k in node.keywords})     # partial(f, a, k=v)
+                node = node.args[0]
+                continue
             tr = K.TRANSFORMS.get(q)
-            if tr is None or tr.kind not in ("jit", "vmap") or any(k.arg not in ("static_argnames",)
-                                                                   for k in node.keywords):
+            if bound is not None or tr is None or tr.kind not in ("jit", "vmap") or len(node.args) != 1 or \
+                    any(k.arg not in ("static_argnames",) for k in node.keywords):
                 break
             vmaps += tr.kind == "vmap"
             node = node.args[0]
         target = model.function_for_def(node) if isinstance(node, ast.Lambda) else (
             model.lookup_function(node.id, model.module) if isinstance(node, ast.Name) else None)
         if target is not None and target in chain and node is not stmt.value:
-            out.append((stmt.targets[0].id, target, vmaps))
+            out.append((stmt.targets[0].id, target, vmaps, bound or (0, set())))
     return out
 
 
@@ -667,10 +694,13 @@ def _batched(spec: dict, n: int, dim: int) -> dict:
 
 
 def _bound_entry(model: SemanticModel, name: str, target: Function, vmaps: int, cfg: ConfirmConfig,
-                 module: Optional[str], path: str) -> dict:
+                 module: Optional[str], path: str, bound_args=(0, ())) -> dict:
     """The entry of a module-level transformed callable: inputs from how the traced function uses its
-    parameters, with the axes its ``vmap`` layers map; run as the program runs it."""
-    params = _param_info(model, target, cfg)
+    parameters (those a ``partial`` binds left out), with the axes its ``vmap`` layers map; run as the
+    program runs it."""
+    npos, kws = bound_args
+    params = [p for i, p in enumerate(_param_info(model, target, cfg))
+              if not (p["kind"] == "pos" and i < npos) and p["name"] not in kws]
     for p in params:
         p["tracer"] = False       # the program's transforms make the tracers, from concrete values
     e = {"qualname": name, "line": getattr(target.node, "lineno", 0), "owner": None, "owner_kind": None,
@@ -781,9 +811,9 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
         if strategy in EAGER_REACH and not t.get("unreached") and fn is not None:
             # a transform the module binds to a name (`augment = jax.jit(jax.vmap(lambda im: ...))`): the
             # program's own callable, called as the program calls it
-            for name, target, vmaps in bound_transforms(model, fn):
+            for name, target, vmaps, bound_args in bound_transforms(model, fn):
                 if name not in entries:
-                    entries[name] = _bound_entry(model, name, target, vmaps, cfg, module, path)
+                    entries[name] = _bound_entry(model, name, target, vmaps, cfg, module, path, bound_args)
                 bound.append(name)
             # the module's own eager code that leads to the line (a training loop calling the jitted
             # step a factory returns): run as the program runs it, its transforms trace the line

@@ -96,3 +96,14 @@ def flip(image):
 
 
 flip_batch = jax.jit(jax.vmap(lambda im: flip(im) * 2.0))
+
+
+def neighbors_fn(positions, neighbors=None):
+    if neighbors is None:
+        if jnp.max(positions) > 10.0:  # sound: partial-bound
+            positions = positions / 10.0
+        return positions
+    return positions + neighbors
+
+
+update_neighbors = jax.jit(functools.partial(neighbors_fn, neighbors=jnp.zeros(4)))
