@@ -33,7 +33,7 @@ FX = Path(__file__).resolve().parent / "confirm_fixtures"
 MARK = re.compile(r"#\s*confirm:\s*(JAX\d{3})\s+(confirmed|not-confirmed|unreached)")
 MAIN_MODULES = ["cf_trace_errors.py", "cf_state.py", "cf_keys_loops.py", "cf_compiles.py", "cf_flax.py",
                 "cf_synth.py", "cf_pmap.py", "cf_flax_apply.py", "cf_pytree.py", "cf_module_past.py",
-                "cf_flax_state.py"]
+                "cf_flax_state.py", "cf_static.py"]
 FAILING_MODULES = ["cf_fail_raise.py", "cf_fail_exit.py", "cf_fail_sleep.py", "cf_fail_abort.py",
                    "cf_module_level.py"]
 

@@ -108,6 +108,10 @@ class BadStaticArgument(Rule):
     register the class as a pytree depends on intent.
     """
 
+    # the errors JAX raises for three of the four shapes (a static argument that changes every
+    # iteration raises nothing: it recompiles, which JAX502's compile counting shows)
+    confirm = ("trace-error", "ValueError: static_argnums", "ValueError: static_argnames",
+               "ValueError: Non-hashable static arguments", "TypeError: as an abstract array")
     summary = "static argument that is unhashable, changes every loop iteration, or names no parameter; non-static `self`"
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
