@@ -469,18 +469,10 @@ def _read(path: str) -> SourceFile:
 
 
 def read_source_bytes(path: str) -> bytes:
-    """A checked file's bytes, or :class:`SourceError` with one line (no path: callers add it)."""
-    from .analysis.source import SourceError
-    try:
-        return read_regular(path)
-    except FileNotFoundError:
-        raise SourceError("no such file or directory") from None
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except PermissionError:
-        raise SourceError("permission denied") from None
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    """A checked file's bytes (a regular file only), or :class:`SourceError` with one line
+    (no path: callers add it)."""
+    from .analysis.source import read_bytes
+    return read_bytes(path, read_regular)
 
 
 def warm_key(cfg) -> Optional[str]:

@@ -205,11 +205,16 @@ class SourceFile:
         return any(code == c or code.startswith(c) for c in codes)
 
 
-def read_bytes(path: str) -> bytes:
-    """A file's bytes; raises :class:`SourceError` with one line (no path: callers add it)."""
+def _open_and_read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def read_bytes(path: str, reader=_open_and_read) -> bytes:
+    """A file's bytes; raises :class:`SourceError` with one line (no path: callers add it).
+    ``reader`` reads them (the command line passes one that refuses FIFOs and devices)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return reader(path)
     except FileNotFoundError:
         raise SourceError("no such file or directory") from None
     except IsADirectoryError:
