@@ -30,6 +30,15 @@ class PrintUnderTrace(TracedCodeRule):
     (`print("compiling", x.shape)`) is a legitimate way to see retracing and is
     not flagged.
 
+    ## Profiles
+    `print` of a traced value is reported in the default profile: it is the
+    PyTorch habit, and it never shows a value. A `logging`/`logger` call of a
+    traced value is reported only in the strict profile (`--strict`): in JAX
+    code a log line inside a jitted or pmapped function is most often a
+    deliberate trace-time diagnostic (it records the shapes and the static
+    configuration each time the function is compiled), which the maintainer
+    means to run once per compilation.
+
     ## Example
     ```python
     @jax.jit
@@ -97,10 +106,10 @@ class PrintUnderTrace(TracedCodeRule):
                 msg = (f"{what} of traced value `{shown}` inside {fn.trace_description()} runs once at "
                        f"trace time and shows a tracer, not the value")
                 if q == "print":
-                    fix = build_debug_print_fix(ctx, call, fn)
+                    fix, strict = build_debug_print_fix(ctx, call, fn), None
                 else:
-                    fix = build_logging_fix(ctx, call, fn)
-                yield ctx.finding(self, call, msg, confidence=fn.confidence, fix=fix)
+                    fix, strict = build_logging_fix(ctx, call, fn), LOGGING_BASIS
+                yield ctx.finding(self, call, msg, confidence=fn.confidence, fix=fix, strict=strict)
 
     @staticmethod
     def _traced_argument(call: ast.Call, fn: Function, ctx: Context) -> Optional[ast.AST]:
@@ -118,6 +127,11 @@ class PrintUnderTrace(TracedCodeRule):
             elif proven(m.kind(a, fn)):
                 return m.traced_culprit(a, fn)
         return None
+
+
+# why a logging call of a traced value belongs to the strict profile
+LOGGING_BASIS = ("a log call in traced code is usually a deliberate trace-time diagnostic: it records "
+                 "what is compiled, once per compilation")
 
 
 _RESERVED = {"fmt", "ordered", "partitioned"}
