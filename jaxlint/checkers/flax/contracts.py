@@ -70,6 +70,10 @@ SHAPE_PRESERVING = {
     "jax.device_put": 0, "jax.device_get": 0, "flax.jax_utils.replicate": 0,
     "flax.jax_utils.unreplicate": 0, "jax.lax.stop_gradient": 0, "jax.tree.map": 1,
 }
+# Transform kinds whose product calls the function with the arguments it is given, or with
+# slices of them along a mapped axis (``jax.vmap(model.apply, in_axes=(0, None))(stacked, x)``
+# runs ``apply`` with one variables dict per slice of the stack).
+MAPS_ARGUMENTS = frozenset({"jit", "vmap", "pmap"})
 # Methods of a module instance that run it (the first argument is the variables dict).
 APPLY_METHODS = frozenset({"apply"})
 INIT_METHODS = frozenset({"init"})

@@ -28,11 +28,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from .linen import ApplySite
 
 
+# the kind of a :class:`Need` for a collection the module reads on every run (``batch_stats`` of
+# ``nn.BatchNorm``, whatever ``use_running_average`` is): ``apply`` must be given it
+READS = "reads"
+
+
 @dataclass(frozen=True)
 class Need:
     """Something the module needs when applied with a site's arguments."""
 
-    kind: str            # rng | collection
+    kind: str            # rng | collection (updated) | reads (collection read on every run)
     name: str            # the stream (``dropout``) or the collection (``batch_stats``)
     node: ast.AST        # the layer call, ``make_rng`` call or variable update
     what: str            # how messages name it: "`nn.Dropout`", "`self.make_rng('dropout')`"
@@ -90,6 +95,7 @@ class ModuleEvaluator:
         combos: List[Dict[str, object]] = [{}]
         for name, values in choices.items():
             combos = [dict(c, **{name: v}) for c in combos for v in values][:8]
+        reads: Optional[List[Need]] = None
         for combo in combos:
             env = self._bind(method, args, keywords,
                              lambda e: combo.get(e.id, UNKNOWN) if isinstance(e, ast.Name) else literal(e))
@@ -97,9 +103,12 @@ class ModuleEvaluator:
                 return []
             out: List[Need] = []
             self._run(inst.info, method, fields, env, out, 0, set())
-            if out:
+            if any(n.kind != READS for n in out):
                 return out
-        return []
+            # a collection read whatever the flags: one every combination reads
+            got = [n for n in out if n.kind == READS]
+            reads = got if reads is None else [n for n in reads if any(g.name == n.name for g in got)]
+        return reads or []
 
     def param_literals(self, name: str, scope: Function) -> List[object]:
         """The literal values calls of this file give the parameter ``name`` seen from ``scope``
@@ -460,6 +469,10 @@ class ModuleEvaluator:
         if any(isinstance(a, ast.Starred) for a in list(ctor.args) + list(call.args)) or \
                 any(k.arg is None for k in list(ctor.keywords) + list(call.keywords)):
             return
+        if layer.collection is not None:
+            # the layer's variables live in the collection: read (or created, when mutable) on
+            # every run, whichever way the switch is set
+            out.append(Need(READS, layer.collection, call, f"`{layer.short}`", frame.info.name))
         switch_expr = call_arg(layer.switch, layer.switch_call_pos)
         switch = self._eval(switch_expr, frame.env, frame) if switch_expr is not None else UNKNOWN
         if switch_expr is None:

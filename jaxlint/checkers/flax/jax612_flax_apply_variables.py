@@ -8,6 +8,8 @@ from ...fixes.edits import SAFE, Edit
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .linen import flax_facts
+from .evaluate import READS
+from .values import const_strs, dict_keys
 from .variables import FULL, INNER
 
 
@@ -106,6 +108,17 @@ class FlaxApplyVariables(Rule):
                     f"dict `{{\"params\": {short(v, 30)}}}` and raises `ScopeCollectionNotFound`",
                     confidence=CERTAIN if local else INFERRED, fix=fix)
                 continue
+            dropped = self._dropped_collection(facts, site)
+            if dropped is not None:
+                need, given = dropped
+                yield ctx.finding(
+                    self, v,
+                    f"`{call_text}` is given `{short(v, 40)}`, with no {need.name!r} collection, but "
+                    f"{need.what} of `{need.owner}` reads its {need.name!r} variables on every run"
+                    f"{' (and `mutable` does not let it create them)' if given else ''}: raises "
+                    f"`ScopeCollectionNotFound`; pass `{{\"params\": ..., {need.name!r}: ...}}`",
+                    confidence=CERTAIN)
+                continue
             if isinstance(v, ast.Dict):
                 for key, value in zip(v.keys, v.values):
                     if isinstance(key, ast.Constant) and key.value == "params":
@@ -118,3 +131,42 @@ class FlaxApplyVariables(Rule):
                                 f"as is: the extra \"params\" layer raises "
                                 f"`ApplyScopeInvalidVariablesStructureError`",
                                 confidence=CERTAIN if local else INFERRED)
+
+    @staticmethod
+    def _dropped_collection(facts, site):
+        """(need, mutable given): a collection the module reads on every run (``batch_stats`` of
+        ``nn.BatchNorm``) that the variables dict -- a literal with constant keys, ``params``
+        among them, written at the call or bound once to the name passed -- leaves out, while
+        ``mutable`` does not let ``apply`` create it."""
+        v = site.variables
+        d = v
+        if isinstance(v, ast.Name):
+            sv = facts.single_value(v.id, site.scope)
+            d = sv[0] if sv is not None else None
+        if not isinstance(d, ast.Dict):
+            return None
+        keys = dict_keys(d)
+        if keys is None or "params" not in keys:
+            return None
+        needs = facts.needs(site)
+        reads = [n for n in needs if n.kind == READS and n.name not in keys]
+        if not reads:
+            return None
+        need = reads[0]
+        mutable = site.keyword("mutable")
+        if mutable is None:
+            if any(n.kind == "collection" and n.name == need.name for n in needs):
+                return None    # the collection is updated too: JAX614 reports the missing `mutable`
+            return need, False
+        value = mutable.value
+        if isinstance(value, ast.Constant) and value.value is False:
+            return need, True
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            names = {value.value}
+        elif isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            names = const_strs(value.elts)
+        else:
+            return None
+        if names is None or need.name in names:
+            return None
+        return need, True

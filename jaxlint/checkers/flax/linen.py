@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
 
 from ...analysis import ClassInfo, Function, SemanticModel
+from ...analysis import knowledge as K
 from ..messages import short
-from .contracts import INIT_METHODS, Layer, layer_for
+from .contracts import INIT_METHODS, MAPS_ARGUMENTS, Layer, layer_for
 from .evaluate import ModuleEvaluator, Need
 from .variables import VariablesShapes
 
@@ -275,9 +276,9 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         for fn in self.model.functions:
             for call in fn.of_type(ast.Call):
                 f = call.func
-                if isinstance(f, ast.Call) and len(f.args) == 1 and not f.keywords and \
-                        isinstance(f.args[0], ast.Attribute) and self.model.qualname(f.func, fn) == "jax.jit":
-                    f = f.args[0]     # jax.jit(model.apply)(variables, x)
+                if isinstance(f, ast.Call) and len(f.args) == 1 and \
+                        isinstance(f.args[0], ast.Attribute) and self._passes_arguments(f, fn):
+                    f = f.args[0]     # jax.jit(model.apply)(variables, x), jax.vmap(model.apply, ...)(...)
                 if not isinstance(f, ast.Attribute) or not (f.attr in ("apply_fn", "apply") or f.attr in INIT_METHODS):
                     continue
                 variables = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
@@ -293,6 +294,13 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                     out.append(ApplySite(call, fn, f.value, f.attr, inst, variables))
         self._sites = out
         return out
+
+    def _passes_arguments(self, wrapper: ast.Call, fn: Function) -> bool:
+        """``wrapper`` (``jax.jit(f)``, ``jax.vmap(f, in_axes=...)``, ``jax.pmap(f)``) calls ``f``
+        with the arguments it is given (or slices of them along a mapped axis: a stack of
+        variables dicts is one variables dict per slice)."""
+        tr = K.transform_for(self.model.qualname(wrapper.func, fn))
+        return tr is not None and tr.kind in MAPS_ARGUMENTS
 
     def sites_needing(self, kind: str, ignore: Collection[str] = ()) -> Iterator[Tuple[ApplySite, List[Need]]]:
         """(site, needs) for each apply site (not ``init``) whose module certainly needs something

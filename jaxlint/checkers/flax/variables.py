@@ -14,7 +14,7 @@ import ast
 from typing import Optional, Set, Tuple
 
 from ...analysis import Function, SemanticModel
-from .contracts import INIT_METHODS, SHAPE_PRESERVING
+from .contracts import INIT_METHODS, MAPS_ARGUMENTS, SHAPE_PRESERVING
 from .values import MAX_DEPTH, const_str
 
 INNER = "inner"
@@ -53,7 +53,11 @@ class VariablesShapes:
             arg = self._preserved(e, fn)
             if arg is not None:
                 return self.shape(arg, fn, _depth + 1, _seen)
-            return None, True
+            return self._returned_shape(e, fn, _depth, _seen)
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
+            got = self._self_attribute_shape(e, fn, _depth, _seen)
+            if got is not None:
+                return got
         if isinstance(e, ast.Attribute) and e.attr == "params":
             return self._state_params_shape(e.value, _depth, _seen)
         if isinstance(e, ast.Name):
@@ -93,6 +97,87 @@ class VariablesShapes:
                 return shapes.pop(), local
         return None, True
 
+    def _self_attribute_shape(self, e: ast.Attribute, fn: Function, depth: int,
+                              seen: Set) -> Optional[Tuple[Optional[str], bool]]:
+        """``self.params`` in a method of a plain class (a trainer): the shape every assignment to
+        that attribute in the class's methods gives it (``self.params = model.init(...)["params"]``
+        in ``__init__``), updates of the attribute itself (``self.params =
+        optax.apply_updates(self.params, u)``, ``self.params, self.opt_state = self.step(
+        self.params, ...)`` where the step returns its argument updated) keeping it; None when
+        ``e`` is not such an attribute, (None, True) when some assignment is not understood."""
+        method = fn.enclosing_method()
+        if method is None or method.cls is None or method.cls.module_kind is not None \
+                or e.value.id != method.self_name:
+            return None
+        key = id(method.cls), "self." + e.attr
+        if key in seen:
+            return None, True
+        seen = seen | {key}
+        values = []
+        for m in method.cls.methods.values():
+            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Attribute) and n.attr == e.attr and \
+                                isinstance(n.value, ast.Name) and n.value.id == m.self_name:
+                            if not isinstance(node, ast.Assign) and not (
+                                    isinstance(node, ast.AnnAssign) and node.value is not None and n is t):
+                                return None, True
+                            values.append((t, n, node.value, m))
+        if not values:
+            return None
+        shapes = set()
+        for t, n, v, m in values:
+            if n is not t:
+                # an element of an unpacked result: ``self.params, self.opt_state = step(self.params, ...)``
+                path = _element_path(t, n)
+                if path is None or not isinstance(v, ast.Call) or \
+                        not self._passed_back(v, path, ast.unparse(n), m):
+                    return None, True
+                continue
+            s, _ = self.shape(v, m, depth + 1, seen)
+            if s is None:
+                if self._updates(v, ast.unparse(n), m, depth + 1):
+                    continue
+                return None, True
+            shapes.add(s)
+        if len(shapes) == 1:
+            return shapes.pop(), True
+        return None, True
+
+    def _returned_shape(self, call: ast.Call, fn: Function, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
+        """What a function of this file returns on every ``return`` (a lambda: its body), called
+        directly or through transforms that keep the shape of its result per slice
+        (``jax.vmap(lambda k: model.init(k, x)["params"])(keys)``: a stack of inner dicts)."""
+        if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+            return None, True
+        target = self.model.resolve_callable(call.func, fn)
+        if target is None or any(getattr(tr, "kind", None) not in MAPS_ARGUMENTS for tr, _ in target.transforms):
+            return None, True
+        g = target.function
+        if g.is_module:
+            return None, True
+        key = id(g), "<return>"
+        if key in seen:
+            return None, True
+        seen = seen | {key}
+        if isinstance(g.node, ast.Lambda):
+            values = [g.node.body]
+        else:
+            values = [r.value for r in g.of_type(ast.Return)]
+        if not values or any(v is None for v in values):
+            return None, True
+        shapes = set()
+        local = True
+        for v in values:
+            s, loc = self.shape(v, g, depth + 1, seen)
+            if s is None:
+                return None, True
+            shapes.add(s)
+            local = local and loc
+        return (shapes.pop(), local) if len(shapes) == 1 else (None, True)
+
     def _preserved(self, call: ast.Call, scope: Function) -> Optional[ast.expr]:
         """The argument a shape-preserving call (``optax.apply_updates(params, u)``) returns
         updated; None for any other call."""
@@ -109,6 +194,8 @@ class VariablesShapes:
         if not isinstance(call, ast.Call) or not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
             return False
         target = self.model.resolve_callable(call.func, scope)
+        if target is None:
+            target = self._stored_callable(call.func, scope)
         if target is None or any(getattr(tr, "kind", None) not in ("jit", "pmap") for tr, _ in target.transforms):
             return False
         g = target.function
@@ -117,7 +204,7 @@ class VariablesShapes:
                     site.transform.kind not in ("jit", "pmap"):
                 return False
         pairs, _ = self.model.bind_arguments(target, call)
-        params = [p for p, a in pairs if isinstance(a, ast.Name) and a.id == name]
+        params = [p for p, a in pairs if isinstance(a, (ast.Name, ast.Attribute)) and _text(a) == name]
         if len(params) != 1 or g.is_module or isinstance(g.node, ast.Lambda):
             return False
         rets = g.of_type(ast.Return)
@@ -133,6 +220,29 @@ class VariablesShapes:
             if not self._same_dict(v, params[0], g, 0):
                 return False
         return True
+
+    def _stored_callable(self, func: ast.expr, scope: Function):
+        """``self.step`` bound once in the class's methods (``self.step = jax.jit(self._step)``):
+        the function that binding resolves to."""
+        method = scope.enclosing_method()
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or method is None \
+                or method.cls is None or func.value.id != method.self_name:
+            return None
+        found = []
+        for m in method.cls.methods.values():
+            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Attribute) and n.attr == func.attr and \
+                                isinstance(n.value, ast.Name) and n.value.id == m.self_name:
+                            if not isinstance(node, ast.Assign) or n is not t:
+                                return None
+                            found.append((node.value, m))
+        if len(found) != 1:
+            return None
+        value, m = found[0]
+        return self.model.resolve_callable(value, m) if isinstance(value, (ast.Call, ast.Attribute, ast.Name)) else None
 
     def _same_dict(self, v: ast.expr, param: str, g: Function, depth: int) -> bool:
         """``v`` in ``g`` is the parameter ``param`` itself or a shape-preserving update of it."""
@@ -159,7 +269,7 @@ class VariablesShapes:
             if v is None:
                 return False
             depth += 1
-        return isinstance(v, ast.Name) and v.id == param
+        return isinstance(v, (ast.Name, ast.Attribute)) and _text(v) == param
 
     @staticmethod
     def _refers_to(v: ast.expr, name: str) -> bool:
@@ -229,3 +339,26 @@ class VariablesShapes:
             return None, True
         # a nested function is called from this file only
         return shapes.pop(), not paired and not fn.parent.is_module
+
+
+def _text(e: ast.expr) -> Optional[str]:
+    """``name`` or ``self.attr`` as written (None for anything else)."""
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
+        return e.value.id + "." + e.attr
+    return None
+
+
+def _element_path(target: ast.expr, node: ast.expr) -> Optional[Tuple[int, ...]]:
+    """The index path of ``node`` inside a tuple/list target (``a, (b, c) = ...``)."""
+    if target is node:
+        return ()
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if any(isinstance(x, ast.Starred) for x in target.elts):
+            return None
+        for i, elt in enumerate(target.elts):
+            sub = _element_path(elt, node)
+            if sub is not None:
+                return (i,) + sub
+    return None
