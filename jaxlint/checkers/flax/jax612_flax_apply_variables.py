@@ -21,8 +21,13 @@ class FlaxApplyVariables(Rule):
     `params` is the inner parameter dict — bound from `model.init(...)["params"]`,
     `variables["params"]`, or `state.params` of a `TrainState` created with
     `params=variables["params"]` — instead of the variables dict
-    `{"params": params}`; and the mirror mistake, `{"params": variables}` where
-    `variables` is already the whole `model.init(...)` result.
+    `{"params": params}` -- also through `jax.vmap(model.apply, ...)` over a stack
+    of inner dicts, with `method=...`, or kept on `self` by a trainer; the mirror
+    mistake, `{"params": variables}` where `variables` is already the whole
+    `model.init(...)` result; and a variables dict written as `{"params": ...}`
+    for a module whose `nn.BatchNorm` reads `batch_stats` on every run
+    (evaluation with `train=False`) while `mutable` does not let `apply` create
+    them.
 
     ## Why is this bad?
     A PyTorch module carries its weights: `model(x)` and `model.state_dict()`
