@@ -25,7 +25,8 @@ class FlaxMissingRngs(Rule):
     iteration of a training loop without being split or folded first: also a
     key a loss function reads from the enclosing function whose loop runs it
     (a closure over `dropout_rng`), a module-level key read by a step a loop
-    runs, and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
+    runs, a key kept on `self` that only `__init__` sets (read by a method
+    that a loop runs, directly or passed on to `rngs`), and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
     loop or inside a step that a loop of this file calls.
 
     ## Why is this bad?
@@ -142,6 +143,22 @@ class FlaxMissingRngs(Rule):
                     f"{need.what} of `{inst}` applies the same mask every step; split a key (or fold in "
                     f"the step) per step and pass it in",
                     confidence=CERTAIN if not where else INFERRED)
+                continue
+            stored = _stored_key(facts, v, site.scope, 0)
+            if stored is not None:
+                read, method, init = stored
+                got = _loop_running(facts, method, 0) or _loop_running_method(facts, method)
+                if got is not None:
+                    caller, loop = got
+                    via = f" (passed on to `rngs` as `{short(v)}`)" if read is not v else ""
+                    yield ctx.finding(
+                        self, read,
+                        f"dropout key `{short(read)}` is set once, in `{init.name}`, and never split or "
+                        f"folded{via}: it is the same on every iteration of the loop in `{caller.name}` "
+                        f"(line {loop.lineno}) that runs `{method.name}`; {need.what} of `{inst}` applies the "
+                        f"same mask every step; split it per step (`{short(read)}, key = "
+                        f"jax.random.split({short(read)})`) and pass the new key",
+                        confidence=INFERRED)
                 continue
             if not isinstance(v, ast.Name):
                 continue
@@ -308,3 +325,82 @@ def _stores(loop: ast.stmt, name: str) -> bool:
         if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
             return True
     return False
+
+
+def _stored_key(facts: FlaxFacts, v: ast.expr, scope: Function, depth: int):
+    """(``self.attr`` read, the method reading it, the method setting it): a key kept on ``self``
+    of a plain class (a trainer) that only ``__init__`` (or ``setup``) sets -- read directly or
+    passed unchanged to the parameter ``v`` by every call of this file -- so every method call
+    sees the same key."""
+    if depth > 3:
+        return None
+    if isinstance(v, ast.Name):
+        owner = _param_owner(facts, v.id, scope)
+        if owner is None:
+            return None
+        sources, paired = facts.param_sources(owner, v.id)
+        if not sources or paired:
+            return None
+        found = None
+        for expr, where in sources:
+            got = _stored_key(facts, expr, where, depth + 1)
+            if got is None or (found is not None and ast.unparse(got[0]) != ast.unparse(found[0])):
+                return None
+            found = got
+        return found
+    if not (isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name)):
+        return None
+    method = scope.enclosing_method()
+    if method is None or method.cls is None or method.cls.module_kind is not None or \
+            v.value.id != method.self_name:
+        return None
+    setters = []
+    for m in method.cls.methods.values():
+        for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Attribute) and n.attr == v.attr and \
+                            isinstance(n.value, ast.Name) and n.value.id == m.self_name:
+                        setters.append((m, node, n is t))
+        for call in m.of_type(ast.Call):
+            if isinstance(call.func, ast.Name) and call.func.id in ("setattr", "delattr"):
+                return None
+    # every binding runs once per object (an element of an unpacked split included); the
+    # attribute is given to ``rngs`` as the key itself
+    if not setters or any(m.name not in _SETS_ONCE or not isinstance(node, (ast.Assign, ast.AnnAssign))
+                          for m, node, _ in setters):
+        return None
+    if method.name in _SETS_ONCE:
+        return None
+    return v, method, setters[0][0]
+
+
+# methods that run once per object
+_SETS_ONCE = frozenset({"__init__", "setup", "__post_init__"})
+
+
+def _loop_running_method(facts: FlaxFacts, method: Function):
+    """(caller, loop): a loop of this file that calls ``obj.<method>(...)`` (or a method that
+    calls it on ``self``) where ``obj`` is bound once to an instance of the method's class
+    (``trainer = Trainer(...)`` ... ``for batch in data: trainer.step(batch)``)."""
+    cls = method.cls
+    names = {method.name}
+    # the methods of the class that call this one on ``self`` (``fit`` calling ``self.step``)
+    for call, caller, _ in facts.call_sites(method):
+        if caller.cls is cls and caller.enclosing_method() is caller:
+            names.add(caller.name)
+    m = facts.model
+    for fn in m.functions:
+        for call in fn.of_type(ast.Call):
+            f = call.func
+            if not (isinstance(f, ast.Attribute) and f.attr in names and isinstance(f.value, ast.Name)):
+                continue
+            sv = facts.single_value(f.value.id, fn)
+            if sv is None or not isinstance(sv[0], ast.Call) or not isinstance(sv[0].func, ast.Name) or \
+                    m.classes.get(sv[0].func.id) is not cls:
+                continue
+            loop = _enclosing_loop(fn, call)
+            if loop is not None:
+                return fn, loop
+    return None
