@@ -642,6 +642,12 @@ class KindsMixin:
         if m in K.CONCRETIZING_METHODS or m in K.STR_ONLY_METHODS or m in K.METADATA_METHODS:
             return 0
         recv_node = func.value
+        if m != "format" and self._is_str_constant(recv_node, fn):
+            # ``'/'.join(path)``: a str method returns Python values (and raises on a tracer);
+            # ``"{}".format(x)`` is a str too, but one that shows x's tracer, which JAX101 reports
+            return 0
+        if m == "keys" and not call.args and not call.keywords and self.resolve_callable(func, fn) is None:
+            return CONTAINER   # a mapping's keys are hashable, and tracers are not: never traced
         if m in K.CONTAINER_RESULT_METHODS:
             # ``variables.unfreeze()``: a Python dict of what the receiver holds
             return CONTAINER | (self.kind(recv_node, fn) & TRACED_BITS)

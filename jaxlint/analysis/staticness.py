@@ -48,6 +48,12 @@ STATIC_RULES: Tuple[StaticRule, ...] = (
                "`jax.device_count()`, tree structures: Python values", "knowledge.STATIC_RESULT_CALLS"),
     StaticRule("static_result", "a function whose every `return` is one of the above (a shape, a count), "
                "in this module or exported from another", "flow.FlowMixin.static_result"),
+    StaticRule("str_methods", "what a method of a `str` returns (`'/'.join(path)`, `s.split('/')`): "
+               "a `str` is never a tracer, and its methods raise on one (`format` excepted, whose "
+               "result shows the tracer it formats)", "kinds.KindsMixin._method_call_kind"),
+    StaticRule("hashable_keys", "the keys of a mapping (`d.keys()`, the key of `d.items()`): tracers are "
+               "unhashable, so no tracer is ever a dict key", "kinds.KindsMixin._method_call_kind, "
+               "kinds.KindsMixin._iter_element_kind"),
     StaticRule("axis_size", "`lax.psum(1, axis)`: the size of a mapped axis", "knowledge.AXIS_SIZE_REDUCTIONS"),
 )
 
