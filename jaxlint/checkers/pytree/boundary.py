@@ -62,6 +62,8 @@ def _resolve(m: SemanticModel, call: ast.Call, scope: Function, decorated) -> Op
         return None
     target = m.resolve_callable(f, scope)
     if target is None:
+        target = stored_callable(m, f, scope)
+    if target is None:
         return None
     fn = target.function
     if target.transforms:
@@ -90,6 +92,46 @@ def _resolve(m: SemanticModel, call: ast.Call, scope: Function, decorated) -> Op
     starred |= {id(k.value) for k in call.keywords if k.arg is None}
     pairs = [(p, a) for p, a in pairs if id(a) not in starred]
     return Crossing(call, scope, fn, tr, tcall, traced, pairs)
+
+
+def self_assignments(m: SemanticModel, attr: ast.Attribute, scope: Function):
+    """[(value, method, whole)] for every assignment to ``self.<attr>`` in the methods of the
+    plain class whose method ``scope`` is (or is nested in), ``attr`` being ``self.<name>``
+    there; ``whole`` is False for an element of an unpacked target; None when ``attr`` is not
+    such an attribute or some binding is not a plain assignment (``+=``, ``setattr``)."""
+    if not isinstance(attr, ast.Attribute) or not isinstance(attr.value, ast.Name):
+        return None
+    method = scope.enclosing_method()
+    if method is None or method.cls is None or attr.value.id != method.self_name:
+        return None
+    out = []
+    for meth in method.cls.methods.values():
+        for node in meth.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+                    return None
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Attribute) and n.attr == attr.attr and \
+                            isinstance(n.value, ast.Name) and n.value.id == meth.self_name:
+                        if isinstance(node, ast.AugAssign) or node.value is None:
+                            return None
+                        out.append((node.value, meth, n is t))
+    return out
+
+
+def stored_callable(m: SemanticModel, f: ast.expr, scope: Function) -> Optional[CallTarget]:
+    """``self.step`` bound once, in a method of the class, to a callable of this module
+    (``self.step = jax.jit(self._step)``): what that binding resolves to."""
+    found = self_assignments(m, f, scope) if isinstance(f, ast.Attribute) else None
+    if not found or len(found) != 1 or not found[0][2]:
+        return None
+    value, meth, _ = found[0]
+    if not isinstance(value, (ast.Call, ast.Attribute, ast.Name)):
+        return None
+    return m.resolve_callable(value, meth)
 
 
 def traced_params(m: SemanticModel, fn: Function, tr: K.Transform, tcall: Optional[ast.Call],

@@ -7,6 +7,7 @@ import ast
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 from ...analysis import ClassInfo, Function, SemanticModel
+from .boundary import self_assignments, stored_callable
 
 # bases that keep a class a plain Python object
 PLAIN_BASES = frozenset({"object", "abc.ABC"})
@@ -14,9 +15,13 @@ PLAIN_BASES = frozenset({"object", "abc.ABC"})
 # shown with JAX, ``TypeError: Error interpreting argument ... as an abstract array``)
 PLAIN_DECORATORS = frozenset({"dataclasses.dataclass", "functools.total_ordering"})
 _MAX_DEPTH = 6
-# methods that make JAX see through (or convert) an object
-PYTREE_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys",
-                            "__jax_array__", "__array__"})
+# methods that make JAX convert an object to an array
+PYTREE_METHODS = frozenset({"__jax_array__", "__array__"})
+# the protocol of ``jax.tree_util.register_pytree_node_class``: a class defining it is a pytree
+# only once registered (the decorator, or a ``register_pytree_node(...)`` call naming it);
+# defined and never registered, JAX treats its instances as opaque leaves (shown with JAX:
+# ``TypeError: ... is not a valid JAX type``)
+FLATTEN_METHODS = frozenset({"tree_flatten", "tree_unflatten", "tree_flatten_with_keys"})
 
 
 class PlainClasses:
@@ -63,6 +68,10 @@ class PlainClasses:
             return False
         return info.name not in self.registered()
 
+    def unregistered_pytree(self, info: ClassInfo) -> bool:
+        """A plain class that defines the pytree-node methods but is never registered."""
+        return bool(FLATTEN_METHODS & set(info.methods)) and self.is_plain(info)
+
     def registered(self) -> Set[str]:
         """Names handed to a ``register...`` call anywhere in the module."""
         if self._registered is None:
@@ -98,6 +107,8 @@ class PlainClasses:
             if got is not None:
                 return got
             return self._returned_by(e, scope, _depth, seen)
+        if isinstance(e, ast.Attribute):
+            return self._attribute_class(e, scope, _depth, seen)
         if not isinstance(e, ast.Name):
             return None
         owner = self.m.resolve_scope(e.id, scope)
@@ -125,6 +136,31 @@ class PlainClasses:
             found = got
         return found
 
+    def _attribute_class(self, e: ast.Attribute, scope: Function, depth: int, seen) -> Optional[ClassInfo]:
+        """``self.state`` in a method of a class of this module: the plain class every assignment
+        to the attribute in the class's methods gives it (``self.state = State(...)`` in
+        ``__init__``, ``self.state = self.step(self.state, batch)`` where the step -- jitted or
+        not -- returns a new ``State(...)``)."""
+        found = self_assignments(self.m, e, scope)
+        if not found:
+            return None
+        method = scope.enclosing_method()
+        key = (id(method.cls), "self." + e.attr)
+        if key in seen:
+            return None
+        seen = seen | {key}
+        one: Optional[ClassInfo] = None
+        for value, meth, whole in found:
+            if not whole:
+                return None
+            got = self.instance_of(value, meth, depth + 1, seen)
+            if got is None and isinstance(value, ast.Call):
+                got = self._returned_by(value, meth, depth, seen, through_transforms=True)
+            if got is None or (one is not None and got is not one):
+                return None
+            one = got
+        return one
+
     def evidence(self, e: ast.expr, scope: Function) -> Tuple[Optional[ClassInfo], bool]:
         """``(instance_of(e, scope), certain)``: ``certain`` is False when the answer rests on a
         parameter (its annotation, this module's calls of the function, or how it is read)."""
@@ -151,13 +187,19 @@ class PlainClasses:
             return self._constructed(ast.Call(func=e, args=[], keywords=[]), scope)
         return None
 
-    def _returned_by(self, call: ast.Call, scope: Function, depth: int, seen) -> Optional[ClassInfo]:
+    def _returned_by(self, call: ast.Call, scope: Function, depth: int, seen,
+                     through_transforms: bool = False) -> Optional[ClassInfo]:
         """The plain class every ``return`` of the (untransformed) function of this module
-        that ``call`` calls returns an instance of."""
-        if not isinstance(call.func, (ast.Name, ast.Attribute)):
+        that ``call`` calls returns an instance of (``through_transforms``: jitted too -- what
+        a binding holds when the call did not raise)."""
+        if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
             return None
         target = self.m.resolve_callable(call.func, scope)
-        if target is None or target.transforms:
+        if target is None and through_transforms:
+            target = stored_callable(self.m, call.func, scope)
+        if target is None or (target.transforms and not through_transforms):
+            return None
+        if isinstance(call.func, ast.Call) and not target.transforms:
             return None
         fn = target.function
         if fn.node is None or isinstance(fn.node, ast.Lambda):

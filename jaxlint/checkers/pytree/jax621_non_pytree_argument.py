@@ -27,7 +27,14 @@ class NonPytreeArgument(Rule):
     function nothing here calls -- one read only through the class's
     attributes by a function that returns a new instance
     (`def step(p): ... return Particle(p.pos + v, p.vel, p.mass)`); findings
-    that rest on a parameter are `inferred`.
+    that rest on a parameter are `inferred`. An attribute of a trainer
+    (`self.state`) counts when every assignment to it in the class's methods
+    is an instance of the class (a step -- jitted or not -- that returns a new
+    one included), and `self.step = jax.jit(self._step)` is followed to the
+    method it jits. A class that defines `tree_flatten`/`tree_unflatten` but
+    that nothing in the module registers is a plain class too. When a call
+    of a function is flagged for its argument, its returns are not flagged
+    again (the call raises before returning).
 
     ## Why is this bad?
     In PyTorch you keep tensors in any object you like (a config, a `State`
@@ -83,6 +90,7 @@ class NonPytreeArgument(Rule):
         if not any(plain.is_plain(info) for info in m.classes.values()):
             return
         seen = set()
+        flagged = set()     # functions an argument was flagged for: their calls raise before returning
         for cr in crossings(m):
             for p, a in cr.pairs:
                 if p not in cr.traced:
@@ -91,12 +99,13 @@ class NonPytreeArgument(Rule):
                 if info is None or id(cr.call) in seen:
                     continue
                 seen.add(id(cr.call))   # one finding per call: the first plain argument
+                flagged.add(id(cr.function))
                 yield self._plain(ctx, a, info, certain,
                                   f"`{short(a)}` is a plain `{info.name}` object passed as traced argument `{p}` "
                                   f"of `{cr.function.qualname}` ({cr.transform.verb} `{cr.transform.label}`): "
                                   f"JAX only sees through pytrees and raises `TypeError`", f"make `{p}` static")
         yield from self._lax(ctx, plain)
-        yield from self._returns(ctx, plain)
+        yield from self._returns(ctx, plain, flagged)
 
     def _lax(self, ctx: Context, plain) -> Iterator[Finding]:
         m = ctx.model
@@ -112,9 +121,11 @@ class NonPytreeArgument(Rule):
                                       "pass its arrays")
                     break
 
-    def _returns(self, ctx: Context, plain) -> Iterator[Finding]:
+    def _returns(self, ctx: Context, plain, flagged) -> Iterator[Finding]:
         m = ctx.model
         for fn in m.functions:
+            if id(fn) in flagged:
+                continue    # one pitfall, one finding: the call raises on its argument first
             tr = self._direct_transform(ctx, fn)
             if tr is None or tr.kind == "grad":
                 continue
@@ -130,8 +141,12 @@ class NonPytreeArgument(Rule):
 
     def _plain(self, ctx: Context, node: ast.expr, info, certain: bool, problem: str, remedy: str) -> Finding:
         """The finding for a plain object at ``node``: what JAX does with it, then the one advice."""
-        msg = (f"{problem}; register `{info.name}` as a pytree (`flax.struct.dataclass`, `eqx.Module`, "
-               f"`jax.tree_util.register_dataclass`) or {remedy}")
+        if plain_classes(ctx.model).unregistered_pytree(info):
+            msg = (f"{problem}; `{info.name}` defines `tree_flatten`/`tree_unflatten` but is never registered: "
+                   f"decorate it with `@jax.tree_util.register_pytree_node_class`")
+        else:
+            msg = (f"{problem}; register `{info.name}` as a pytree (`flax.struct.dataclass`, `eqx.Module`, "
+                   f"`jax.tree_util.register_dataclass`) or {remedy}")
         return ctx.finding(self, node, msg, confidence=CERTAIN if certain else INFERRED)
 
     @staticmethod
