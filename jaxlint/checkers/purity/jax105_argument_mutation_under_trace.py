@@ -30,7 +30,10 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     empties the caller's dict in eager runs and not in jitted ones), an
     attribute filled once under `if self.x is None:` (a cache) or set to a
     tree of axis-name tuples (`tree_map(lambda x: tuple(x.names), cache)`:
-    static metadata, the same on every trace), the carry of a
+    static metadata, the same on every trace) or to a literal or a
+    module-level function or class (`self.update_fn = _full_update` chosen by
+    static configuration: the same value on every trace, so storing it once
+    loses nothing), the carry of a
     `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
     (`nnx.jit` propagates object mutations).
 
@@ -98,6 +101,9 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             return None   # a tree of axis-name tuples: the same static metadata on every trace
         if w.kind == "attr" and value_traced(facts.model, fn, w.values[:1]) is not None:
             return None   # a traced value: JAX106
+        if w.kind == "attr" and isinstance(w.node, ast.Assign) and w.values \
+                and _trace_invariant(facts.model, fn, w.values[0]):
+            return None   # the same module-level function or constant on every trace: once is enough
         return (f"`{w.describe()}` mutates `{w.root.id}` inside {fn.trace_description()}; it runs once at "
                 f"trace time, not on every call — keep the state in arguments and return values")
 
@@ -170,6 +176,21 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
                 return False
             e = e.value
         return e is w.root and facts.container_param(fn, p)
+
+
+def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr) -> bool:
+    """``self.update_fn = _condition_on`` / ``self.mode = "train"``: a literal, or a module-level
+    function or class -- a value no call can change, so storing it once at trace time is the same
+    as storing it on every call (an idempotent write; ``self.n += 1`` is not one)."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Name):
+        scope = m.resolve_scope(value.id, fn)
+        if scope is None or not scope.is_module:
+            return False
+        bs = m.lookup(value.id, scope)
+        return bool(bs) and all(b.kind in ("def", "class") for b in bs)
+    return False
 
 
 def _callers_read_back(m: SemanticModel, fn: Function, p: str) -> bool:
