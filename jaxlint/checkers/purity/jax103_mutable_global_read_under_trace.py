@@ -37,7 +37,9 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     they are constants by the time anything is traced. Nor is a global that
     the one function tracing the reader sets first, from values that do not
     depend on its arguments (`global BATCH; BATCH = n_devices * 8` and then
-    `jax.jit(gen_data)`): every trace sees the same value.
+    `jax.jit(gen_data)`): every trace sees the same value. Nor is a name
+    whose every binding is the same literal (`dim_in = 28 ** 2` run again
+    when a notebook cell is re-run): the rebinding changes nothing.
 
     ## Why is this bad?
     In PyTorch, `w - learning_rate * g` reads the current `learning_rate`
@@ -220,9 +222,32 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 where = "at module level" if mut.fn.is_module else f"by {mut.fn.display()}"
                 return f"is mutated {where} (line {mut.line})"
         rb = b.rebinding_after(scope, name, after)
-        if rb is not None:
+        if rb is not None and not _one_literal_value(b, scope, name):
             return f"is rebound at line {rb.line}"
         return None
+
+
+def _literal(e: Optional[ast.AST]) -> bool:
+    """A value written out in literals: ``28 ** 2``, ``(64, 64)``, ``"adam"``, ``-1e-3``."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp):
+        return _literal(e.operand)
+    if isinstance(e, ast.BinOp):
+        return _literal(e.left) and _literal(e.right)
+    if isinstance(e, ast.Tuple):
+        return all(_literal(x) for x in e.elts)
+    return False
+
+
+def _one_literal_value(b, scope: Function, name: str) -> bool:
+    """Every binding of ``name`` stores the same literal value (a notebook cell that runs
+    ``dim = 28 ** 2`` again): rebinding it changes nothing a trace could have baked in."""
+    bs = b.scope(scope).get(name)
+    if not bs or any(x.kind != "assign" or not _literal(x.value) for x in bs):
+        return False
+    first = ast.dump(bs[0].value)
+    return all(ast.dump(x.value) == first for x in bs[1:])
 
 
 def _mutates(mut: Mutation, container: bool) -> bool:
