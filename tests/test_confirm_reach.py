@@ -3,10 +3,17 @@ and reasons that name the cause."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
+from jaxlint.analysis import SourceFile
+from jaxlint.checkers import Finding
 from jaxlint.cli import main
+from jaxlint.confirm import ConfirmOptions, confirm_results
+from jaxlint.confirm.specs import ConfirmConfig
+from jaxlint.engine import FileResult
 from jaxlint.confirm.plan import module_location
 from jaxlint.confirm.reasons import import_failure, timed_out
 
@@ -83,3 +90,73 @@ def test_device_gpu_with_a_fake_backend(tmp_path, monkeypatch):
     c = res[0].findings[0].confirmation
     assert c["status"] == "confirmed" and c["backend"] == "gpu", c
     assert summary.device["device_kind"].startswith("gpu (faked on ")
+
+
+FX = Path(__file__).resolve().parent / "confirm_fixtures"
+REACH = FX / "cf_reach.py"
+REACH_TAG = re.compile(r"#\s*reach:\s*([\w-]+)")
+KEY_REUSE = ("JAX401", "PRNG key `{k}` is reused: already consumed by `jax.random.{f}` on line {first}, "
+                       "then by `jax.random.{f}`")
+REACH_FINDINGS = {
+    "instance-jit": KEY_REUSE[1].format(k="subkey", f="randint", first="{first}"),
+    "instance-split": KEY_REUSE[1].format(k="k2", f="randint", first="{first}"),
+    "instance-plain": KEY_REUSE[1].format(k="key", f="normal", first="{first}"),
+    "instance-no-ctor": KEY_REUSE[1].format(k="key", f="uniform", first="{first}"),
+    "instance-print-plain": "`print` of traced value `x` inside `_step`",
+    "instance-print-jit": "`print` of traced value `x` inside `_jstep`",
+}
+
+
+@pytest.fixture(scope="module")
+def reach_verdicts():
+    src = SourceFile.from_path(str(REACH))
+    findings = {}
+    for i, text in enumerate(src.text.splitlines(), 1):
+        m = REACH_TAG.search(text)
+        if m:
+            tag = m.group(1)
+            code = "JAX101" if "print" in tag else "JAX401"
+            findings[tag] = Finding(code, "t", str(REACH), i, 0, i, 1, REACH_FINDINGS[tag].format(first=i - 1))
+    res = [FileResult(str(REACH), list(findings.values()), source=src)]
+    confirm_results(res, ConfirmConfig(root=str(FX)), ConfirmOptions(timeout=120))
+    return {k: f.confirmation for k, f in findings.items()}
+
+
+def _text(c):
+    return c.get("evidence") or c.get("reason")
+
+
+@pytest.mark.slow
+def test_a_transform_a_constructor_binds_is_called_on_the_instance(reach_verdicts):
+    # `self.reset = jax.jit(reset)` in `__init__`: `_reset_state` is nested and nothing module-level
+    # reaches it, but `Grid()` (its defaults) has the program's own jitted `reset`
+    c = reach_verdicts["instance-jit"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_reach:Grid().reset" and "KeyReuseError" in c["evidence"]
+    assert "key=key[] (concrete, synthesized)" in c["arguments"]
+    # the lookalike that splits before each use: the same entry, run, finds no reuse
+    c = reach_verdicts["instance-split"]
+    assert c["status"] == "not-confirmed", _text(c)
+    assert c["entry"] == "cf_reach:Grid().respawn"
+
+
+@pytest.mark.slow
+def test_a_plain_function_a_constructor_binds_shows_key_reuse_only(reach_verdicts):
+    # `self.noise = _noise` (no transform here): run as it is, a reuse shows all the same
+    c = reach_verdicts["instance-plain"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_reach:Grid().noise"
+    # ... but what only a trace shows (a `print` handed a tracer) is not judged by an eager run of
+    # a function the program may trace elsewhere
+    c = reach_verdicts["instance-print-plain"]
+    assert c["status"] == "unreached", _text(c)
+    c = reach_verdicts["instance-print-jit"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_reach:Printer().jstep"
+
+
+@pytest.mark.slow
+def test_an_instance_that_cannot_be_constructed_stays_unreached(reach_verdicts):
+    c = reach_verdicts["instance-no-ctor"]
+    assert c["status"] == "unreached", _text(c)
+    assert "cannot construct `FromSpec" in c["reason"]

@@ -612,18 +612,23 @@ def _entry(model: SemanticModel, fn: Function, cfg: ConfirmConfig, module: Optio
         e["candidates"] = [] if e["no_inputs"] else cands
         e["suggest"] = callsites.suggestion(f"{module or path}:{qual}", (cands or [None])[0], e["params"])
     if fn.cls is not None:
-        e["ctor"] = cfg.spec_for(module, path, fn.cls.name)
-        init = model.class_method(fn.cls, "__init__")
-        e["ctor_params"] = _param_info(model, init, cfg) if init is not None else _field_params(model, fn.cls, cfg)
-        if init is not None:       # unannotated constructor parameters: from their uses in __init__
-            uses = synth.param_uses(model, init)
-            for p in e["ctor_params"]:
-                if p["ann"] is None and not p["has_default"] and p["name"] in uses and uses[p["name"]].known:
-                    try:
-                        p["ann"] = synth.spec_of(uses[p["name"]], 1, cfg.dim_size, False, p["name"])
-                    except synth.Unbuildable:
-                        pass
+        _ctor_info(model, fn.cls, cfg, module, path, e)
     return e
+
+
+def _ctor_info(model: SemanticModel, cls, cfg: ConfirmConfig, module: Optional[str], path: str, e: dict) -> None:
+    """How to construct an instance of ``cls``: its declaration, or its constructor's parameters."""
+    e["ctor"] = cfg.spec_for(module, path, cls.name)
+    init = model.class_method(cls, "__init__")
+    e["ctor_params"] = _param_info(model, init, cfg) if init is not None else _field_params(model, cls, cfg)
+    if init is not None:       # unannotated constructor parameters: from their uses in __init__
+        uses = synth.param_uses(model, init)
+        for p in e["ctor_params"]:
+            if p["ann"] is None and not p["has_default"] and p["name"] in uses and uses[p["name"]].known:
+                try:
+                    p["ann"] = synth.spec_of(uses[p["name"]], 1, cfg.dim_size, False, p["name"])
+                except synth.Unbuildable:
+                    pass
 
 
 def partial_bound(model: SemanticModel, fn: Function) -> List[str]:
@@ -641,39 +646,89 @@ def partial_bound(model: SemanticModel, fn: Function) -> List[str]:
     return sorted(out or ())
 
 
-def bound_transforms(model: SemanticModel, fn: Function) -> List[Tuple[str, Function, int, tuple]]:
-    """``(name, traced function, vmap layers, (positional, keywords) a partial binds)`` for each
-    module-level ``name = T1(T2(...(f)))`` (``partial(f, ...)`` innermost allowed) whose
-    innermost function ``f`` leads to ``fn`` (``fn`` itself, or a traced caller on its way): calling
-    ``name`` runs the program's own transforms.  Only plain ``jit``/``vmap`` chains (default axes)."""
+def _traced_chain(fn: Function) -> List[Function]:
+    """``fn`` and its traced callers, nearest first (what a transform applied to any of them runs)."""
     chain: List[Function] = []
     cur: Optional[Function] = fn
     while cur is not None and cur not in chain and not cur.is_module:
         chain.append(cur)
         ctx = cur.primary_context
         cur = ctx.caller if ctx is not None else None
+    return chain
+
+
+def _unwrap_transforms(model: SemanticModel, value: ast.expr):
+    """``(innermost node, vmap layers, (positional, keywords) a partial binds or None)`` of
+    ``T1(T2(...(f)))`` (``partial(f, ...)`` innermost allowed; only plain ``jit``/``vmap``, default axes)."""
+    node, vmaps, bound = value, 0, None
+    while isinstance(node, ast.Call) and node.args:
+        q = model.call_qualname(node) or ""
+        if q in K.PARTIAL and bound is None and not any(isinstance(a, ast.Starred) for a in node.args) \
+                and all(k.arg for k in node.keywords):
+            bound = (len(node.args) - 1, {k.arg for k in node.keywords})     # partial(f, a, k=v)
+            node = node.args[0]
+            continue
+        tr = K.TRANSFORMS.get(q)
+        if bound is not None or tr is None or tr.kind not in ("jit", "vmap") or len(node.args) != 1 or \
+                any(k.arg not in ("static_argnames",) for k in node.keywords):
+            break
+        vmaps += tr.kind == "vmap"
+        node = node.args[0]
+    return node, vmaps, bound
+
+
+def bound_transforms(model: SemanticModel, fn: Function) -> List[Tuple[str, Function, int, tuple]]:
+    """``(name, traced function, vmap layers, (positional, keywords) a partial binds)`` for each
+    module-level ``name = T1(T2(...(f)))`` (``partial(f, ...)`` innermost allowed) whose
+    innermost function ``f`` leads to ``fn`` (``fn`` itself, or a traced caller on its way): calling
+    ``name`` runs the program's own transforms.  Only plain ``jit``/``vmap`` chains (default axes)."""
+    chain = _traced_chain(fn)
     out = []
     for stmt in model.tree.body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             continue
-        node, vmaps, bound = stmt.value, 0, None
-        while isinstance(node, ast.Call) and node.args:
-            q = model.call_qualname(node) or ""
-            if q in K.PARTIAL and bound is None and not any(isinstance(a, ast.Starred) for a in node.args) \
-                    and all(k.arg for k in node.keywords):
-                bound = (len(node.args) - 1, {k.arg for k in node.keywords})     # partial(f, a, k=v)
-                node = node.args[0]
-                continue
-            tr = K.TRANSFORMS.get(q)
-            if bound is not None or tr is None or tr.kind not in ("jit", "vmap") or len(node.args) != 1 or \
-                    any(k.arg not in ("static_argnames",) for k in node.keywords):
-                break
-            vmaps += tr.kind == "vmap"
-            node = node.args[0]
+        node, vmaps, bound = _unwrap_transforms(model, stmt.value)
         target = model.function_for_def(node) if isinstance(node, ast.Lambda) else (
             model.lookup_function(node.id, model.module) if isinstance(node, ast.Name) else None)
         if target is not None and target in chain and node is not stmt.value:
             out.append((stmt.targets[0].id, target, vmaps, bound or (0, set())))
+    return out
+
+
+def _defining_init(fn: Function) -> Optional[Function]:
+    """The constructor (``__init__`` of a module-level class) whose body defines ``fn``, or None."""
+    cur = fn.parent
+    while cur is not None and not cur.is_module:
+        if cur.cls is not None and cur.name == "__init__" and _addressable(cur):
+            return cur
+        cur = cur.parent
+    return None
+
+
+def instance_bindings(model: SemanticModel, fn: Function) -> List[Tuple[str, Function, Function, int, bool]]:
+    """``(attribute, constructor, traced function, vmap layers, transformed)`` for each
+    ``self.ATTR = T1(T2(...(g)))`` or ``self.ATTR = g`` in the ``__init__`` that defines ``fn``
+    (environments that build their ``reset``/``step`` as nested functions), ``g`` a function of that
+    constructor leading to ``fn``: the constructed instance's attribute is the program's own callable."""
+    init = _defining_init(fn)
+    if init is None or not init.params:
+        return []
+    me = init.params[0]
+    chain = _traced_chain(fn)
+    out = []
+    for stmt in ast.walk(init.node):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1) or _containing(model, stmt.lineno) is not init:
+            continue
+        tgt = stmt.targets[0]
+        if not (isinstance(tgt, ast.Attribute) and isinstance(tgt.value, ast.Name) and tgt.value.id == me):
+            continue
+        node, vmaps, bound = _unwrap_transforms(model, stmt.value)
+        if bound is not None:
+            continue
+        target = model.function_for_def(node) if isinstance(node, ast.Lambda) else (
+            model.lookup_function(node.id, init) if isinstance(node, ast.Name) else None)
+        if target is not None and target in chain:
+            out.append((tgt.attr, init, target, vmaps, node is not stmt.value))
     return out
 
 
@@ -714,6 +769,21 @@ def _bound_entry(model: SemanticModel, name: str, target: Function, vmaps: int, 
             dict(c, args=[_batched(a, vmaps, cfg.dim_size) for a in c["args"]],
                  kwargs={k: _batched(a, vmaps, cfg.dim_size) for k, a in c["kwargs"].items()}) for c in cands]
         e["suggest"] = callsites.suggestion(f"{module or path}:{name}", (e["candidates"] or [None])[0], params)
+    return e
+
+
+def _instance_entry(model: SemanticModel, attr: str, init: Function, target: Function, vmaps: int,
+                    transformed: bool, cfg: ConfirmConfig, module: Optional[str], path: str) -> dict:
+    """The entry of a callable a constructor binds to its instance (``self.reset = jax.jit(reset)``):
+    the class constructed as for a method, the attribute called as the program calls it."""
+    cls = init.cls
+    qual = f"{cls.name}().{attr}"
+    e = _bound_entry(model, qual, target, vmaps, cfg, module, path)
+    e.update(owner=cls.name, owner_kind=cls.module_kind, attr=attr, instance_attr=True,
+             basis_why=f"what `{cls.name}.__init__` binds to `self.{attr}`: "
+             + (f"a transform of {target.display()}" if transformed else target.display())
+             + ", called as the program calls it")
+    _ctor_info(model, cls, cfg, module, path, e)
     return e
 
 
@@ -814,6 +884,16 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
             for name, target, vmaps, bound_args in bound_transforms(model, fn):
                 if name not in entries:
                     entries[name] = _bound_entry(model, name, target, vmaps, cfg, module, path, bound_args)
+                bound.append(name)
+            # a callable the constructor that defines the line binds to its instance
+            # (`self.reset = jax.jit(reset)`): a transform, or (key reuse, which shows run eagerly
+            # too) the function itself
+            for attr, init, target, vmaps, transformed in instance_bindings(model, fn):
+                if not transformed and strategy != "key-reuse":
+                    continue
+                name = f"{init.cls.name}().{attr}"
+                if name not in entries:
+                    entries[name] = _instance_entry(model, attr, init, target, vmaps, transformed, cfg, module, path)
                 bound.append(name)
             # the module's own eager code that leads to the line (a training loop calling the jitted
             # step a factory returns): run as the program runs it, its transforms trace the line

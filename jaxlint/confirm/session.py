@@ -354,7 +354,7 @@ def resolve_entry(module, entry: dict, job_cfg: dict) -> Entry:
     cls = getattr(module, owner, None)
     if cls is None:
         raise Unresolved(f"class `{owner}` not found in module `{module.__name__}`")
-    meth_name = qual.split(".", 1)[1]
+    meth_name = entry["attr"] if entry.get("instance_attr") else qual.split(".", 1)[1]
     if entry.get("staticmethod"):
         fn = inspect.unwrap(getattr(cls, meth_name))
         return Entry(qual, fn, function=fn)
@@ -364,6 +364,11 @@ def resolve_entry(module, entry: dict, job_cfg: dict) -> Entry:
         raise
     except Exception as exc:
         raise Unresolved(f"cannot construct `{owner}()`: {type(exc).__name__}: {_first_line(exc)}") from None
+    if entry.get("instance_attr"):   # what the constructor bound (`self.reset = jax.jit(reset)`)
+        obj = vars(inst).get(meth_name) if hasattr(inst, "__dict__") else None
+        if not callable(obj):
+            raise Unresolved(f"`{owner}()` has no callable `{meth_name}` of its own after construction")
+        return Entry(qual, obj, inst, None)
     if entry.get("owner_kind") == "linen":
         method = None if meth_name == "__call__" else meth_name
 

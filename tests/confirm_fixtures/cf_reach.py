@@ -1,0 +1,59 @@
+"""Reach shapes (issue 22): callables a constructor binds to its instance (environments that build
+their `reset`/`step` as nested functions of `__init__`)."""
+import jax
+import jax.numpy as jnp
+
+
+class Grid:
+    def __init__(self, num_agents=2, size=5):
+        self.num_agents = num_agents
+
+        def _reset_state(key):
+            key, subkey = jax.random.split(key)
+            pos = jax.random.randint(subkey, (num_agents,), 0, size)
+            heading = jax.random.randint(subkey, (num_agents,), 0, 4)  # reach: instance-jit
+            return pos, heading
+
+        def _respawn(key):
+            k1, k2 = jax.random.split(key)
+            pos = jax.random.randint(k1, (num_agents,), 0, size)
+            heading = jax.random.randint(k2, (num_agents,), 0, 4)  # reach: instance-split
+            return pos, heading
+
+        def _noise(key):
+            a = jax.random.normal(key, (num_agents,))
+            b = jax.random.normal(key, (num_agents,))  # reach: instance-plain
+            return a + b
+
+        def reset(key):
+            return _reset_state(key)
+
+        self.reset = jax.jit(reset)
+        self.respawn = jax.jit(_respawn)
+        self.noise = _noise
+
+
+class FromSpec:
+    def __init__(self, spec):
+        n = spec.size()
+
+        def _draw(key):
+            a = jax.random.uniform(key, (n,))
+            b = jax.random.uniform(key, (n,))  # reach: instance-no-ctor
+            return a - b
+
+        self.draw = jax.jit(_draw)
+
+
+class Printer:
+    def __init__(self, scale=2.0):
+        def _step(x):
+            print("x", x)  # reach: instance-print-plain
+            return x * scale
+
+        def _jstep(x):
+            print("x", x)  # reach: instance-print-jit
+            return jnp.tanh(x) * scale
+
+        self.step = _step
+        self.jstep = jax.jit(_jstep)
