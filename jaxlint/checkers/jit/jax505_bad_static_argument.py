@@ -49,8 +49,14 @@ class BadStaticArgument(Rule):
     not have; a static parameter that receives an array, a list or a dict at a
     call site in this module (directly, through a local or module-level
     constant, or a `self.<attr>` set in `__init__`); a static parameter that
-    receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`),
-    so it changes on every call; and `@jax.jit` applied directly to a method
+    receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
+    or a value the loop recomputes -- from its counter (an annealed temperature
+    `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
+    learning rate, `lr = lr * decay`) or as a maximum over each batch
+    (`max(len(s) for s in batch)`) -- so it changes on every call (where the
+    loop's bounds and the numbers are literals, the message says how many
+    programs the loop builds; fewer than three distinct values are left
+    alone); and `@jax.jit` applied directly to a method
     whose class is not a registered pytree, so `self` is passed as an array
     argument.
 
@@ -278,11 +284,21 @@ class BadStaticArgument(Rule):
                     continue
                 loop = _changing_in_loop(ctx, a, cs.scope, call)
                 if loop is None:
-                    continue
+                    change = _derived_change(ctx, a, cs.scope, call)
+                    if change is None:
+                        continue
+                    how, programs = change
+                    msg = (f"`{short(a, 30)}` {how}, but is static argument `{p}` of {fn.display()}: JAX "
+                           f"compiles a new program for every new value{programs}; pass `{p}` as a regular "
+                           f"(traced) argument")
+                    yield ctx.finding(self, a, msg)
+                    break
                 kind = "loop" if not isinstance(loop, ast.While) else "`while` loop"
+                n = _literal_iterations(loop, cs.scope, ctx.model)
+                count = f": the loop builds {n} programs" if n is not None else " (each call recompiles)"
                 msg = (f"`{short(a, 30)}` changes on every iteration of the {kind} at line {loop.lineno} but is "
-                       f"static argument `{p}` of {fn.display()}: JAX compiles it again for every new value "
-                       f"(each call recompiles); pass `{p}` as a regular (traced) argument")
+                       f"static argument `{p}` of {fn.display()}: JAX compiles it again for every new value"
+                       f"{count}; pass `{p}` as a regular (traced) argument")
                 yield ctx.finding(self, a, msg)
                 break
 
@@ -483,3 +499,324 @@ def _wrapped_below(m: SemanticModel, site, fn) -> bool:
         if q is None or K.transform_for(q) is None:
             return True
     return False
+
+
+# ----------------------------------------------------------------- values derived in a loop
+# A static argument whose value the loop recomputes: from the counter (``temp = t0 * 0.95 **
+# epoch``), from its own previous value (``lr = lr * decay``), or from each batch (``max_len =
+# max(len(s) for s in batch)``).  Where every number is a literal and the loop is a literal
+# ``range``, the values are computed and the programs counted; otherwise only arithmetic that
+# keeps changing (+, -, *, /, ** on non-literal operands, max/min clamps) is reported.
+_ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_EVAL_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+             ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b, ast.FloorDiv: lambda a, b: a // b,
+             ast.Mod: lambda a, b: a % b}
+_EVAL_CALLS = {"max": max, "min": min, "abs": abs, "float": float, "int": int, "round": round}
+# reductions over a batch: each batch's maximum (or minimum) length
+_REDUCTIONS = frozenset({"max", "min"})
+_MAX_SIMULATED = 100_000
+# fewer distinct values than this are a few specialised programs (a two-stage schedule, a
+# warm-up flag), often on purpose, as ``step % 2`` is
+_FEW_PROGRAMS = 3
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _enclosing_loops(scope: Function, call: ast.Call) -> List[ast.stmt]:
+    """The loops of ``scope`` whose body holds ``call``, innermost first."""
+    pos = (call.lineno, call.col_offset)
+    out = []
+    for loop in scope.of_type(ast.For, ast.AsyncFor, ast.While):
+        if not loop.body:
+            continue
+        first, last = loop.body[0], loop.body[-1]
+        if (first.lineno, first.col_offset) <= pos <= (last.end_lineno, last.end_col_offset):
+            out.append(loop)
+    return sorted(out, key=lambda lp: -lp.lineno)
+
+
+def _inside(loop: ast.stmt, node: ast.AST) -> bool:
+    return any(n is node for stmt in loop.body for n in ast.walk(stmt))
+
+
+def _bindings(scope: Function, name: str) -> Optional[List[ast.stmt]]:
+    """The statements of ``scope`` binding ``name`` by ``name = v``, ``name op= v`` or
+    ``name: T = v``; None when anything else binds it (a loop target, an unpacking, ``with``,
+    a parameter, ``global``)."""
+    if name in scope.param_nodes or name in scope.globals_declared:
+        return None
+    out = []
+    for node in ast.walk(scope.node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) and \
+                node is not scope.node:
+            continue
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    out.append(node)
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                    return None
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            if isinstance(node.target, ast.Name) and node.target.id == name:
+                if node.value is None:
+                    return None
+                out.append(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.NamedExpr)):
+            t = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+            if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
+                return None
+    return out
+
+
+def _bound_value(node: ast.stmt) -> ast.expr:
+    if isinstance(node, ast.AugAssign):
+        return ast.BinOp(left=ast.Name(id=node.target.id, ctx=ast.Load()), op=node.op, right=node.value)
+    return node.value
+
+
+def _loop_targets(loop: ast.stmt) -> Set[str]:
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _counter_of(loop: ast.stmt, m: SemanticModel, scope: Function) -> Optional[str]:
+    """The counter a ``for`` loop binds: ``i`` of ``range(...)``, the index of ``enumerate``."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+        return None
+    q = m.qualname(loop.iter.func, scope)
+    if q == "range" and isinstance(loop.target, ast.Name):
+        return loop.target.id
+    if q == "enumerate" and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 and \
+            isinstance(loop.target.elts[0], ast.Name):
+        return loop.target.elts[0].id
+    return None
+
+
+def _range_values(loop: ast.stmt, scope: Function, m: SemanticModel) -> Optional[range]:
+    """The literal ``range`` a ``for`` loop runs over (through literal module constants)."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call) or \
+            m.qualname(loop.iter.func, scope) != "range" or loop.iter.keywords or not loop.iter.args:
+        return None
+    try:
+        bounds = [_evaluate(x, {}, scope) for x in loop.iter.args]
+    except _Unknown:
+        return None
+    if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) or len(bounds) > 3:
+        return None
+    try:
+        return range(*bounds)
+    except ValueError:
+        return None
+
+
+def _literal_iterations(loop: ast.stmt, scope: Function, m: SemanticModel) -> Optional[int]:
+    r = _range_values(loop, scope, m)
+    return len(r) if r is not None else None
+
+
+def _constant(name: str, scope: Function) -> object:
+    """The literal number a name bound once, by a plain assignment, holds (seen from ``scope``)."""
+    values = _local_values(scope, name)
+    if len(values) != 1:
+        raise _Unknown
+    v = values[0]
+    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) and isinstance(v.operand, ast.Constant):
+        v = v.operand
+        if isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+            return -v.value
+    if isinstance(v, ast.Constant) and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+        return v.value
+    raise _Unknown
+
+
+def _evaluate(e: ast.expr, env: Dict[str, object], scope: Function) -> object:
+    if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, ast.Name):
+        if e.id in env:
+            return env[e.id]
+        return _constant(e.id, scope)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        return -_evaluate(e.operand, env, scope)
+    if isinstance(e, ast.BinOp) and type(e.op) in _EVAL_OPS:
+        a, b = _evaluate(e.left, env, scope), _evaluate(e.right, env, scope)
+        try:
+            got = _EVAL_OPS[type(e.op)](a, b)
+        except (ArithmeticError, ValueError):
+            raise _Unknown
+        if isinstance(got, complex) or (isinstance(got, float) and got != got):
+            raise _Unknown
+        return got
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in _EVAL_CALLS and \
+            not e.keywords and e.args and not any(isinstance(a, ast.Starred) for a in e.args):
+        args = [_evaluate(a, env, scope) for a in e.args]
+        try:
+            return _EVAL_CALLS[e.func.id](*args)
+        except (ArithmeticError, ValueError, TypeError):
+            raise _Unknown
+    raise _Unknown
+
+
+def _keeps_changing(e: ast.expr, var: str) -> bool:
+    """``e`` is built from ``var`` by arithmetic that gives a new value for a new ``var``:
+    +, -, *, / and ** with other operands that are not literal zeros or ones where that would
+    cancel ``var``, and ``max``/``min`` clamps of such an expression."""
+    if isinstance(e, ast.Name):
+        return e.id == var
+    if isinstance(e, ast.BinOp) and isinstance(e.op, _ARITH):
+        left = _keeps_changing(e.left, var)
+        right = _keeps_changing(e.right, var)
+        if left == right:
+            return False    # var on both sides (or neither): not followed
+        other = e.right if left else e.left
+        if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(other)):
+            return False
+        if isinstance(other, ast.Constant):
+            c = other.value
+            if not isinstance(c, (int, float)) or isinstance(c, bool):
+                return False
+            # an operand that cancels ``var`` (x * 0, 0 ** x, 1 ** x) or leaves it as it is
+            # (x * 1, x + 0, x / 1, x ** 1): no new value from this step
+            if isinstance(e.op, ast.Mult) and c in (0, 1):
+                return False
+            if isinstance(e.op, (ast.Add, ast.Sub)) and c == 0:
+                return False
+            if isinstance(e.op, ast.Pow) and c in (0, 1):
+                return False
+            if isinstance(e.op, ast.Div) and ((left and c in (0, 1)) or (right and c == 0)):
+                return False
+        return True
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("max", "min", "float") and \
+            not e.keywords:
+        changing = [a for a in e.args if _keeps_changing(a, var)]
+        rest = [a for a in e.args if a not in changing]
+        return len(changing) == 1 and not any(isinstance(n, ast.Name) and n.id == var
+                                              for a in rest for n in ast.walk(a))
+    return False
+
+
+def _reduces_over(e: ast.expr, names: Set[str], m: SemanticModel, scope: Function) -> bool:
+    """``e`` holds a maximum (or minimum) taken over something the loop variable ``names``
+    holds: ``max(len(s) for s in batch)``, ``int(lengths.max())``, ``np.max(batch['len'])``."""
+    for n in ast.walk(e):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        if isinstance(f, ast.Name) and f.id in _REDUCTIONS and m.qualname(f, scope) in (None, f.id):
+            args = list(n.args)
+        elif isinstance(f, ast.Attribute) and f.attr in _REDUCTIONS:
+            q = m.qualname(f, scope)
+            args = list(n.args) if q in ("numpy.max", "numpy.min", "jax.numpy.max", "jax.numpy.min",
+                                         "numpy.amax", "numpy.amin") else [f.value] + list(n.args)
+        else:
+            continue
+        if any(isinstance(x, ast.Name) and x.id in names for a in args for x in ast.walk(a)):
+            return True
+    return False
+
+
+def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
+    """(how it changes, the programs it builds) for a static argument the loop around ``call``
+    recomputes on its iterations; None when that is not shown."""
+    m = ctx.model
+    loops = _enclosing_loops(scope, call)
+    if not loops:
+        return None
+    if isinstance(a, ast.Name):
+        binds = _bindings(scope, a.id)
+        if not binds:
+            return None
+        for loop in loops:
+            inside = [b for b in binds if _inside(loop, b)]
+            if not inside:
+                continue
+            if len(inside) != 1:
+                return None
+            outside = [b for b in binds if b not in inside]
+            return _classify(ctx, _bound_value(inside[0]), loop, scope, a.id, outside, inside[0])
+        return None
+    for loop in loops:
+        got = _classify(ctx, a, loop, scope, None, [], None)
+        if got is not None:
+            return got
+    return None
+
+
+def _step_loop(loop: ast.stmt) -> bool:
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return any(_STEP_LOOP.search(n) for n in _names_in(loop.iter) + _names_in(loop.target))
+    return any(_STEP_LOOP.search(n) for n in _names_in(loop.test))
+
+
+def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, name: Optional[str],
+              outside: List[ast.stmt], binding: Optional[ast.stmt]):
+    m = ctx.model
+    threshold = ctx.settings.unrolled_loop_threshold
+    targets = _loop_targets(loop)
+    used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    counter = _counter_of(loop, m, scope)
+    where = f"the loop at line {loop.lineno}"
+    shown = f" (`{short(binding, 40)}`)" if binding is not None else ""
+    # names the loop rebinds, other than the counter and this name: their values are not followed
+    rebound = set()
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            rebound.add(node.id)
+    rebound -= {name} if name else set()
+    rng = _range_values(loop, scope, m)
+    if name is not None and name in used:
+        # updated from its own previous value: lr = lr * decay
+        if used & rebound or not _keeps_changing(value, name):
+            return None
+        before = [b for b in outside if b.lineno < loop.lineno]
+        if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)):
+            return None
+        init = max(before, key=lambda b: b.lineno)
+        values = None
+        if rng is not None and len(rng) <= _MAX_SIMULATED:
+            try:
+                v = _evaluate(init.value, {}, scope)
+                values = []
+                for i in rng:
+                    v = _evaluate(value, {name: v, **({counter: i} if counter else {})}, scope)
+                    values.append(v)
+            except _Unknown:
+                values = None
+        programs = _programs(values, rng)
+        if values is not None and len(set(values)) < _FEW_PROGRAMS:
+            return None
+        if not _step_loop(loop) and (values is None or len(set(values)) < threshold):
+            return None
+        return f"is recomputed from its previous value on every iteration of {where}{shown}", programs
+    if counter is not None and counter in used and not (used - {counter}) & rebound:
+        values = None
+        if rng is not None and len(rng) <= _MAX_SIMULATED:
+            try:
+                values = [_evaluate(value, {counter: i}, scope) for i in rng]
+            except _Unknown:
+                values = None
+        if values is None and not _keeps_changing(value, counter):
+            return None
+        if values is not None and len(set(values)) < _FEW_PROGRAMS:
+            return None
+        if not _step_loop(loop) and (values is None or len(set(values)) < threshold):
+            return None
+        return f"is computed from the loop counter `{counter}` of {where}{shown}", _programs(values, rng)
+    if counter is None and targets and targets & used and _step_loop(loop) and \
+            _reduces_over(value, targets, m, scope):
+        item = ", ".join(f"`{t}`" for t in sorted(targets & used))
+        return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
+                f"batch is longer or shorter than the ones before", " (one per distinct value)")
+    return None
+
+
+def _programs(values, rng) -> str:
+    if values is None or rng is None:
+        return ""
+    k = len(set(values))
+    if k == len(rng):
+        return f": the loop's {len(rng)} iterations build {k} programs"
+    return f": the loop's {len(rng)} iterations build {k} programs (one per distinct value)"
