@@ -64,6 +64,7 @@ class Seed:
 
 # folders of teaching material (notebooks, tutorials, documentation)
 _TUTORIAL_FOLDERS = frozenset({"docs", "doc", "tutorials", "tutorial", "notebooks", "notebook", "colab", "colabs"})
+_BENCHMARK_FOLDERS = frozenset({"benchmarks", "benchmark", "benchmarking"})
 # base classes of test cases (``unittest.TestCase``, absltest's and parameterized's)
 _TEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase", "parameterized.TestCase"})
 
@@ -240,6 +241,17 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             folders, _base = self._place()
             path = getattr(self.source, "path", None) or ""
             got = self._tutorial_module = path.endswith(".ipynb") or any(p in _TUTORIAL_FOLDERS for p in folders)
+        return got
+
+    def in_benchmark_code(self) -> bool:
+        """The module is a benchmark: a file under a ``benchmarks``/``benchmark`` folder, or one
+        named ``bench*``/``benchmark*``.  Benchmarks fix their seeds on purpose (every case, every
+        run, the same inputs); key findings there belong to the strict profile."""
+        got = self.__dict__.get("_benchmark_module")
+        if got is None:
+            folders, base = self._place()
+            got = self._benchmark_module = base.lower().startswith("bench") \
+                or any(p in _BENCHMARK_FOLDERS for p in folders)
         return got
 
     def _place(self) -> Tuple[List[str], str]:

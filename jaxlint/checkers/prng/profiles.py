@@ -1,5 +1,6 @@
-"""Where a PRNG finding is usually deliberate: tests and teaching material keep one key on
-purpose (to compare two computations, to keep a demonstration short).  Such findings belong to
+"""Where a PRNG finding is usually deliberate: tests, benchmarks and teaching material keep one
+key on purpose (to compare two computations, to feed every case the same inputs, to keep a
+demonstration short).  Such findings belong to
 the strict profile (``--strict``)."""
 from __future__ import annotations
 
@@ -16,4 +17,6 @@ def deliberate_basis(model: SemanticModel, fn: Optional[Function], same_draws: b
         return "test code, where one key is often given to several computations on purpose"
     if model.in_tutorial_code() and not same_draws:
         return "teaching material (a notebook or tutorial), where one key is often kept on purpose"
+    if model.in_benchmark_code() and not same_draws:
+        return "benchmark code, where a fixed key per case keeps every run's inputs the same on purpose"
     return None
