@@ -31,7 +31,7 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     attribute filled once under `if self.x is None:` (a cache) or set to a
     tree of axis-name tuples (`tree_map(lambda x: tuple(x.names), cache)`:
     static metadata, the same on every trace) or to a literal or a
-    module-level function or class (`self.update_fn = _full_update` chosen by
+    module-level function, class or imported name (`self.update_fn = _full_update` chosen by
     static configuration: the same value on every trace, so storing it once
     loses nothing), the carry of a
     `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
@@ -180,7 +180,7 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
 
 def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr) -> bool:
     """``self.update_fn = _condition_on`` / ``self.mode = "train"``: a literal, or a module-level
-    function or class -- a value no call can change, so storing it once at trace time is the same
+    function, class or imported name -- a value no call can change, so storing it once at trace time is the same
     as storing it on every call (an idempotent write; ``self.n += 1`` is not one)."""
     if isinstance(value, ast.Constant):
         return True
@@ -189,7 +189,7 @@ def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr) -> bool:
         if scope is None or not scope.is_module:
             return False
         bs = m.lookup(value.id, scope)
-        return bool(bs) and all(b.kind in ("def", "class") for b in bs)
+        return bool(bs) and all(b.kind in ("def", "class", "import") for b in bs)
     return False
 
 
