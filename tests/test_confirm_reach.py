@@ -102,6 +102,8 @@ REACH_FINDINGS = {
     "instance-split": KEY_REUSE[1].format(k="k2", f="randint", first="{first}"),
     "instance-plain": KEY_REUSE[1].format(k="key", f="normal", first="{first}"),
     "instance-no-ctor": KEY_REUSE[1].format(k="key", f="uniform", first="{first}"),
+    "made-state": KEY_REUSE[1].format(k="key", f="normal", first="{first}"),
+    "made-state-split": KEY_REUSE[1].format(k="k2", f="normal", first="{first}"),
     "instance-print-plain": "`print` of traced value `x` inside `_step`",
     "instance-print-jit": "`print` of traced value `x` inside `_jstep`",
 }
@@ -160,3 +162,16 @@ def test_an_instance_that_cannot_be_constructed_stays_unreached(reach_verdicts):
     c = reach_verdicts["instance-no-ctor"]
     assert c["status"] == "unreached", _text(c)
     assert "cannot construct `FromSpec" in c["reason"]
+
+
+@pytest.mark.slow
+def test_a_state_argument_is_what_the_instances_own_reset_returns(reach_verdicts):
+    # `_step(key, state: EnvState, action)`: a namespace of zeros is not a state the program makes
+    # (here `_step` rejects it); the constructor also binds `reset(key) -> Tuple[..., EnvState]`, so
+    # the state is what the instance's own `reset` returns for a synthesized key
+    c = reach_verdicts["made-state"]
+    assert c["status"] == "confirmed", _text(c)
+    assert "made by `self.reset`" in c["arguments"] and c["entry"] == "cf_reach:Walker().step_env"
+    c = reach_verdicts["made-state-split"]
+    assert c["status"] == "not-confirmed", _text(c)
+    assert "made by `self.reset`" in c["arguments"]

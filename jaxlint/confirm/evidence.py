@@ -163,6 +163,7 @@ class Confirmer:
                 raise NoInputs(f"no inputs for `{qual}`: {why}; declare them in [tool.jaxlint.confirm]: "
                                f"{info.get('suggest') or ''}".rstrip(": "))
             session.MODULE = self.module
+            session.INSTANCE = entry.instance if info.get("instance_attr") else None
             names = [p["name"] for p in info["params"] if p["kind"] == "pos"]
             built, failed = [], None
             for c in info["candidates"]:

@@ -784,7 +784,78 @@ def _instance_entry(model: SemanticModel, attr: str, init: Function, target: Fun
              + (f"a transform of {target.display()}" if transformed else target.display())
              + ", called as the program calls it")
     _ctor_info(model, cls, cfg, module, path, e)
+    made = _made_by_bindings(model, init, target, cfg)
+    if made and e.get("candidates"):
+        pos = [p["name"] for p in e["params"] if p["kind"] == "pos"]
+        for c in e["candidates"]:
+            for name, spec in made.items():
+                if name in pos and pos.index(name) < len(c["args"]):
+                    c["args"][pos.index(name)] = spec
+                elif name in c["kwargs"]:
+                    c["kwargs"][name] = spec
     return e
+
+
+K_ARRAY_ANNOTATIONS = frozenset({"Array", "ndarray", "ArrayLike", "PRNGKeyArray", "PRNGKey", "int", "float",
+                                 "bool", "str", "Any", "Optional", "Tuple", "List", "Dict"})
+
+
+def _ann_class(node: Optional[ast.expr]) -> Optional[str]:
+    """The class name an annotation spells (``State``, ``env.State``), or None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _made_by_bindings(model: SemanticModel, init: Function, target: Function, cfg: ConfirmConfig) -> Dict[str, dict]:
+    """Parameters of ``target`` annotated with a class that another callable the same constructor binds
+    returns (``state: State`` of ``_step``, ``reset(key) -> Tuple[Observations, State]``), each with the
+    spec that calls it on the instance: a value the program's own code makes, not one we invent."""
+    anns = {}
+    a = target.node.args
+    for arg in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs):
+        name = _ann_class(arg.annotation)
+        if name and name not in K_ARRAY_ANNOTATIONS:
+            anns[arg.arg] = name
+    if not anns:
+        return {}
+    makers = []
+    me = init.params[0]
+    for stmt in ast.walk(init.node):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1) or _containing(model, stmt.lineno) is not init:
+            continue
+        tgt = stmt.targets[0]
+        if not (isinstance(tgt, ast.Attribute) and isinstance(tgt.value, ast.Name) and tgt.value.id == me):
+            continue
+        node, vmaps, bound = _unwrap_transforms(model, stmt.value)
+        g = model.lookup_function(node.id, init) if isinstance(node, ast.Name) else None
+        if g is None or g is target or vmaps or bound is not None or isinstance(g.node, ast.Lambda):
+            continue
+        makers.append((tgt.attr, g))
+    out: Dict[str, dict] = {}
+    for pname, cname in anns.items():
+        for attr, g in makers:
+            ret, pick = g.node.returns, None
+            if _ann_class(ret) != cname:
+                if not (isinstance(ret, ast.Subscript) and _ann_class(ret.value) in ("Tuple", "tuple")
+                        and isinstance(ret.slice, ast.Tuple)):
+                    continue
+                hits = [i for i, el in enumerate(ret.slice.elts) if _ann_class(el) == cname]
+                if len(hits) != 1:
+                    continue
+                pick = hits[0]
+            gparams = _param_info(model, g, cfg)
+            for p in gparams:
+                p["tracer"] = False
+            cands, no = synth.candidates(model, g, gparams, cfg.dim_size, {})
+            if no or not cands:
+                continue
+            out[pname] = {"t": "made", "attr": attr, "args": cands[0]["args"], "kwargs": cands[0]["kwargs"],
+                          "pick": pick, "src": f"made by `self.{attr}`"}
+            break
+    return out
 
 
 def _field_params(model: SemanticModel, cls, cfg: ConfirmConfig) -> List[dict]:

@@ -73,6 +73,8 @@ def spec_value(spec: dict, concrete: bool = False):
         return _train_state(spec, concrete)
     if t == "factory":
         return _from_factory(spec, concrete)
+    if t == "made":             # what a callable the instance's constructor bound returns (`self.reset(key)`)
+        return _made(spec)
     if t == "global":           # a module-level value of the module (its own TrainState)
         if not hasattr(MODULE, spec["name"]):
             raise NoInputs(f"`{spec['name']}` is not defined after importing the module")
@@ -91,6 +93,22 @@ def spec_value(spec: dict, concrete: bool = False):
 
 
 MODULE = None     # the module being confirmed: "init" specs name its objects
+INSTANCE = None   # the instance an entry is a bound callable of: "made" specs call its attributes
+
+
+def _made(spec: dict):
+    """A value the program's own code makes: the instance's ``attr`` (what its constructor bound,
+    ``self.reset = jax.jit(reset)``) called on concrete inputs, the element ``pick`` of what it returns
+    (``obs, state = env.reset(key)``).  Always a real value: the entries that use it run eagerly."""
+    fn = vars(INSTANCE).get(spec["attr"]) if INSTANCE is not None and hasattr(INSTANCE, "__dict__") else None
+    if not callable(fn):
+        raise NoInputs(f"no `{spec['attr']}` bound on the instance to make an argument with")
+    out = fn(*[spec_value(s, True) for s in spec["args"]], **{k: spec_value(v, True) for k, v in spec["kwargs"].items()})
+    if spec.get("pick") is not None:
+        if not isinstance(out, (tuple, list)) or len(out) <= spec["pick"]:
+            raise NoInputs(f"`{spec['attr']}` does not return a tuple with an element {spec['pick']}")
+        out = out[spec["pick"]]
+    return out
 
 
 def _initialized(spec: dict, concrete: bool):

@@ -1,5 +1,7 @@
 """Reach shapes (issue 22): callables a constructor binds to its instance (environments that build
 their `reset`/`step` as nested functions of `__init__`)."""
+from typing import NamedTuple, Tuple
+
 import jax
 import jax.numpy as jnp
 
@@ -57,3 +59,36 @@ class Printer:
 
         self.step = _step
         self.jstep = jax.jit(_jstep)
+
+
+class EnvState(NamedTuple):
+    pos: jnp.ndarray
+    t: jnp.ndarray
+
+
+class Walker:
+    def __init__(self, size=8):
+        def _reset(key) -> Tuple[jnp.ndarray, EnvState]:
+            state = EnvState(pos=jax.random.randint(key, (2,), 0, size), t=jnp.zeros((), jnp.int32))
+            return state.pos, state
+
+        def _step(key, state: EnvState, action):
+            if state.pos.shape != (2,):
+                raise ValueError("a state the program's reset never makes")
+            noise = jax.random.normal(key, (2,))
+            jitter = jax.random.normal(key, (2,))  # reach: made-state
+            pos = jnp.clip(state.pos + action + jnp.round(noise + jitter).astype(jnp.int32), 0, size - 1)
+            return pos, EnvState(pos=pos, t=state.t + 1)
+
+        def _step_ok(key, state: EnvState, action):
+            if state.pos.shape != (2,):
+                raise ValueError("a state the program's reset never makes")
+            k1, k2 = jax.random.split(key)
+            noise = jax.random.normal(k1, (2,))
+            jitter = jax.random.normal(k2, (2,))  # reach: made-state-split
+            pos = jnp.clip(state.pos + action + jnp.round(noise + jitter).astype(jnp.int32), 0, size - 1)
+            return pos, EnvState(pos=pos, t=state.t + 1)
+
+        self.reset = jax.jit(_reset)
+        self.step_env = _step
+        self.step_ok = _step_ok
