@@ -109,6 +109,13 @@ class GradFlow:
                 for name in _names(t):
                     self.raw.pop(name, None)
             return
+        made = self._body_grads(value) if isinstance(value, ast.Call) else None
+        if made is not None:
+            # grads, _ = lax.scan(micro_step, zeros, batches): accumulated in a loop body
+            (index,) = made
+            for t in targets:
+                self._bind_grads(st, t, index)
+            return
         sub = self._helpers.get(id(value))
         if sub is not None:
             self._bind_returned(st, targets, sub)
@@ -149,8 +156,9 @@ class GradFlow:
                               for k in func.keywords)
                 return (aux if has_aux else plain,)
             tr = K.transform_for(q)
-            if tr is not None and tr.kind in ("jit", "filter") and func.args and depth < 4:
-                return self._maker(func.args[0], depth + 1)   # jax.jit(jax.grad(f))
+            if tr is not None and tr.kind in ("jit", "filter", "vmap") and func.args and depth < 4:
+                # jax.jit(jax.grad(f)); jax.vmap(jax.grad(f)): per-example gradients, stacked
+                return self._maker(func.args[0], depth + 1)
             return None
         if isinstance(func, ast.Name) and depth < 4:
             if func.id in self._grad_fns:
@@ -159,6 +167,45 @@ class GradFlow:
             if bound is not None:
                 return self._maker(bound, depth + 1)
         return None
+
+    def _body_grads(self, call: ast.Call) -> Optional[Tuple[Optional[int]]]:
+        """``lax.scan``/``fori_loop``/``while_loop``/``map`` whose body (a function of this
+        module) returns gradients it makes (micro-batch accumulation): ``(index,)``, where
+        they are in the loop's result (the carry: position 0 of what ``scan`` returns, the
+        whole result of the others)."""
+        m, fn = self.m, self.fn
+        if self.depth >= MAX_HELPER_DEPTH or not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return None
+        tr = K.transform_for(m.qualname(call.func, fn))
+        if tr is None or tr.kind != "body" or tr.loop is None or not tr.fun_positions:
+            return None
+        pos = tr.fun_positions[-1]     # the body (while_loop: after the condition)
+        if pos >= len(call.args):
+            return None
+        target = m.resolve_callable(call.args[pos], fn)
+        if target is None or target.transforms:
+            return None
+        body = target.function
+        sub = GradFlow(m, body, {}, self.depth + 1)
+        sub.run()
+        if sub.found:
+            return None      # the body applies them itself
+        # scan returns (carry, stacked outputs): the carry accumulates; fori_loop/while_loop
+        # return the carry, lax.map the stacked results
+        carry_out = 0 if tr.loop == "first" else None
+        rets = [body.node.body] if body.is_lambda else [r.value for r in body.of_type(ast.Return)]
+        if not rets:
+            return None
+        for v in rets:
+            if v is None:
+                return None
+            if carry_out is not None:
+                if not isinstance(v, ast.Tuple) or len(v.elts) < 2:
+                    return None
+                v = v.elts[carry_out]
+            if sub._raw_in(v) is None or sub._syncs(v):
+                return None
+        return (carry_out,)
 
     def _syncs(self, value: ast.expr) -> bool:
         """``value`` passes something through a reducing collective (directly, in a
@@ -308,6 +355,8 @@ def _is_step(m: SemanticModel, fun: ast.expr, scope: Function) -> bool:
             body = target.function.node.body
     if not isinstance(body, ast.BinOp) or not isinstance(body.op, (ast.Sub, ast.Add)):
         return False
+    if isinstance(body.op, ast.Add) and isinstance(body.right, ast.Name):
+        return False    # ``lambda acc, g: acc + g``: gradients accumulated, not applied
     params = _lambda_params(fun, m, scope)
     return isinstance(body.left, ast.Name) and (params is None or body.left.id == params[0])
 

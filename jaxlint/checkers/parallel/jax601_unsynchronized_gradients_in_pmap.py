@@ -20,7 +20,11 @@ class UnsynchronizedGradientsInPmap(Rule):
     flags gradients (from `jax.grad` / `jax.value_and_grad`) that reach the
     optimizer update (`tx.update`, `optax.apply_updates`,
     `state.apply_gradients`, or a hand-written `jax.tree.map(lambda p, g: p - lr * g, ...)`)
-    without passing through `lax.pmean` / `lax.psum` over that axis. Also flags
+    without passing through `lax.pmean` / `lax.psum` over that axis -- also
+    gradients accumulated over micro-batches on the device (a Python loop, a
+    `lax.scan`/`fori_loop` body that makes them, per-example
+    `jax.vmap(jax.grad(...))`) and handed to a helper of the module that
+    applies them (reported at the helper's call in the mapped step). Also flags
     a collective (`lax.pmean(x, axis_name="x")`, `psum`, `all_gather`, ...)
     whose axis name no enclosing `pmap` / `vmap` binds.
 
@@ -80,7 +84,7 @@ class UnsynchronizedGradientsInPmap(Rule):
         seen = set()
         for fn, names in self._pmapped(ctx):
             for u in GradFlow(m, fn).run():
-                where = u.origin.tx_call if u.origin.tx_call is not None else u.sink
+                where = _where(u)
                 if id(where) not in seen:   # a helper shared by two pmapped steps: once
                     seen.add(id(where))
                     yield self._unsynced(ctx, fn, names, u)
@@ -137,7 +141,7 @@ class UnsynchronizedGradientsInPmap(Rule):
 
     def _unsynced(self, ctx: Context, fn: Function, names: Tuple[str, ...], u: Unsynced) -> Finding:
         origin = u.origin
-        where = origin.tx_call if origin.tx_call is not None else u.sink
+        where = _where(u)
         what = short(where.func)
         grads = f"`{origin.name}`" if origin.name else "the gradients"
         axis = names[0]
@@ -172,3 +176,13 @@ class UnsynchronizedGradientsInPmap(Rule):
         quoted = f'"{axis}"' if '"' not in axis and "\\" not in axis else repr(axis)
         text = f"{indent}{origin.name} = {local}.pmean({origin.name}, axis_name={quoted}){src.newline()}"
         return self.fix.make([Edit.insert(at, text)] + edits)
+
+
+def _where(u) -> ast.Call:
+    """Where to report an unreduced gradient: the optimizer update that consumes it, when that
+    is in the function holding the sink; else the sink -- for gradients handed to a helper of
+    the module that updates with them, the call of that helper in the mapped step."""
+    where = u.origin.tx_call if u.origin.tx_call is not None else u.sink
+    if where is not u.sink and not any(n is where for n in ast.walk(u.fn.node)):
+        where = u.sink
+    return where
