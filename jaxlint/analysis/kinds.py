@@ -440,7 +440,12 @@ class KindsMixin:
             return vk & (TRACED_BITS | JAX | NUMPY)
         # a field of a traced pytree (state.params, state.dynamic_scale): traced,
         # but not known to be an array (it may be None, a tuple, a dataclass)
-        return vk & (TRACED_BITS | NUMPY)
+        k = vk & (TRACED_BITS | NUMPY)
+        if k & TRACED and not k & UNSURE and fn.contexts and fn.filtered_only:
+            # an Equinox filter transform traces array leaves only: a field of what it was
+            # given (``method.batch_size``) is a tracer or a static Python value -- unknown
+            k |= UNSURE
+        return k
 
     def _kind_subscript(self, e: ast.Subscript, fn: Function) -> int:
         vk = self.kind(e.value, fn)

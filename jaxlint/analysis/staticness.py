@@ -54,6 +54,10 @@ STATIC_RULES: Tuple[StaticRule, ...] = (
     StaticRule("hashable_keys", "the keys of a mapping (`d.keys()`, the key of `d.items()`): tracers are "
                "unhashable, so no tracer is ever a dict key", "kinds.KindsMixin._method_call_kind, "
                "kinds.KindsMixin._iter_element_kind"),
+    StaticRule("filter_leaves", "under Equinox filter transforms (`eqx.filter_jit`, `filter_grad`, ...) "
+               "every leaf of an argument that is not an array: a field of an argument (`method.batch_size`) "
+               "is a tracer or a Python value, unknown without evidence", "kinds.KindsMixin._kind_attribute, "
+               "tracedness.TracednessMixin.vouched_array"),
     StaticRule("axis_size", "`lax.psum(1, axis)`: the size of a mapped axis", "knowledge.AXIS_SIZE_REDUCTIONS"),
 )
 
