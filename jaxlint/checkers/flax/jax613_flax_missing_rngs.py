@@ -115,6 +115,35 @@ class FlaxMissingRngs(Rule):
         reported: Set[int] = set()
         yield from self._reused_keys(ctx, facts, [f for f in fed if isinstance(f[2], ast.Name)], reported)
         yield from self._fixed_keys(ctx, facts, [f for f in fed if id(f[0].call) not in reported])
+        yield from self._keys_on_self(ctx, facts, fed)
+
+    def _keys_on_self(self, ctx: Context, facts: FlaxFacts, fed) -> Iterator[Finding]:
+        """A key kept on ``self`` that only ``__init__`` sets, read (directly, or passed on to the
+        parameter that reaches ``rngs``) in a loop or by a method a loop runs."""
+        self_reported: Set[int] = set()
+        for site, need, v in fed:
+            inst = site.instance.name
+            stored = list(_stored_keys(facts, v, site.scope, 0))
+            for read, method, init in stored:
+                if id(read) in self_reported:
+                    continue
+                loop = _enclosing_loop(method, read)
+                got = (method, loop) if loop is not None else \
+                    _loop_running(facts, method, 0) or _loop_running_method(facts, method)
+                if got is None:
+                    continue
+                self_reported.add(id(read))
+                caller, loop = got
+                via = f" (passed on to `rngs` as `{short(v)}`)" if read is not v else ""
+                runs = "" if caller is method else f" that runs `{method.name}`"
+                yield ctx.finding(
+                    self, read,
+                    f"dropout key `{short(read)}` is set once, in `{init.name}`, and never split or "
+                    f"folded{via}: it is the same on every iteration of the loop in `{caller.name}` "
+                    f"(line {loop.lineno}){runs}; {need.what} of `{inst}` applies the "
+                    f"same mask every step; split it per step (`{short(read)}, key = "
+                    f"jax.random.split({short(read)})`) and pass the new key",
+                    confidence=INFERRED)
 
     def _fixed_keys(self, ctx: Context, facts: FlaxFacts, fed) -> Iterator[Finding]:
         """Dropout keys that cannot change between the runs of a loop: a key the apply's
@@ -143,22 +172,6 @@ class FlaxMissingRngs(Rule):
                     f"{need.what} of `{inst}` applies the same mask every step; split a key (or fold in "
                     f"the step) per step and pass it in",
                     confidence=CERTAIN if not where else INFERRED)
-                continue
-            stored = _stored_key(facts, v, site.scope, 0)
-            if stored is not None:
-                read, method, init = stored
-                got = _loop_running(facts, method, 0) or _loop_running_method(facts, method)
-                if got is not None:
-                    caller, loop = got
-                    via = f" (passed on to `rngs` as `{short(v)}`)" if read is not v else ""
-                    yield ctx.finding(
-                        self, read,
-                        f"dropout key `{short(read)}` is set once, in `{init.name}`, and never split or "
-                        f"folded{via}: it is the same on every iteration of the loop in `{caller.name}` "
-                        f"(line {loop.lineno}) that runs `{method.name}`; {need.what} of `{inst}` applies the "
-                        f"same mask every step; split it per step (`{short(read)}, key = "
-                        f"jax.random.split({short(read)})`) and pass the new key",
-                        confidence=INFERRED)
                 continue
             if not isinstance(v, ast.Name):
                 continue
@@ -327,27 +340,29 @@ def _stores(loop: ast.stmt, name: str) -> bool:
     return False
 
 
-def _stored_key(facts: FlaxFacts, v: ast.expr, scope: Function, depth: int):
-    """(``self.attr`` read, the method reading it, the method setting it): a key kept on ``self``
-    of a plain class (a trainer) that only ``__init__`` (or ``setup``) sets -- read directly or
-    passed unchanged to the parameter ``v`` by every call of this file -- so every method call
-    sees the same key."""
+def _stored_keys(facts: FlaxFacts, v: ast.expr, scope: Function, depth: int):
+    """(``self.attr`` read, the method reading it, the method setting it) for each key kept on
+    ``self`` of a plain class (a trainer) that only ``__init__`` (or ``setup``) sets, read
+    directly as ``v`` or passed unchanged to the parameter ``v`` by a call of this file: every
+    run of that call sees the same key."""
     if depth > 3:
-        return None
+        return
     if isinstance(v, ast.Name):
         owner = _param_owner(facts, v.id, scope)
         if owner is None:
-            return None
+            return
         sources, paired = facts.param_sources(owner, v.id)
-        if not sources or paired:
-            return None
-        found = None
+        if paired:
+            return
         for expr, where in sources:
-            got = _stored_key(facts, expr, where, depth + 1)
-            if got is None or (found is not None and ast.unparse(got[0]) != ast.unparse(found[0])):
-                return None
-            found = got
-        return found
+            yield from _stored_keys(facts, expr, where, depth + 1)
+        return
+    got = _stored_key(facts, v, scope)
+    if got is not None:
+        yield got
+
+
+def _stored_key(facts: FlaxFacts, v: ast.expr, scope: Function):
     if not (isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name)):
         return None
     method = scope.enclosing_method()

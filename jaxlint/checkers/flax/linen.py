@@ -157,7 +157,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         found: Optional[Instance] = None
         for expr, scope in sources:
             inst = self.instance(expr, scope)
-            if inst is None or (found is not None and found.ctor is not inst.ctor):
+            if inst is None or (found is not None and not _same_instance(found, inst)):
                 return None
             found = inst
         return found
@@ -260,7 +260,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             if not (isinstance(v, ast.Attribute) and v.attr == "apply"):
                 return None
             inst = self.instance(v.value, fn)
-            if inst is None or (found is not None and found.ctor is not inst.ctor):
+            if inst is None or (found is not None and not _same_instance(found, inst)):
                 return None
             found = inst
         return found
@@ -336,6 +336,18 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                         out.setdefault((id(target.function), p), []).append((a, fn))
             self._callers = out
         return self._callers
+
+
+def _same_instance(a: Instance, b: Instance) -> bool:
+    """Two constructions of one module: the same call, or calls of the same class with the same
+    constant arguments (``Net()`` in ``main`` and ``Net()`` in a trainer's ``__init__``)."""
+    if a.ctor is b.ctor:
+        return True
+    if a.info is not b.info or a.layer is not b.layer:
+        return False
+    consts = all(isinstance(x, ast.Constant) for c in (a.ctor, b.ctor)
+                 for x in list(c.args) + [k.value for k in c.keywords])
+    return consts and ast.dump(a.ctor) == ast.dump(b.ctor)
 
 
 def flax_facts(model: SemanticModel) -> FlaxFacts:
