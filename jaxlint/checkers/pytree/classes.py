@@ -129,6 +129,9 @@ class PlainClasses:
                 self._via_param = self._via_param or got is not None
             elif b.kind == "=" and b.element is not None:
                 got = self.instance_of(b.element, owner, _depth + 1, seen)
+                if got is None and isinstance(b.element, ast.Call):
+                    # state = train_step(state, batch): a jitted step that returns a new instance
+                    got = self._returned_by(b.element, owner, _depth + 1, seen, through_transforms=True)
             else:
                 return None
             if got is None or (found is not None and got is not found):
