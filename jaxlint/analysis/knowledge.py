@@ -451,6 +451,14 @@ PREDICATE_PREFIXES = ("is_", "has_", "can_", "should_", "valid", "check_", "_is_
 
 # Pallas kernels write through mutable refs (``o_ref[...] = x``)
 PALLAS_PREFIX = "jax.experimental.pallas"
+# calls whose function argument (the first) receives refs for its parameters, not arrays:
+# the kernel of ``pallas_call`` (its inputs, outputs and scratch buffers), the body of
+# ``run_scoped`` (its scratch buffers), the body of a TPU ``emit_pipeline`` (its blocks)
+REF_KERNEL_CALLS = frozenset({
+    "jax.experimental.pallas.pallas_call", "jax.experimental.pallas.run_scoped",
+    "jax.experimental.pallas.tpu.emit_pipeline", "jax.experimental.pallas.tpu.run_scoped",
+    "jax.experimental.pallas.core_map", "jax.experimental.pallas.kernel",
+})
 
 # Python builtins whose result is a container of their inputs
 CONTAINER_CALLS = frozenset({

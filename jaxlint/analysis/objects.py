@@ -1,4 +1,5 @@
-"""Objects that are mutable by design: Flax NNX ``Variable``\\ s and JAX refs.
+"""Objects that are mutable by design: Flax NNX ``Variable``\\ s and JAX refs (made by
+``jax.new_ref``, or handed to a Pallas kernel by ``pallas_call``: :func:`kernel_ref`).
 
 ``v[...] += 1`` on an ``nnx.Param``, ``m[...] = x`` on a ``jax.new_ref(...)``
 and ``var.value += x`` on a linen ``self.variable(...)`` are the APIs those
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import knowledge as K
 from .scopes import Function
 
 # calls that make a ref: its ``[...]`` is written on purpose
@@ -165,6 +167,52 @@ def ref_named(e: ast.AST) -> bool:
             return True
         e = e.value
     return isinstance(e, ast.Name) and e.id.lower().endswith(("ref", "refs"))
+
+
+def kernel_ref_params(model) -> dict:
+    """``{id(function): parameter names}`` of this module's Pallas kernels: a function given to
+    ``pallas_call`` (or ``run_scoped``, ``emit_pipeline``), directly or through
+    ``functools.partial``, receives a ref for every parameter the partial leaves unbound (its
+    inputs, outputs and scratch buffers).  JAX's rule, not a naming convention."""
+    got = model.__dict__.get("_kernel_ref_params")
+    if got is not None:
+        return got
+    got = {}
+    for scope in model.functions:
+        for call in scope.of_type(ast.Call):
+            if not call.args or not isinstance(call.func, (ast.Name, ast.Attribute)):
+                continue
+            if model.qualname(call.func, scope) not in K.REF_KERNEL_CALLS:
+                continue
+            target = model.resolve_callable(call.args[0], scope)
+            if target is None or target.transforms:
+                continue
+            fn = target.function
+            names = [a.arg for a in fn.node.args.posonlyargs + fn.node.args.args][target.bound_positional:] \
+                if hasattr(fn.node, "args") else []
+            names += [a.arg for a in fn.node.args.kwonlyargs] if hasattr(fn.node, "args") else []
+            if fn.node.args.vararg is not None:
+                names.append(fn.node.args.vararg.arg)
+            got.setdefault(id(fn), set()).update(n for n in names if n not in target.bound_keywords)
+    model._kernel_ref_params = got
+    return got
+
+
+def kernel_ref(model, e: ast.AST, fn: Function) -> bool:
+    """Is ``e`` (a written target) a ref of a Pallas kernel?  ``o_ref[...] = x`` on a kernel's
+    parameter, read from this function or a function nested in the kernel, and
+    ``buf.at[i][...] = x`` (a ref view: an array's ``.at[i]`` supports no item assignment)."""
+    while isinstance(e, (ast.Subscript, ast.Attribute)):
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Subscript) \
+                and isinstance(e.value.value, ast.Attribute) and e.value.value.attr == "at":
+            return True
+        e = e.value
+    if not isinstance(e, ast.Name):
+        return False
+    scope = model.resolve_scope(e.id, fn)
+    if scope is None or scope.is_module or e.id not in scope.param_nodes:
+        return False
+    return e.id in kernel_ref_params(model).get(id(scope), ())
 
 
 def tuple_tree(model, fn: Function, value: ast.AST, depth: int = 0) -> bool:

@@ -4,7 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CERTAIN, JAX, Function, SemanticModel
-from ...analysis.objects import held_as_sequence, mutable_by_design, ref_named
+from ...analysis.objects import held_as_sequence, kernel_ref, mutable_by_design, ref_named
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 
@@ -91,7 +91,7 @@ class InPlaceArrayUpdate(Rule):
             return False   # (cheap: eager code, a plain parameter or a Python display)
         if m.holds_dict(base, fn):
             return False   # ``batch["label"] = {}`` ... ``batch["label"][m] = v``
-        if isinstance(base, (ast.Name, ast.Attribute)) and ref_named(base):
+        if isinstance(base, (ast.Name, ast.Attribute)) and ref_named(base) or kernel_ref(m, t, fn):
             return False   # a Pallas/state ref: written through on purpose
         m = ctx.model
         if mutable_by_design(m, base, fn):

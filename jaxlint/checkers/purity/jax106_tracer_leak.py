@@ -4,7 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import Function, SemanticModel
-from ...analysis.objects import ref_named, tuple_tree
+from ...analysis.objects import kernel_ref, ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
 from ..messages import short
@@ -78,7 +78,7 @@ class TracerLeak(TracedCodeRule):
                     continue
                 if w.kind == "item" and m.is_array(w.target.value, fn):
                     continue   # item assignment on an array: JAX301
-                if w.kind == "item" and ref_named(w.target):
+                if w.kind == "item" and (ref_named(w.target) or kernel_ref(m, w.target, fn)):
                     continue   # a Pallas/state ref (or a field of one), written in place on purpose
                 where = self._escape(facts, fn, w, g, n, values)
                 if where is None:
