@@ -572,8 +572,33 @@ def _bindings(scope: Function, name: str) -> Optional[List[ast.stmt]]:
 
 def _bound_value(node: ast.stmt) -> ast.expr:
     if isinstance(node, ast.AugAssign):
-        return ast.BinOp(left=ast.Name(id=node.target.id, ctx=ast.Load()), op=node.op, right=node.value)
+        return ast.BinOp(left=node.target, op=node.op, right=node.value)
     return node.value
+
+
+def _key(e: ast.expr) -> Optional[str]:
+    """What a loop's value is followed by: a name, or ``self.attr`` (``obj.attr`` of a name)."""
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
+        return f"{e.value.id}.{e.attr}"
+    return None
+
+
+def _attribute_bindings(scope: Function, key: str) -> Optional[List[ast.stmt]]:
+    """The statements of ``scope`` assigning the attribute ``key`` (``self.temperature = ...``,
+    ``self.temperature *= 0.9``); None when it is also bound inside an unpacked target."""
+    out = []
+    for node in scope.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if _key(t) == key and isinstance(t, ast.Attribute):
+                if node.value is None:
+                    return None
+                out.append(node)
+            elif any(isinstance(n, ast.Attribute) and _key(n) == key for n in ast.walk(t)):
+                return None
+    return out
 
 
 def _loop_targets(loop: ast.stmt) -> Set[str]:
@@ -639,6 +664,8 @@ def _evaluate(e: ast.expr, env: Dict[str, object], scope: Function) -> object:
         if e.id in env:
             return env[e.id]
         return _constant(e.id, scope)
+    if isinstance(e, ast.Attribute) and _key(e) in env:
+        return env[_key(e)]
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
         return -_evaluate(e.operand, env, scope)
     if isinstance(e, ast.BinOp) and type(e.op) in _EVAL_OPS:
@@ -664,15 +691,15 @@ def _keeps_changing(e: ast.expr, var: str) -> bool:
     """``e`` is built from ``var`` by arithmetic that gives a new value for a new ``var``:
     +, -, *, / and ** with other operands that are not literal zeros or ones where that would
     cancel ``var``, and ``max``/``min`` clamps of such an expression."""
-    if isinstance(e, ast.Name):
-        return e.id == var
+    if isinstance(e, (ast.Name, ast.Attribute)):
+        return _key(e) == var
     if isinstance(e, ast.BinOp) and isinstance(e.op, _ARITH):
         left = _keeps_changing(e.left, var)
         right = _keeps_changing(e.right, var)
         if left == right:
             return False    # var on both sides (or neither): not followed
         other = e.right if left else e.left
-        if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(other)):
+        if any(isinstance(n, (ast.Name, ast.Attribute)) and _key(n) == var for n in ast.walk(other)):
             return False
         if isinstance(other, ast.Constant):
             c = other.value
@@ -693,7 +720,7 @@ def _keeps_changing(e: ast.expr, var: str) -> bool:
             not e.keywords:
         changing = [a for a in e.args if _keeps_changing(a, var)]
         rest = [a for a in e.args if a not in changing]
-        return len(changing) == 1 and not any(isinstance(n, ast.Name) and n.id == var
+        return len(changing) == 1 and not any(isinstance(n, (ast.Name, ast.Attribute)) and _key(n) == var
                                               for a in rest for n in ast.walk(a))
     return False
 
@@ -725,8 +752,9 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
     loops = _enclosing_loops(scope, call)
     if not loops:
         return None
-    if isinstance(a, ast.Name):
-        binds = _bindings(scope, a.id)
+    key = _key(a)
+    if key is not None:
+        binds = _bindings(scope, a.id) if isinstance(a, ast.Name) else _attribute_bindings(scope, key)
         if not binds:
             return None
         for loop in loops:
@@ -736,7 +764,7 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
             if len(inside) != 1:
                 return None
             outside = [b for b in binds if b not in inside]
-            return _classify(ctx, _bound_value(inside[0]), loop, scope, a.id, outside, inside[0])
+            return _classify(ctx, _bound_value(inside[0]), loop, scope, key, outside, inside[0])
         return None
     for loop in loops:
         got = _classify(ctx, a, loop, scope, None, [], None)
@@ -756,7 +784,11 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
     m = ctx.model
     threshold = ctx.settings.unrolled_loop_threshold
     targets = _loop_targets(loop)
+    value = _inlined(m, value, scope)
     used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+    if name is not None and "." in name and any(_key(n) == name for n in ast.walk(value)
+                                               if isinstance(n, ast.Attribute)):
+        used.add(name)
     counter = _counter_of(loop, m, scope)
     where = f"the loop at line {loop.lineno}"
     shown = f" (`{short(binding, 40)}`)" if binding is not None else ""
@@ -772,11 +804,13 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
         if used & rebound or not _keeps_changing(value, name):
             return None
         before = [b for b in outside if b.lineno < loop.lineno]
-        if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)):
+        init = max(before, key=lambda b: b.lineno) if before else None
+        if init is None and "." not in name:
+            return None     # a local: it has a value before the loop (an attribute: from __init__)
+        if init is not None and not isinstance(init, (ast.Assign, ast.AnnAssign)):
             return None
-        init = max(before, key=lambda b: b.lineno)
         values = None
-        if rng is not None and len(rng) <= _MAX_SIMULATED:
+        if init is not None and rng is not None and len(rng) <= _MAX_SIMULATED:
             try:
                 v = _evaluate(init.value, {}, scope)
                 values = []
@@ -811,6 +845,46 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
     return None
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, mapping: Dict[str, ast.expr]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.mapping.get(node.id, node)
+
+
+def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
+    """``schedule(epoch)`` where ``schedule`` is a function of this module whose body is one
+    ``return <expr>``: that expression with the arguments in place of the parameters (so a
+    schedule written as a helper is followed like one written inline)."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name) or value.keywords or \
+            any(isinstance(a, ast.Starred) for a in value.args):
+        return value
+    target = m.resolve_callable(value.func, scope)
+    if target is None or target.transforms or target.bound_positional:
+        return value
+    g = target.function
+    if g.is_lambda:
+        body = g.node.body
+    else:
+        stmts = [st for st in g.node.body
+                 if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+        if len(stmts) != 1 or not isinstance(stmts[0], ast.Return) or stmts[0].value is None:
+            return value
+        body = stmts[0].value
+    params = g.params
+    if g.vararg or g.kwonly or len(value.args) > len(params):
+        return value
+    mapping: Dict[str, ast.expr] = dict(zip(params, value.args))
+    for p in params[len(value.args):]:
+        d = g.defaults.get(p) if isinstance(g.defaults, dict) else None
+        if d is None:
+            return value
+        mapping[p] = d
+    import copy
+    return _Substitute(mapping).visit(copy.deepcopy(body))
 
 
 def _programs(values, rng) -> str:
