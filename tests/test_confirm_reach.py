@@ -104,6 +104,8 @@ REACH_FINDINGS = {
     "instance-no-ctor": KEY_REUSE[1].format(k="key", f="uniform", first="{first}"),
     "made-state": KEY_REUSE[1].format(k="key", f="normal", first="{first}"),
     "made-state-split": KEY_REUSE[1].format(k="k2", f="normal", first="{first}"),
+    "lambda-on-the-line": "boolean mask `x > 0` indexes a traced array inside `positive_mean`",
+    "lambda-on-the-line-ok": "boolean mask `x > 0` indexes a traced array inside `positive_mean_ok`",
     "instance-print-plain": "`print` of traced value `x` inside `_step`",
     "instance-print-jit": "`print` of traced value `x` inside `_jstep`",
 }
@@ -117,7 +119,7 @@ def reach_verdicts():
         m = REACH_TAG.search(text)
         if m:
             tag = m.group(1)
-            code = "JAX101" if "print" in tag else "JAX401"
+            code = "JAX101" if "print" in tag else "JAX204" if "lambda" in tag else "JAX401"
             findings[tag] = Finding(code, "t", str(REACH), i, 0, i, 1, REACH_FINDINGS[tag].format(first=i - 1))
     res = [FileResult(str(REACH), list(findings.values()), source=src)]
     confirm_results(res, ConfirmConfig(root=str(FX)), ConfirmOptions(timeout=120))
@@ -175,3 +177,15 @@ def test_a_state_argument_is_what_the_instances_own_reset_returns(reach_verdicts
     c = reach_verdicts["made-state-split"]
     assert c["status"] == "not-confirmed", _text(c)
     assert "made by `self.reset`" in c["arguments"]
+
+
+@pytest.mark.slow
+def test_a_lambda_transformed_on_its_own_line_is_reached_through_the_function_around_it(reach_verdicts):
+    # `jax.vmap(lambda row: positive_mean(row))(xs)` in `batch_means`: the lambda is nothing we can
+    # call by name, and `positive_mean` is never traced alone; `batch_means` (eager) runs the vmap
+    c = reach_verdicts["lambda-on-the-line"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_reach:batch_means" and "NonConcreteBooleanIndexError" in c["evidence"]
+    c = reach_verdicts["lambda-on-the-line-ok"]
+    assert c["status"] == "not-confirmed", _text(c)
+    assert c["entry"] == "cf_reach:batch_means_ok"

@@ -296,6 +296,11 @@ def entry_chain(model: SemanticModel, fn: Optional[Function]) -> List[Function]:
             cur = ctx.caller
             continue
         outer = _outer_scope(model, ctx.node)
+        if outer is cur and cur.parent is not None and not cur.parent.is_module and \
+                not any(n is ctx.node for n in ast.walk(cur.node)):
+            # a lambda the transform gets on the line that applies it
+            # (`jax.vmap(lambda t, k: generate(...))(tokens, keys)`): the function around that line
+            outer = cur.parent
         # a transform applied inside another function (a scan body, a vmap
         # inside jit, a cond branch in eager code) is reached by tracing that
         # function; a jit applied there only wraps it, so the outer function

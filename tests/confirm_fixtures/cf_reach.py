@@ -92,3 +92,21 @@ class Walker:
         self.reset = jax.jit(_reset)
         self.step_env = _step
         self.step_ok = _step_ok
+
+
+def positive_mean(x):
+    kept = x[x > 0]  # reach: lambda-on-the-line
+    return kept.mean()
+
+
+def positive_mean_ok(x):
+    kept = jnp.where(x > 0, x, 0.0)  # reach: lambda-on-the-line-ok
+    return kept.sum() / jnp.maximum((x > 0).sum(), 1)
+
+
+def batch_means(xs):
+    return jax.vmap(lambda row: positive_mean(row))(xs)
+
+
+def batch_means_ok(xs):
+    return jax.vmap(lambda row: positive_mean_ok(row))(xs)
