@@ -122,6 +122,10 @@ class KeyCalls:
                     if _holds(a, c):
                         if p in kp and not an.passes_on_folded(callee, p):
                             out.append((c, "call", None, display, ident, an.param_draws(callee, p)))
+                        elif p not in kp and p in callee.param_nodes and an.param_reaches_unknown(callee, p):
+                            # not a key there by any evidence, but handed to a callable whose
+                            # effect is unknown: may draw (strict)
+                            out.append((c, "call", None, display, ident, False))
             # deduplicate (a ``**kwargs`` pairing may list one argument for several parameters)
             seen = set()
             uniq = []

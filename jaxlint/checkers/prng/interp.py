@@ -52,9 +52,13 @@ class Interpreter(KeyCalls):
         self.agreeing = _agreeing(fn)
         self.repeated_tests = _repeated_tests(fn, self.agreeing)
         self.carry_assigned = False
+        # the first line that rebinds the carry parameter: values unpacked from it before that
+        # line (``params, rng = update_state`` first thing in the body) come from the carry
+        self.carry_rebound_at = None
         if self.carry is not None:
-            self.carry_assigned = any(self.carry in target_names(t)
-                                      for n in fn.of_type(ast.Assign) for t in n.targets)
+            lines = [n.lineno for n in fn.of_type(ast.Assign) for t in n.targets if self.carry in target_names(t)]
+            self.carry_assigned = bool(lines)
+            self.carry_rebound_at = min(lines) if lines else None
 
     # ------------------------------------------------------------ driver
     def run(self) -> List[Reuse]:
@@ -301,7 +305,7 @@ class Interpreter(KeyCalls):
                 return
             elem = None
             if value is not None and (self.an.is_producer(value, self.fn) or
-                                      (self.carry is not None and not self.carry_assigned
+                                      (self.carry is not None and self._from_carry()
                                        and rooted_at(value, self.carry))):
                 elem = value
             for te in target.elts:
@@ -344,8 +348,15 @@ class Interpreter(KeyCalls):
             for st in states:
                 st.env[name] = None
             return
-        carry = (self.carry is not None and not self.carry_assigned and rooted_at(v, self.carry))
+        carry = (self.carry is not None and self._from_carry() and rooted_at(v, self.carry))
         self._fresh(target, states, carry=carry)
+
+    def _from_carry(self) -> bool:
+        """A name read now still holds the carry parameter's value (it is not rebound yet)."""
+        if not self.carry_assigned:
+            return True
+        s = self.stmt
+        return s is not None and s.lineno < self.carry_rebound_at and not self.loops
 
     def _fresh(self, target: ast.Name, states: List[State], carry: bool = False) -> None:
         vid = id(target)
@@ -504,6 +515,7 @@ class Interpreter(KeyCalls):
             out = value.elts[0]
         names = []
         carry_names(out, names)
+        names = self._returned_names(out, names)
         whole = isinstance(out, ast.Name) and out.id == carry and not self.carry_assigned
         label = prim.replace("jax.lax.", "lax.")
         for st in states:
@@ -522,6 +534,44 @@ class Interpreter(KeyCalls):
                     if k not in self.reports and vid not in self.reported_vids:
                         self.reports[k] = Reuse(self.fn, use, None, "carry", f"`{label}`", vid)
                         self.reported_vids.add(vid)
+            # a key made in this step, consumed here and returned as the carry: the next step
+            # receives it and consumes it again (``rng, sub = split(rng); permutation(rng, n)``
+            # then ``return (params, rng)``)
+            nxt = self._carry_consumer()
+            if nxt is None:
+                continue
+            for n in names:
+                vid = st.env.get(n)
+                if vid is None or vid in self.carry_vids or vid in self.reported_vids:
+                    continue
+                for use in st.used.get(vid, ()):
+                    if use.kind == "fold_in" and use.data is None:
+                        continue
+                    k = id(use.call)
+                    if k not in self.reports:
+                        self.reports[k] = Reuse(self.fn, use, nxt, "carry", f"`{label}`", vid)
+                        self.reported_vids.add(vid)
+                        break
+
+    def _returned_names(self, out: ast.AST, names: List[str]) -> List[str]:
+        """The names a returned carry holds: ``return update_state`` after
+        ``update_state = (params, opt_state, rng)`` holds ``params``, ``opt_state`` and ``rng``."""
+        if isinstance(out, ast.Name) and out.id not in self.keys:
+            v = self.m.reaching_value(out, self.fn) or self.m.single_value(out.id, self.fn)
+            if isinstance(v, (ast.Tuple, ast.List, ast.Dict)):
+                more: List[str] = []
+                carry_names(v, more)
+                return more
+        return names
+
+    def _carry_consumer(self) -> Optional[Use]:
+        """The first consumption, in the body, of a key taken from the carry (what the next
+        step does with a key returned in the carry), or None when the body consumes none."""
+        uses = [u for v in self.carry_vids for u in self.value_uses.get(v, ())
+                if not (u.kind == "fold_in" and u.data is None)]
+        if not uses:
+            return None
+        return min(uses, key=lambda u: (u.call.lineno, u.call.col_offset))
 
 
 _REBINDING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,

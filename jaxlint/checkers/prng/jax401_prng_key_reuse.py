@@ -25,7 +25,13 @@ class PrngKeyReuse(Rule):
     consumed in a loop body (or passed to a jitted step on every iteration)
     without being re-split, and a key taken from a `lax.scan`/`fori_loop`/
     `while_loop` carry that is consumed and then returned unchanged in the
-    carry. The key is followed through assignments, branches (reuse on any
+    carry, or a key made in a step, consumed there and returned in the carry
+    (the next step consumes it again), `self.rng` consumed in a `lax` loop
+    body (one key for every step), one key given to several RNG streams of one
+    call (`model.init({"params": key, "dropout": key}, x)`), and the same key
+    for every element of a comprehension (`[init(rng, shape) for _ in
+    range(n)]`, also through a module field whose default is an initializer:
+    `self.kernel_init(rng, shape)`). The key is followed through assignments, branches (reuse on any
     path is reported; uses in mutually exclusive `if`/`else` branches are
     not) and loops, and into the functions of the module: a helper consumes
     its key parameter when the parameter reaches a `jax.random` function,
@@ -61,9 +67,16 @@ class PrngKeyReuse(Rule):
     (a callable passed in, a library method not in the table), test code
     (one key given to several computations is often deliberate there),
     notebooks and tutorials (except the same key drawn from twice by
-    `jax.random` samplers), and a key drawn from first and only then split
-    (the derived keys do not repeat the drawn numbers). Each strict
-    finding says why in its `basis`.
+    `jax.random` samplers), a key drawn from first and only then split
+    (the derived keys do not repeat the drawn numbers; in a `lax` loop:
+    drawn in one step and split in the next), a key handed to a function of
+    the module that passes it on only to callables whose effect is unknown
+    (`state.apply_fn(params, batch, rng)` in a jitted step given the same key
+    on every iteration), and a key stored on an object at construction
+    (`self.rng = key` in `__init__`) that a method consumes and no method
+    ever replaces (every call of that method draws the same numbers; whether
+    it is called more than once is not known here). Each strict finding says
+    why in its `basis`.
 
     ## Example
     ```python
@@ -125,7 +138,11 @@ class PrngKeyReuse(Rule):
         use = r.use
         name = short(use.arg, 30)
         consumer = _consumer(use)
-        if r.reason == "again":
+        streams = _same_call_streams(r)
+        if streams:
+            msg = (f"PRNG key `{name}` is given to the {_and(streams)} RNG streams of {consumer} at once; "
+                   f"every stream draws the same random numbers (split it, one key per stream)")
+        elif r.reason == "again":
             first = r.first
             by = _consumer(first)
             more = sorted({u.line for u in r.sites if u is not use and u is not first and u.line > use.line})
@@ -135,9 +152,17 @@ class PrngKeyReuse(Rule):
         elif r.reason == "loop":
             msg = (f"PRNG key `{name}` is consumed by {consumer} on every iteration of this {r.where} "
                    f"without being re-split; every iteration draws the same random numbers")
+        elif r.reason == "carry" and r.first is not None:
+            msg = (f"PRNG key `{name}` is consumed by {consumer} and then returned in the {r.where} carry; "
+                   f"the next step consumes the same key again ({_consumer(r.first)} on line {r.first.line}), "
+                   f"so a key the previous step already used is used again")
         elif r.reason == "carry":
             msg = (f"PRNG key `{name}` from the {r.where} carry is consumed by {consumer} and returned "
                    f"unchanged in the carry; every step draws the same random numbers")
+        elif r.reason == "stored":
+            msg = (f"PRNG key `{name}` is stored on the object at construction (line {r.origin}) and consumed "
+                   f"by {consumer} in {r.where}; no method ever replaces it, so every call of {r.where} draws "
+                   f"the same random numbers")
         else:
             msg = (f"PRNG key `{name}` from the enclosing scope is consumed by {consumer} in this "
                    f"{r.where} on every step; every step draws the same random numbers — carry the key "
@@ -148,10 +173,33 @@ class PrngKeyReuse(Rule):
         return ctx.finding(self, use.call, msg, confidence=conf, fix=fix, strict=_strict_basis(ctx, r))
 
 
+def _same_call_streams(r: Reuse) -> List[str]:
+    """``model.init({"params": key, "dropout": key}, x)``: the stream names one call gives the
+    same key under (empty when the two uses are not two streams of one call)."""
+    if r.reason != "again" or r.first is None or r.first.call is not r.use.call:
+        return []
+    call = r.use.call
+    dicts = [kw.value for kw in call.keywords if kw.arg == "rngs"] + list(call.args[:1])
+    out = []
+    for d in dicts:
+        if isinstance(d, ast.Dict):
+            for k, v in zip(d.keys, d.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and v in (r.first.arg, r.use.arg):
+                    out.append(f"`{k.value}`")
+    return out if len(out) > 1 else []
+
+
+def _and(items: List[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     """Why the reuse belongs to the strict profile only, or None: it is reported by default
     when both consumers are known to draw from the key (a ``jax.random`` function, or a
     function whose summary says it samples, splits or hands the key to one), outside tests."""
+    if r.reason == "stored":
+        return ("whether the method runs more than once on one object is not known here "
+                "(one call draws from the stored key once)")
     for u in (r.first, r.use):
         if u is not None and u.kind == "call" and not u.draws:
             return f"{_consumer(u)} is not known to draw from the key (its effect on a key is unknown here)"
@@ -160,6 +208,10 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
         # (the reverse -- split, then the parent drawn from -- is the slip maintainers fix)
         return ("the key is drawn from first and only then split (or folded): the derived keys "
                 "do not repeat the numbers drawn")
+    if r.first is not None and r.reason == "carry" and not _derives(ctx, r.fn, r.use) \
+            and _derives(ctx, r.fn, r.first):
+        return ("the key is drawn from in one step and only split (or folded) in the next: the "
+                "derived keys do not repeat the numbers drawn")
     same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample"
     return deliberate_basis(ctx.model, r.fn, same_draws)
 

@@ -56,6 +56,7 @@ from ...analysis.bindings import ASSIGN
 from ...analysis.model import Function, SemanticModel
 from ...analysis.project import register_exporter
 from .consumers import external_folds
+from .attrs import body_attribute_reuses, stored_key_reuses
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
@@ -148,16 +149,43 @@ class KeyAnalysis:
         ``normal(0.02)(...)``, ``init_fn(...)`` with ``init_fn`` bound once to one), by
         qualified name, or None."""
         e = f
-        if isinstance(e, ast.Name):
-            bs = self.model.lookup(e.id, fn)
-            if len(bs) == 1 and bs[0].kind == ASSIGN and bs[0].path == ():
-                e = bs[0].value
-        if isinstance(e, ast.Call):
-            e = e.func
+        if isinstance(e, ast.Attribute):
+            field = self._field_default(e, fn)
+            if field is not None:
+                e, fn = field
+        for _ in range(2):
+            if isinstance(e, ast.Name):
+                bs = self.model.lookup(e.id, fn)
+                if len(bs) == 1 and bs[0].kind == ASSIGN and bs[0].path == ():
+                    e = bs[0].value
+            if isinstance(e, ast.Call):
+                e = e.func
         if not isinstance(e, (ast.Name, ast.Attribute)):
             return None
         q = self.model.qualname(e, fn)
         return q if q is not None and q.startswith(INITIALIZER_PREFIXES) else None
+
+    def _field_default(self, e: ast.Attribute, fn: Function):
+        """``self.kernel_init`` read in a method (or a function nested in one) of a class whose
+        body declares ``kernel_init: Callable = <default>``: (the default, the scope it is
+        evaluated in).  A dataclass-style field (a Flax module's) holds its default unless the
+        caller passes another value; None when the class does not declare it."""
+        if not isinstance(e.value, ast.Name):
+            return None
+        s = fn
+        while s is not None and s.cls is None:
+            s = s.parent
+        if s is None or not s.is_method or s.self_name != e.value.id or e.value.id in fn.locals - {s.self_name} \
+                or (s is not fn and e.value.id in fn.locals):
+            return None
+        for stmt in s.cls.node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                    and stmt.target.id == e.attr and stmt.value is not None:
+                return stmt.value, s.cls.scope
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == e.attr:
+                return stmt.value, s.cls.scope
+        return None
 
     def key_names(self, fn: Function) -> Set[str]:
         """Names of ``fn`` that hold PRNG keys (flow-insensitive)."""
@@ -277,6 +305,29 @@ class KeyAnalysis:
         memo[k] = got
         return got
 
+    def param_reaches_unknown(self, fn: Function, param: str) -> bool:
+        """``fn``'s parameter ``param`` is not a key there by any evidence, but reaches a call
+        whose effect on a key is unknown (``state.apply_fn(params, batch, rng)`` in a jitted
+        step): a key passed there may be drawn from -- a strict-profile consumer."""
+        memo = self.__dict__.setdefault("_param_unknown", {})
+        k = (id(fn), param)
+        got = memo.get(k)
+        if got is not None:
+            return got
+        memo[k] = False
+        todo = [fn]
+        while todo and not got:
+            scope = todo.pop()
+            interp = Interpreter(self, scope, {param}, None)
+            for call in scope.of_type(ast.Call):
+                if any(isinstance(arg, ast.Name) and arg.id == param and kind == "call"
+                       for arg, kind, _data, _callee, _ident, _draws in interp.call_info(call)):
+                    got = True
+                    break
+            todo.extend(c for c in scope.children if param not in c.locals)
+        memo[k] = got
+        return got
+
     def passes_on_folded(self, fn: Function, param: str, _depth: int = 0) -> bool:
         """:meth:`only_folded`, or every path of the key ends in another project module's
         function that only folds it (read from the project's exported facts)."""
@@ -368,7 +419,8 @@ class KeyAnalysis:
                             if x.__class__ is Name and keylike(x.id):
                                 keys.add(x.id)
             if scan_init and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
-                    and (fc is Call_ or fc is Name) and self.initializer(f, fn) is not None:
+                    and (fc is Call_ or fc is Name or (fc is Attribute and f.value.__class__ is Name)) \
+                    and self.initializer(f, fn) is not None:
                 keys.add(call.args[0].id)     # nn.initializers.normal(0.02)(rng, shape), init_fn(rng, shape)
             if term == "Rngs" and call.args and call.args[0].__class__ is Name and keylike(call.args[0].id) \
                     and (self.model.qualname(f, fn) or "").startswith("flax.nnx"):
@@ -559,6 +611,8 @@ class KeyAnalysis:
                         pass
                 if body is not None:
                     out.extend(closure_reuses(self, fn, body[0]))
+                    out.extend(body_attribute_reuses(self, fn, body[0]))
+            out.extend(stored_key_reuses(self, self.model))
         seen = set()
         uniq = []
         for r in sorted(out, key=lambda r: (r.use.call.lineno, r.use.call.col_offset)):

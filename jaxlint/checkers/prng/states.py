@@ -53,10 +53,14 @@ class Reuse:
     ``reason``: ``again`` (already consumed earlier on some path), ``loop``
     (consumed on every iteration of a Python loop or comprehension without
     being re-split), ``carry`` (taken from a ``lax`` loop carry, consumed and
-    returned unchanged), ``closure`` (closed over by a ``lax`` loop body).
+    returned unchanged; or, with ``first`` set, made in the step, consumed and
+    returned in the carry, where ``first`` consumes it again next step),
+    ``closure`` (closed over by a ``lax`` loop body, ``self.rng`` included),
+    ``stored`` (stored on the object at construction, consumed by a method,
+    never replaced).
     """
 
-    __slots__ = ("fn", "use", "first", "reason", "where", "sites", "_vid")
+    __slots__ = ("fn", "use", "first", "reason", "where", "sites", "_vid", "origin")
 
     def __init__(self, fn: Function, use: Use, first: Optional[Use], reason: str, where: str,
                  vid=None):
@@ -69,6 +73,7 @@ class Reuse:
         # before each of them); empty when unknown
         self.sites: List[Use] = []
         self._vid = vid
+        self.origin: Optional[int] = None   # ``stored``: the line that stores the key on the object
 
 
 class State:

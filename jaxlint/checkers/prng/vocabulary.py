@@ -166,9 +166,11 @@ def functions_mentioning(model: SemanticModel, markers: Tuple[str, ...]) -> List
 
 def mentions_random(model: SemanticModel, text: str) -> bool:
     for q in model.imports.aliases.values():
-        if q == "jax.random" or q.startswith(RANDOM):
-            return True
-    if "jax.random" in text:
+        if q == "jax.random" or q.startswith(RANDOM) or q.startswith(INITIALIZER_PREFIXES) \
+                or q + "." in INITIALIZER_PREFIXES:
+            return True     # (an initializer draws from the key it is given)
+    if "jax.random" in text or ("initializers." in text and any(
+            q in ("flax.linen", "flax.nnx", "jax.nn", "flax") for q in model.imports.aliases.values())):
         return True
     return "rng" in text and ("make_rng" in text or "rng=" in text or "rngs=" in text)
 
