@@ -3,8 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Set
 
-from ...analysis import Function, SemanticModel
+from ...analysis import INFERRED, Function, SemanticModel
 from ..base import Context, Finding, TracedCodeRule, register, traced_functions
+from ..messages import short
+from .schedules import branches
 
 _SUGGEST = {
     "if": "use `jnp.where` or `jax.lax.cond`",
@@ -26,6 +28,10 @@ class PythonControlFlowOnTracedValue(TracedCodeRule):
     Flags Python control flow whose condition depends on a traced value inside
     a traced function: `if`/`elif`, `while`, `assert`, conditional expressions
     (`a if c else b`), `and`/`or`/`not`, and `if` filters in comprehensions.
+    Also a comparison of the step count in a learning-rate schedule given to an
+    optax optimizer by position (`optax.adamw(lr)` with `def lr(step): if step
+    < warmup: ...`): optax calls the schedule with its step count, an array,
+    inside the optimizer's update, which runs under the training step's `jit`.
 
     ## Why is this bad?
     In PyTorch, `if loss > 10:` just reads the tensor's value. Under
@@ -106,6 +112,12 @@ class PythonControlFlowOnTracedValue(TracedCodeRule):
                 for sub in ast.walk(node):
                     covered.add(id(sub))
                 yield self._finding(ctx, fn, node, culprit, kw)
+        for sched, node, test in branches(m):
+            kw = "while" if isinstance(node, ast.While) else \
+                "conditional expression" if isinstance(node, ast.IfExp) else "if"
+            yield ctx.finding(self, test, (
+                f"Python `{kw}` on `{short(test)}`, computed from the step count, inside {sched.description()}: "
+                f"a tracer has no concrete truth value; {_SUGGEST[kw]}"), confidence=INFERRED)
 
     def _finding(self, ctx: Context, fn: Function, node: ast.AST, test: ast.AST, kw: str) -> Finding:
         m = ctx.model

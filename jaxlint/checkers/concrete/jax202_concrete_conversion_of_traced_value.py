@@ -5,10 +5,11 @@ import math as _math
 import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ...analysis import JAX, Function, SemanticModel, proven
+from ...analysis import INFERRED, JAX, Function, SemanticModel, proven
 from .values import (at_compile_time, culprit, output_nodes, traced_array, traced_value,
                                  unreliable_param)
 from ..messages import short
+from .schedules import builtin_min_max
 from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
 _ALL = -1   # every positional argument
@@ -76,7 +77,12 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
       size argument (`jnp.zeros(n)`, `x.reshape(n, -1)`, `jnp.arange(n)`,
       `jax.random.normal(key, (n,))`, `jax.nn.one_hot(y, k)`);
     - formatting a traced value into a string (f-string, `str()`, `%`,
-      `.format`) other than through `jax.debug.print`.
+      `.format`) other than through `jax.debug.print`;
+    - Python `min`/`max` of the step count in a learning-rate schedule given
+      to an optax optimizer by position (`optax.adam(schedule)`, a schedule
+      factory's product included, and the module's helpers the schedule
+      hands the step to): optax calls the schedule with its step count, an
+      array, inside the optimizer's update, under the training step's `jit`.
 
     Static facts are fine and never flagged: `int(x.shape[0])`, `len(x)`,
     `float(self.rate)` on a module field, arguments marked
@@ -140,6 +146,11 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
                         continue
                     seen.add(name)
                 yield finding
+        for sched, call, q, arg in builtin_min_max(m):
+            yield ctx.finding(self, call, (
+                f"Python `{q}()` of `{short(arg)}`, computed from the step count, inside {sched.description()} "
+                f"compares tracers, which needs concrete values; use `jnp.{'maximum' if q == 'max' else 'minimum'}`"),
+                confidence=INFERRED)
 
     # ------------------------------------------------------------------ helpers
     def _traced(self, ctx: Context, e: ast.AST, fn: Function) -> Optional[ast.AST]:
