@@ -276,10 +276,16 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         for fn in self.model.functions:
             for call in fn.of_type(ast.Call):
                 f = call.func
+                where = fn
+                if isinstance(f, (ast.Name, ast.Attribute)) and not _runs_module(f):
+                    bound = self._bound_runner(f, fn)
+                    if bound is None:
+                        continue
+                    f, where = bound   # predict = jax.jit(model.apply); self.apply_fn = model.apply
                 if isinstance(f, ast.Call) and len(f.args) == 1 and \
-                        isinstance(f.args[0], ast.Attribute) and self._passes_arguments(f, fn):
+                        isinstance(f.args[0], ast.Attribute) and self._passes_arguments(f, where):
                     f = f.args[0]     # jax.jit(model.apply)(variables, x), jax.vmap(model.apply, ...)(...)
-                if not isinstance(f, ast.Attribute) or not (f.attr in ("apply_fn", "apply") or f.attr in INIT_METHODS):
+                if not _runs_module(f):
                     continue
                 variables = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
                 if variables is None:
@@ -288,12 +294,46 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                 if f.attr == "apply_fn":
                     out.append(ApplySite(call, fn, f.value, "apply_fn", self._state_instance(), variables))
                 elif f.attr == "apply" or f.attr in INIT_METHODS:
-                    inst = self.instance(f.value, fn)
+                    inst = self.instance(f.value, where)
                     if inst is None:
                         continue
                     out.append(ApplySite(call, fn, f.value, f.attr, inst, variables))
         self._sites = out
         return out
+
+    def _bound_runner(self, f: ast.expr, fn: Function) -> Optional[Tuple[ast.expr, Function]]:
+        """(value, its scope) when the callable ``f`` -- a name bound once, or ``self.<attr>``
+        assigned once in the class's methods -- holds ``model.apply`` itself or a transform of
+        it (``predict = jax.jit(model.apply)``); None otherwise."""
+        got: Optional[Tuple[ast.expr, Function]] = None
+        if isinstance(f, ast.Name):
+            got = self.single_value(f.id, fn)
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            method = fn.enclosing_method()
+            if method is None or method.cls is None or method.cls.module_kind is not None \
+                    or f.value.id != method.self_name:
+                return None
+            found = []
+            for m in method.cls.methods.values():
+                for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Attribute) and n.attr == f.attr and \
+                                    isinstance(n.value, ast.Name) and n.value.id == m.self_name:
+                                if not isinstance(node, ast.Assign) or n is not t:
+                                    return None
+                                found.append((node.value, m))
+            got = found[0] if len(found) == 1 else None
+        if got is None:
+            return None
+        value, scope = got
+        if isinstance(value, ast.Attribute) and value.attr == "apply":
+            return got
+        if isinstance(value, ast.Call) and len(value.args) == 1 and isinstance(value.args[0], ast.Attribute) \
+                and value.args[0].attr == "apply" and self._passes_arguments(value, scope):
+            return got
+        return None
 
     def _passes_arguments(self, wrapper: ast.Call, fn: Function) -> bool:
         """``wrapper`` (``jax.jit(f)``, ``jax.vmap(f, in_axes=...)``, ``jax.pmap(f)``) calls ``f``
@@ -336,6 +376,11 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                         out.setdefault((id(target.function), p), []).append((a, fn))
             self._callers = out
         return self._callers
+
+
+def _runs_module(f: ast.expr) -> bool:
+    """``x.apply``, ``x.apply_fn``, ``x.init``: a call that runs (or initialises) a module."""
+    return isinstance(f, ast.Attribute) and (f.attr in ("apply_fn", "apply") or f.attr in INIT_METHODS)
 
 
 def _same_instance(a: Instance, b: Instance) -> bool:
