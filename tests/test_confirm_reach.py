@@ -189,3 +189,28 @@ def test_a_lambda_transformed_on_its_own_line_is_reached_through_the_function_ar
     c = reach_verdicts["lambda-on-the-line-ok"]
     assert c["status"] == "not-confirmed", _text(c)
     assert c["entry"] == "cf_reach:batch_means_ok"
+
+
+LIKE_NUMBA = '''import sys
+
+import jax
+
+_home = sys.modules[print.__module__]   # what numba does with every builtin when it is imported
+assert getattr(_home, print.__qualname__) is print
+
+key = jax.random.key(0)
+a = jax.random.normal(key, (2,))
+b = jax.random.normal(key, (2,))
+'''
+
+
+@pytest.mark.slow
+def test_the_print_spy_stands_for_the_builtin_while_a_module_imports(tmp_path, capsys, monkeypatch):
+    # numba looks every builtin up by its module and name when imported (PGMax's notebooks import it):
+    # the spy that replaces `print` must be found there, or the import fails on our account
+    (tmp_path / "like_numba.py").write_text(LIKE_NUMBA)
+    monkeypatch.chdir(tmp_path)
+    main(["check", "like_numba.py", "--confirm", "--select", "JAX401", "--format", "json", "--no-cache",
+          "--exit-zero"])
+    found = json.loads(capsys.readouterr().out)
+    assert found and found[0]["confirmation"]["status"] == "confirmed", found

@@ -242,7 +242,8 @@ class Probe:
         probe = self
         real_print = builtins.print
 
-        def spy_print(*args, **kwargs):
+        @functools.wraps(real_print)   # it stands for `builtins.print`: importers that look it up by its
+        def spy_print(*args, **kwargs):  # module and name (numba does, for every builtin) find it there
             f = probe._caller()
             if f is not None and f.f_code.co_filename in probe.paths:
                 shown = None
