@@ -175,6 +175,16 @@ class PlainClasses:
         if not isinstance(e, ast.Call) or not isinstance(e.func, ast.Name):
             return None
         name = e.func.id
+        method = scope.enclosing_method()
+        if method is not None and method.cls is not None and method.params and name == method.params[0] \
+                and scope is method and any(self.m.qualname(d, method.parent) == "classmethod"
+                                            for d in method.decorators) \
+                and len(self.m.bindings(name, method)) == 1:
+            # ``cls(...)`` in a classmethod factory (``Model.create(key)``); a subclass calling
+            # it builds the subclass, so only a class nothing here derives from counts
+            info = method.cls
+            derived = any(b == info.name for other in self.m.classes.values() for b in other.bases)
+            return info if not derived and self.is_plain(info) else None
         info = self.m.classes.get(name)
         if info is None or self.m.qualname(e.func, scope) is not None:
             return None
