@@ -355,8 +355,9 @@ def _is_step(m: SemanticModel, fun: ast.expr, scope: Function) -> bool:
             body = target.function.node.body
     if not isinstance(body, ast.BinOp) or not isinstance(body.op, (ast.Sub, ast.Add)):
         return False
-    if isinstance(body.op, ast.Add) and isinstance(body.right, ast.Name):
-        return False    # ``lambda acc, g: acc + g``: gradients accumulated, not applied
+    if isinstance(body.op, ast.Add) and not any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub)
+                                                for n in ast.walk(body.right)):
+        return False    # ``lambda acc, g: acc + g / n``: gradients accumulated, not applied (``p + -lr * g`` is)
     params = _lambda_params(fun, m, scope)
     return isinstance(body.left, ast.Name) and (params is None or body.left.id == params[0])
 
