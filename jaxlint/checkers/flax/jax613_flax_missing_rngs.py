@@ -188,7 +188,8 @@ class FlaxMissingRngs(Rule):
             if owner.is_module:
                 if len(m.bindings(v.id, owner)) != 1:
                     continue
-                got = _loop_running(facts, outer, 0)
+                got = _loop_running(facts, outer, 0) or \
+                    (_loop_running_method(facts, outer) if outer.cls is not None else None)
                 if got is None:
                     continue
                 caller, loop = got
