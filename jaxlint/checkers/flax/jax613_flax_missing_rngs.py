@@ -261,8 +261,8 @@ class FlaxMissingRngs(Rule):
             hit = direct.get(id(use.call))
             where = ""
             if hit is None:
-                target = m.resolve_callable(use.call.func, use.fn) if isinstance(
-                    use.call.func, (ast.Name, ast.Attribute, ast.Call)) else None
+                target = (m.resolve_callable(use.call.func, use.fn) or facts.instance_method(use.call.func, use.fn)) \
+                    if isinstance(use.call.func, (ast.Name, ast.Attribute, ast.Call)) else None
                 if target is None:
                     continue
                 pairs, _ = m.bind_arguments(target, use.call)

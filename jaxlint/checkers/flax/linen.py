@@ -20,7 +20,7 @@ import ast
 from dataclasses import dataclass
 from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
 
-from ...analysis import ClassInfo, Function, SemanticModel
+from ...analysis import CallTarget, ClassInfo, Function, SemanticModel
 from ...analysis import knowledge as K
 from ..messages import short
 from .contracts import INIT_METHODS, MAPS_ARGUMENTS, Layer, layer_for
@@ -352,6 +352,20 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             if needs:
                 yield site, needs
 
+    def instance_method(self, func: ast.expr, fn: Function):
+        """``trainer.step`` where ``trainer`` is bound once to ``Trainer(...)``, a plain class of
+        this module: its method, ``self`` bound (what the model resolves for ``self.step``)."""
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return None
+        sv = self.single_value(func.value.id, fn)
+        if sv is None or not isinstance(sv[0], ast.Call) or not isinstance(sv[0].func, ast.Name):
+            return None
+        info = self.model.classes.get(sv[0].func.id)
+        if info is None or info.module_kind is not None or self.model.qualname(sv[0].func, sv[1]) or \
+                self.binding_scope(sv[0].func.id, sv[1]) is not self.model.module:
+            return None
+        return _plain_method_target(info, func.attr, self.model)
+
     # ------------------------------------------------------------ call sites
     def call_sites(self, fn: Function) -> List[Tuple[ast.Call, Function, object]]:
         """Every call of this file that resolves to ``fn``: (call, calling scope, CallTarget)."""
@@ -367,7 +381,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                 for call in fn.of_type(ast.Call):
                     if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
                         continue
-                    target = m.resolve_callable(call.func, fn)
+                    target = m.resolve_callable(call.func, fn) or self.instance_method(call.func, fn)
                     if target is None:
                         continue
                     self._call_sites.setdefault(id(target.function), []).append((call, fn, target))
@@ -376,6 +390,15 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                         out.setdefault((id(target.function), p), []).append((a, fn))
             self._callers = out
         return self._callers
+
+
+def _plain_method_target(info: ClassInfo, name: str, model: SemanticModel):
+    fn = model.class_method(info, name)
+    if fn is None or fn.is_staticmethod or any(
+            model.qualname(d, fn.parent) in ("classmethod", "property") for d in fn.decorators
+            if isinstance(d, (ast.Name, ast.Attribute))):
+        return None
+    return CallTarget(fn, 1)
 
 
 def _runs_module(f: ast.expr) -> bool:
