@@ -28,6 +28,11 @@ class KeyCalls:
         if got is not None:
             return got
         out = self._call_info(call)
+        if self.an.random_qualname(call, self.fn) is None:
+            # a function of this scope that draws from a key it reads from here
+            # (``def loss_fn(p): ... rngs={"dropout": key}``): each call draws from that key
+            held = {a.id for a, *_ in out if isinstance(a, ast.Name)}
+            out = out + [u for u in self._closure_uses(call) if u[0].id not in held]
         self.call_infos[id(call)] = out
         return out
 
@@ -136,6 +141,35 @@ class KeyCalls:
             return uniq
         return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
                 if not self._draws_nothing(call, c)]
+
+    def _closure_uses(self, call: ast.Call) -> list:
+        """Keys of this scope that ``call`` -- of a function defined in this scope, directly or
+        through ``jax.grad``/``jit``/``partial`` wrappers -- draws from by reading them from here:
+        (a stand-in name node, "call", None, callee, identity, True) each."""
+        f = call.func
+        if f.__class__ not in (ast.Name, ast.Call, ast.Attribute):
+            return []
+        if f.__class__ is ast.Attribute and not isinstance(f.value, ast.Call):
+            return []
+        target = self.m.resolve_callable(f, self.fn)
+        if target is None:
+            return []
+        callee = target.function
+        if callee.parent is not self.fn or callee is self.fn:
+            return []
+        names = [n for n in sorted(self.keys) if n not in callee.locals and self.an.closure_draws(callee, n)]
+        if not names:
+            return []
+        display = short(f)
+        ident = self._callee_identity(f)
+        out = []
+        for n in names:
+            node = ast.Name(id=n, ctx=ast.Load())
+            ast.copy_location(node, call)
+            node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
+            node.jaxlint_closure = True      # (no argument to rewrite: the fix leaves such uses alone)
+            out.append((node, "call", None, display, ident, True))
+        return out
 
     def _lowers(self, f: ast.AST) -> bool:
         """``jax.jit(f).lower``/``.trace`` (or of a name bound to a jitted function): the

@@ -244,6 +244,8 @@ def _consumer(use: Use) -> str:
     c = use.callee
     if c.startswith(RANDOM):
         c = "jax.random." + c[len(RANDOM):]
+    if getattr(use.arg, "jaxlint_closure", False):
+        return f"`{c}` (which draws from the `{use.name}` it reads from this scope)"
     return f"`{c}`"
 
 
@@ -266,7 +268,8 @@ def _split_fix(ctx: Context, r: Reuse) -> Optional[Fix]:
     src = ctx.source
     stmts = set()
     for u in sites:
-        if u.name != name or u.in_comp or u.stmt is None or not _fixable_stmt(ctx, u):
+        if u.name != name or u.in_comp or u.stmt is None or getattr(u.arg, "jaxlint_closure", False) \
+                or not _fixable_stmt(ctx, u):
             return None
         if id(u.stmt) in stmts:
             return None          # two consumers in one statement

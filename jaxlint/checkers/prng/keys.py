@@ -305,6 +305,32 @@ class KeyAnalysis:
         memo[k] = got
         return got
 
+    def closure_draws(self, fn: Function, name: str) -> bool:
+        """``fn`` (or a function nested in it) draws from ``name``, a key it reads from its
+        enclosing scope (a sampler, a split, or a consumer known to draw takes it)."""
+        memo = self.__dict__.setdefault("_closure_draws", {})
+        k = (id(fn), name)
+        got = memo.get(k)
+        if got is not None:
+            return got
+        memo[k] = False
+        text_ok = any(n.__class__ is ast.Name and n.id == name for n in ast.walk(fn.node))
+        got = False
+        if text_ok and name not in fn.locals:
+            todo = [fn]
+            while todo and not got:
+                scope = todo.pop()
+                interp = Interpreter(self, scope, {name}, None)
+                for call in scope.of_type(ast.Call):
+                    if any(isinstance(arg, ast.Name) and arg.id == name and (kind != "call" or draws)
+                           and not getattr(arg, "jaxlint_closure", False)
+                           for arg, kind, _data, _callee, _ident, draws in interp.call_info(call)):
+                        got = True
+                        break
+                todo.extend(c for c in scope.children if name not in c.locals)
+        memo[k] = got
+        return got
+
     def param_reaches_unknown(self, fn: Function, param: str) -> bool:
         """``fn``'s parameter ``param`` is not a key there by any evidence, but reaches a call
         whose effect on a key is unknown (``state.apply_fn(params, batch, rng)`` in a jitted
