@@ -106,6 +106,8 @@ REACH_FINDINGS = {
     "made-state-split": KEY_REUSE[1].format(k="k2", f="normal", first="{first}"),
     "lambda-on-the-line": "boolean mask `x > 0` indexes a traced array inside `positive_mean`",
     "lambda-on-the-line-ok": "boolean mask `x > 0` indexes a traced array inside `positive_mean_ok`",
+    "nnx-init": KEY_REUSE[1].format(k="key", f="uniform", first="{first}"),
+    "nnx-init-ok": KEY_REUSE[1].format(k="rngs.params()", f="uniform", first="{first}"),
     "instance-print-plain": "`print` of traced value `x` inside `_step`",
     "instance-print-jit": "`print` of traced value `x` inside `_jstep`",
 }
@@ -214,3 +216,15 @@ def test_the_print_spy_stands_for_the_builtin_while_a_module_imports(tmp_path, c
           "--exit-zero"])
     found = json.loads(capsys.readouterr().out)
     assert found and found[0]["confirmation"]["status"] == "confirmed", found
+
+
+@pytest.mark.slow
+def test_an_nnx_constructor_runs_eagerly_with_the_rngs_it_is_given(reach_verdicts):
+    # `rngs: nnx.Rngs` is what every NNX constructor gets (not something "called like a function"),
+    # and a constructor is run as the program builds the module: eagerly, not traced by a jit of ours
+    c = reach_verdicts["nnx-init"]
+    assert c["status"] == "confirmed", _text(c)
+    assert c["entry"] == "cf_reach:Scales.__init__" and "rngs=Rngs" in c["arguments"]
+    assert c["evidence"].startswith("with `jax_debug_key_reuse`, running")
+    c = reach_verdicts["nnx-init-ok"]
+    assert c["status"] == "not-confirmed", _text(c)

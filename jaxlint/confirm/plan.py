@@ -120,6 +120,9 @@ def _eval_dim(tok: str, cfg: ConfirmConfig) -> Optional[int]:
         return cfg.dim_size
 
 
+RNGS_TYPES = frozenset({"flax.nnx.Rngs", "flax.nnx.rnglib.Rngs", "flax.experimental.nnx.Rngs"})
+
+
 def annotation_spec(model: SemanticModel, ann: Optional[ast.expr], cfg: ConfirmConfig) -> Optional[dict]:
     """A jaxtyping / ``jax.Array`` / scalar annotation -> an argument spec."""
     node = _ann_node(ann)
@@ -160,6 +163,8 @@ def annotation_spec(model: SemanticModel, ann: Optional[ast.expr], cfg: ConfirmC
         return None
     if name in KEY_TYPES:
         return {"t": "key", "shape": []}
+    if name in RNGS_TYPES:       # Flax NNX's key streams: what every NNX constructor is given
+        return {"t": "rngs"}
     if name in ARRAY_TYPES:
         return cfg.array_default()
     if name in SCALARS:
@@ -213,6 +218,9 @@ def entry_basis(model: SemanticModel, fn: Function) -> Tuple[str, str]:
         return "transform", direct[0].description
     if direct:
         return "helper", direct[0].description + ", outside any staging trace (tracers carry values)"
+    if fn.cls is not None and fn.cls.module_kind == "nnx" and fn.name == "__init__" and not fn.contexts:
+        # an NNX module is built eagerly (its constructor makes its parameters from `rngs`)
+        return "eager", f"the constructor of the nnx module `{fn.cls.name}`, run as the program builds it"
     if fn.cls is not None and fn.cls.module_kind:
         return "module", f"a method of the {fn.cls.module_kind} module `{fn.cls.name}`"
     if fn.contexts:

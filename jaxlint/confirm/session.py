@@ -63,6 +63,9 @@ def spec_value(spec: dict, concrete: bool = False):
         return _key_sds(shape)
     if t == "static":
         return spec["v"]
+    if t == "rngs":
+        from flax import nnx
+        return nnx.Rngs(0)
     if t == "list":
         return [spec_value(s, concrete) for s in spec["items"]]
     if t == "tuple":

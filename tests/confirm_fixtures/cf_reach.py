@@ -4,6 +4,7 @@ from typing import NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
+from flax import nnx
 
 
 class Grid:
@@ -110,3 +111,18 @@ def batch_means(xs):
 
 def batch_means_ok(xs):
     return jax.vmap(lambda row: positive_mean_ok(row))(xs)
+
+
+class Scales(nnx.Module):
+    def __init__(self, data: jax.Array, *, rngs: nnx.Rngs):
+        key = rngs.params()
+        n = data.shape[-1]
+        self.pos = nnx.Param(jax.random.uniform(key, (n,)))
+        self.neg = nnx.Param(jax.random.uniform(key, (n,)))  # reach: nnx-init
+
+
+class ScalesOk(nnx.Module):
+    def __init__(self, data: jax.Array, *, rngs: nnx.Rngs):
+        n = data.shape[-1]
+        self.pos = nnx.Param(jax.random.uniform(rngs.params(), (n,)))
+        self.neg = nnx.Param(jax.random.uniform(rngs.params(), (n,)))  # reach: nnx-init-ok
