@@ -136,6 +136,33 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             self._apply_seeds()
             self._propagate()
             self._container_arguments()
+            self._note_module_application()
+
+    def _note_module_application(self) -> None:
+        """Does code a transform traces here apply a module it cannot name -- Flax's
+        ``model.apply(variables, x)`` on an unresolved ``model``, or a call of one of its own
+        parameters (``model(x)`` under ``nnx.jit``/``eqx.filter_jit``)?  Then this module's
+        methods seeded as traced may run under that transform
+        (``Function.traced_by_module_seed_only``)."""
+        if not self.class_list or not any(c.module_kind for c in self.class_list):
+            return
+        for fn in self.functions:
+            certain = fn.confidence == CERTAIN
+            for call in fn.of_type(ast.Call):
+                f = call.func
+                if certain and f.__class__ is ast.Attribute and f.attr == "apply" \
+                        and self.resolve_callable(f, fn) is None:
+                    break
+                if certain and f.__class__ is ast.Name and f.id in fn.param_nodes:
+                    break
+                # ``jax.vmap(model.apply, ...)``: the apply function handed to a transform
+                if call.args and call.args[0].__class__ is ast.Attribute and call.args[0].attr == "apply" \
+                        and f.__class__ in (ast.Name, ast.Attribute) and self.qualname(f, fn) in K.TRANSFORMS:
+                    break
+            else:
+                continue
+            self.module.module_applied_under_trace = True
+            return
 
     def _apply_seeds(self) -> None:
         """Mark the functions other modules trace (cross-module calls and

@@ -17,6 +17,10 @@ from . import knowledge as K
 
 CERTAIN = "certain"
 INFERRED = "inferred"
+# the transform names of the inferred contexts a module's methods are seeded with, for the
+# module systems that run eagerly by default (an NNX or Equinox module is called like a function;
+# a linen module runs only through init/apply, and apply under jit is the rule)
+EAGER_MODULE_SEEDS = frozenset({"nnx.Module", "equinox.Module"})
 
 _FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
@@ -60,7 +64,7 @@ class Function:
         "param_nodes", "defaults", "nodes", "defs", "children", "contexts", "traced_params",
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
         "is_staticmethod", "binding_table", "param_kinds", "param_inits", "_comprehension_loads",
-        "param_residuals", "is_module", "is_lambda", "inferred_static",
+        "param_residuals", "is_module", "is_lambda", "inferred_static", "module_applied_under_trace",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -71,6 +75,10 @@ class Function:
         self.parent = parent
         self.cls = cls
         self.is_module = node.__class__ is ast.Module    # (asked hundreds of thousands of times)
+        # set by the model on the module scope: traced code of this module applies a module it
+        # cannot name (``model.apply(params, x)``, ``model(x)`` on a parameter inside a transform),
+        # so the module methods seeded as traced may well be
+        self.module_applied_under_trace = False
         self.is_lambda = node.__class__ is ast.Lambda
         self.params: List[str] = []
         self.kwonly: List[str] = []
@@ -248,6 +256,36 @@ class Function:
         """This function itself is a traced context (which predicate to use when:
         :mod:`jaxlint.analysis.tracedness`)."""
         return bool(self.contexts)
+
+    @property
+    def traced_by_module_seed_only(self) -> bool:
+        """Every trace of this function rests on the guess that an NNX or Equinox module's
+        ``__call__`` runs under a transform (the method seeded as traced, or a helper only such
+        methods call), with no transform, ``apply`` or call from traced code behind it, and no
+        code of this module applying a module under a transform.  Those modules run eagerly by
+        default (called like functions), so what such a trace would break is unknown."""
+        seen: Set[int] = set()
+        top = self
+        while top.parent is not None:
+            top = top.parent
+        if top.module_applied_under_trace:
+            return False
+
+        def seed_only(fn: "Function") -> bool:
+            if id(fn) in seen:
+                return True
+            seen.add(id(fn))
+            if not fn.contexts:
+                return False
+            for c in fn.contexts:
+                if c.transform in EAGER_MODULE_SEEDS:
+                    continue
+                if c.transform == "call" and c.caller is not None and seed_only(c.caller):
+                    continue
+                return False
+            return True
+
+        return seed_only(self)
 
     @property
     def confidence(self) -> Optional[str]:

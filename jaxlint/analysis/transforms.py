@@ -483,9 +483,12 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     traced_method = True
                 if not traced_method:
                     continue
-                kind = {"linen": "Flax linen", "nnx": "Flax NNX", "equinox": "Equinox"}[info.module_kind]
-                ctx = TraceContext(f"{info.module_kind}.Module", INFERRED, fn.node,
-                                   f"a {kind} `Module` method, traced by `init`/`apply` under a transform")
+                if info.module_kind == "linen":
+                    how = "a Flax linen `Module` method, traced by `init`/`apply` under a transform"
+                else:
+                    kind = {"nnx": "a Flax NNX", "equinox": "an Equinox"}[info.module_kind]
+                    how = f"{kind} `Module` method, traced when the module is called under a transform"
+                ctx = TraceContext(f"{info.module_kind}.Module", INFERRED, fn.node, how)
                 params = [p for p in fn.all_params() if p != fn.self_name]
                 traced = {p for p in params if not self._is_config_param(fn, p)}
                 static = set(params) - traced

@@ -27,10 +27,11 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
+from ..analysis.scopes import EAGER_MODULE_SEEDS
 from ..findings import DEFAULT_PROFILE, STRICT_PROFILE, Finding, Settings
 from ..fixes.edits import Edit, Fix
 
@@ -108,10 +109,15 @@ class Rule:
         m = ctx.model
         if self.jax_files_only and not m.mentions_jax:
             return ()
-        found = self.findings(ctx, m)
+        found = self.profiled(ctx, self.findings(ctx, m))
         if ctx.settings.strict:
             return found
         return (f for f in found if f.profile == DEFAULT_PROFILE)
+
+    def profiled(self, ctx: Context, found: Iterable[Finding]) -> Iterable[Finding]:
+        """The findings with their profiles: what every finding of this rule needs to be
+        reported by default (a rule family may move some to the strict profile)."""
+        return found
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterable[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -162,6 +168,45 @@ class TracedCodeRule(Rule):
     module (a project seed)."""
 
     jax_files_only = False
+
+    def profiled(self, ctx: Context, found: Iterable[Finding]) -> Iterable[Finding]:
+        """A finding in code traced only on the guess that an NNX/Equinox module's method runs
+        under a transform (``Function.traced_by_module_seed_only``) belongs to the strict
+        profile: those modules run eagerly by default, and then nothing of what it says happens."""
+        m = ctx.model
+        if not _has_eager_module_seeds(m):
+            yield from found
+            return
+        for f in found:
+            if f.profile == DEFAULT_PROFILE:
+                fn = _innermost_traced(m, f.line)
+                if fn is not None and fn.traced_by_module_seed_only:
+                    f = replace(f, profile=STRICT_PROFILE, basis=MODULE_SEED_BASIS)
+            yield f
+
+
+MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a transform, which nothing in "
+                     "this file shows (such modules run eagerly by default)")
+
+
+def _has_eager_module_seeds(m: SemanticModel) -> bool:
+    got = m.__dict__.get("_eager_module_seeds")
+    if got is None:
+        got = m._eager_module_seeds = not m.module.module_applied_under_trace and any(
+            c.transform in EAGER_MODULE_SEEDS for fn in m.functions for c in fn.contexts)
+    return got
+
+
+def _innermost_traced(m: SemanticModel, line: int) -> Optional[Function]:
+    """The innermost traced function whose body holds ``line``."""
+    best = None
+    for fn in m.functions:
+        node = fn.node
+        if fn.is_module or not fn.contexts or not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+            continue
+        if best is None or node.lineno >= best.node.lineno:
+            best = fn
+    return best
 
 
 _RULE_MODULE = re.compile(r"jax(\d{3})_([a-z0-9]+(?:_[a-z0-9]+)*)")
