@@ -109,6 +109,10 @@ class StaticArgsMixin:
         text = getattr(self.source, "text", None)
         if not defaulted or text is None:
             return set()
+        # a lambda's defaulted parameters are the idiom that binds a value into a closure
+        # (``jax.jit(lambda x, _n=n: ...)`` in a loop): when its calls are not all visible,
+        # they keep their defaults
+        unseen = set(defaulted) if fn.is_lambda else set()
         if node is call:
             invoked = next((c for c in scope.of_type(ast.Call) if c.func is call), None)
             if invoked is not None:
@@ -116,7 +120,7 @@ class StaticArgsMixin:
                 return self._not_passed(target, [invoked], defaulted)
             owner = next((a for a in scope.of_type(ast.Assign) if a.value is call), None)
             if owner is None or len(owner.targets) != 1 or owner.targets[0].__class__ is not ast.Name:
-                return set()
+                return unseen
             name, home = owner.targets[0].id, scope
         else:
             name, home = fn.name, fn.parent
@@ -129,7 +133,7 @@ class StaticArgsMixin:
             text = text[src.offset(home.node.lineno, 0):src.offset(home.node.end_lineno + 1, 0)]
         text = _COMMENT.sub("", text)
         if not calls or len(re.findall(r"(?<![\w.])%s\b" % re.escape(name), text)) != len(calls) + 1:
-            return set()
+            return unseen
         return self._not_passed(target, calls, defaulted)
 
     @staticmethod

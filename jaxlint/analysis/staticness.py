@@ -32,6 +32,9 @@ STATIC_RULES: Tuple[StaticRule, ...] = (
     StaticRule("unpassed_default", "defaults no call of the transformed function passes "
                "(`jax.vmap(f)(a, b)` leaves `f`'s third parameter at its default)",
                "staticargs.StaticArgsMixin._unpassed_defaults"),
+    StaticRule("lambda_defaults", "defaults of a transformed lambda whose calls are not all visible "
+               "(`jax.jit(lambda x, _n=n: ...)`): the idiom that binds a value into a closure",
+               "staticargs.StaticArgsMixin._unpassed_defaults"),
     StaticRule("register_static", "every attribute of a class registered with "
                "`jax.tree_util.register_static`", "statics.static_names"),
     StaticRule("meta_fields", "`meta_fields` of `jax.tree_util.register_dataclass`",
