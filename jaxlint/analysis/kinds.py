@@ -628,6 +628,8 @@ class KindsMixin:
                 # under grad/vmap alone an operation on constants runs eagerly
                 return JAX | self._args_traced(call, fn)
             return JAX | (TRACED if fn.under_trace else 0)
+        if q in K.NUMPY_CONVERSIONS:
+            return NUMPY   # raises on a tracer, so it returns a concrete array (JAX203 reports the call)
         if q.startswith("numpy."):
             return NUMPY | self._args_traced(call, fn)
         if q in ("jax.tree.map", "jax.tree.leaves", "jax.tree.flatten"):

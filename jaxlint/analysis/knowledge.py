@@ -449,6 +449,16 @@ STATIC_ATTR_PREFIXES = ("n_", "num_", "is_", "has_", "use_")
 # unknown callables named like predicates return Python bools (``is_array(x)``)
 PREDICATE_PREFIXES = ("is_", "has_", "can_", "should_", "valid", "check_", "_is_", "_has_")
 
+# the errors JAX raises at trace time for each concrete-value pitfall, with their bases: an
+# ``except`` naming one of these (or ``Exception``) around the code handles the pitfall
+TRACE_ERRORS = {
+    "JAX201": frozenset({"TracerBoolConversionError", "ConcretizationTypeError", "JAXTypeError", "TypeError"}),
+    "JAX202": frozenset({"ConcretizationTypeError", "TracerIntegerConversionError", "JAXTypeError", "TypeError"}),
+    "JAX203": frozenset({"TracerArrayConversionError", "JAXTypeError", "TypeError"}),
+    "JAX204": frozenset({"NonConcreteBooleanIndexError", "JAXIndexError", "IndexError", "LookupError"}),
+}
+CATCH_ALL_ERRORS = frozenset({"Exception", "BaseException"})
+
 # Pallas kernels write through mutable refs (``o_ref[...] = x``)
 PALLAS_PREFIX = "jax.experimental.pallas"
 # calls whose function argument (the first) receives refs for its parameters, not arrays:
@@ -477,6 +487,10 @@ ARRAY_MODULES = (
     "jax.ops.", "flax.linen.activation.", "optax.",
 )
 ARRAY_FUNCTIONS = frozenset({"jax.device_put", "jax.numpy.array", "jax.numpy.asarray"})
+# NumPy conversions: given a tracer they raise (TracerArrayConversionError), so what they
+# return is always a concrete NumPy array
+NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray",
+                               "numpy.copy", "jax.device_get"})
 # modules of jax-adjacent functions that are not array producers
 NON_ARRAY = frozenset({
     "jax.numpy.ndarray", "optax.GradientTransformation",

@@ -35,6 +35,9 @@ STATIC_RULES: Tuple[StaticRule, ...] = (
     StaticRule("lambda_defaults", "defaults of a transformed lambda whose calls are not all visible "
                "(`jax.jit(lambda x, _n=n: ...)`): the idiom that binds a value into a closure",
                "staticargs.StaticArgsMixin._unpassed_defaults"),
+    StaticRule("numpy_conversion", "what `np.asarray`/`np.array`/`jax.device_get` return: given a tracer they "
+               "raise, so their result is a concrete NumPy array", "knowledge.NUMPY_CONVERSIONS, "
+               "kinds.KindsMixin._library_call_kind"),
     StaticRule("register_static", "every attribute of a class registered with "
                "`jax.tree_util.register_static`", "statics.static_names"),
     StaticRule("meta_fields", "`meta_fields` of `jax.tree_util.register_dataclass`",

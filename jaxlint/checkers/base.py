@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
+from ..analysis import knowledge as K
 from ..analysis.scopes import EAGER_MODULE_SEEDS
 from ..findings import DEFAULT_PROFILE, STRICT_PROFILE, Finding, Settings
 from ..fixes.edits import Edit, Fix
@@ -174,6 +175,9 @@ class TracedCodeRule(Rule):
         under a transform (``Function.traced_by_module_seed_only``) belongs to the strict
         profile: those modules run eagerly by default, and then nothing of what it says happens."""
         m = ctx.model
+        errors = K.TRACE_ERRORS.get(self.code)
+        if errors:
+            found = [f for f in found if not _handled(m, f.line, errors)]
         if not _has_eager_module_seeds(m):
             yield from found
             return
@@ -187,6 +191,27 @@ class TracedCodeRule(Rule):
 
 MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a transform, which nothing in "
                      "this file shows (such modules run eagerly by default)")
+
+
+def _handled(m: SemanticModel, line: int, errors) -> bool:
+    """Is ``line`` in the body of a ``try`` whose handler catches the error JAX raises for the
+    pitfall (``except jax.errors.TracerArrayConversionError:``, ``except TypeError:``,
+    ``except Exception:``, a bare ``except:``)?  The code then handles the tracer on purpose."""
+    fn = _innermost_traced(m, line)
+    if fn is None:
+        return False
+    for t in fn.of_type(ast.Try) + fn.of_type(getattr(ast, "TryStar", ast.Try)):
+        if not t.body or not (t.body[0].lineno <= line <= (t.body[-1].end_lineno or t.body[-1].lineno)):
+            continue
+        for h in t.handlers:
+            if h.type is None:
+                return True
+            names = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+            for n in names:
+                last = n.attr if isinstance(n, ast.Attribute) else (n.id if isinstance(n, ast.Name) else None)
+                if last in errors or last in K.CATCH_ALL_ERRORS:
+                    return True
+    return False
 
 
 def _has_eager_module_seeds(m: SemanticModel) -> bool:
