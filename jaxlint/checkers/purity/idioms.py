@@ -22,6 +22,26 @@ def lazy_init(model: SemanticModel, fn: Function, node: ast.AST, name: str) -> b
         if t.__class__ is ast.UnaryOp and t.op.__class__ is ast.Not \
                 and t.operand.__class__ is ast.Name and t.operand.id == name:
             return True
+    return _returned_when_set(fn, node, name)
+
+
+def _returned_when_set(fn: Function, node: ast.AST, name: str) -> bool:
+    """``if _CACHED is not None: return _CACHED`` (or ``if _CACHED: return ...``) as a statement
+    of ``fn``'s body before ``node``: past it, ``name`` is unset -- the same lazy singleton."""
+    line = getattr(node, "lineno", 0)
+    for stmt in getattr(fn.node, "body", ()):
+        if stmt.lineno >= line:
+            return False
+        if stmt.__class__ is not ast.If or stmt.orelse or not stmt.body \
+                or stmt.body[-1].__class__ is not ast.Return:
+            continue
+        t = stmt.test
+        if t.__class__ is ast.Compare and len(t.ops) == 1 and t.ops[0].__class__ is ast.IsNot \
+                and t.left.__class__ is ast.Name and t.left.id == name \
+                and t.comparators[0].__class__ is ast.Constant and t.comparators[0].value is None:
+            return True
+        if t.__class__ is ast.Name and t.id == name:
+            return True
     return False
 
 

@@ -130,8 +130,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
                 return None
             owner = "enclosing-scope"
         if w.kind == "call":
-            if w.method == "setdefault" or (w.method == "update" and _memo(fn, root.id)):
-                return None   # memoization: filling a cache once is the point
+            if w.method == "setdefault" or (w.method in ("update", "add") and _memo(fn, root.id)):
+                return None   # memoization (``if key not in SEEN: SEEN.add(key)``): filling it once is the point
             if w.method in LIST_METHODS:
                 pass
             elif not (w.direct and b.container_bound(scope, root.id)):
