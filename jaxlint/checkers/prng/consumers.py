@@ -74,6 +74,9 @@ class KeyCalls:
         if not cands:
             return []
         f = call.func
+        stored = self._stored_in_state(call, cands)
+        if stored is not None:
+            return stored
         if isinstance(f, ast.Attribute) and (f.attr in CONTAINER_METHODS or f.attr in PRODUCER_METHODS
                                              or f.attr in LOOK_ONLY_METHODS or f.attr.startswith("assert")):
             return []
@@ -141,6 +144,26 @@ class KeyCalls:
             return uniq
         return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
                 if not self._draws_nothing(call, c)]
+
+    def _stored_in_state(self, call: ast.Call, cands: list) -> Optional[list]:
+        """A key kept as a field of a state for the steps to come: ``TrainingState(...,
+        key=rng)`` of a class of this module, ``state.replace(rng=rng)``,
+        ``state._replace(key=rng)``.  The state's next step splits it: a ``store`` use, which
+        conflicts with a split of the same key here (``split(k, 2)`` repeats ``split(k, 2)``,
+        and with JAX's default partitionable threefry ``split(k, n)`` begins with the keys of
+        ``split(k, m)``).  None when ``call`` is no such store."""
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr in ("replace", "_replace"):
+            pass
+        elif isinstance(f, ast.Name) and f.id in self.m.classes and f.id not in self.fn.locals:
+            pass
+        else:
+            return None
+        out = []
+        for kw in call.keywords:
+            if kw.arg is not None and isinstance(kw.value, ast.Name) and any(c is kw.value for c in cands):
+                out.append((kw.value, "store", None, short(f) + f"({kw.arg}=...)", None, False))
+        return out if out else ([] if isinstance(f, ast.Attribute) else None)
 
     def _closure_uses(self, call: ast.Call) -> list:
         """Keys of this scope that ``call`` -- of a function defined in this scope, directly or

@@ -31,7 +31,14 @@ class PrngKeyReuse(Rule):
     call (`model.init({"params": key, "dropout": key}, x)`), and the same key
     for every element of a comprehension (`[init(rng, shape) for _ in
     range(n)]`, also through a module field whose default is an initializer:
-    `self.kernel_init(rng, shape)`). The key is followed through assignments, branches (reuse on any
+    `self.kernel_init(rng, shape)`), a key split and also stored as a state's
+    key for later steps (`TrainingState(..., key=rng)` of a class of the
+    module, `state.replace(rng=rng)` after `split(rng)`: the state's next
+    split hands out the same keys again -- `split(k, 2)` always equals
+    `split(k, 2)`, and with JAX's default partitionable threefry `split(k, 3)`
+    begins with `split(k, 2)`), and a function of the scope that draws from a
+    key it reads from there (`def loss_fn(p): ... rngs={"dropout": key}`),
+    called twice on different inputs. The key is followed through assignments, branches (reuse on any
     path is reported; uses in mutually exclusive `if`/`else` branches are
     not) and loops, and into the functions of the module: a helper consumes
     its key parameter when the parameter reaches a `jax.random` function,
@@ -142,6 +149,11 @@ class PrngKeyReuse(Rule):
         if streams:
             msg = (f"PRNG key `{name}` is given to the {_and(streams)} RNG streams of {consumer} at once; "
                    f"every stream draws the same random numbers (split it, one key per stream)")
+        elif r.reason == "again" and "store" in (r.first.kind, use.kind):
+            split, store = (r.first, use) if use.kind == "store" else (use, r.first)
+            msg = (f"PRNG key `{name}` is split by {_consumer(split)} on line {split.line} and also stored for "
+                   f"later steps by {_consumer(store)} on line {store.line}: the next split of the stored key "
+                   f"gives the keys this split already handed out; store a fresh key from the split instead")
         elif r.reason == "again":
             first = r.first
             by = _consumer(first)

@@ -145,6 +145,10 @@ def forget(st: State, vid) -> None:
 
 
 def conflict(first: Use, second: Use) -> bool:
+    if first.kind == "store" or second.kind == "store":
+        # a key kept in a state is split by the state's next step: that repeats a split here
+        other = second if first.kind == "store" else first
+        return other.kind == "split" and other.call is not (first if other is second else second).call
     if first.kind == "fold_in" or second.kind == "fold_in":
         # fold_in(key, d) derives a distinct key per datum: only the same constant twice repeats
         return first.kind == second.kind == "fold_in" and first.data is not None and first.data == second.data
