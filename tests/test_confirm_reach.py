@@ -108,6 +108,8 @@ REACH_FINDINGS = {
     "lambda-on-the-line-ok": "boolean mask `x > 0` indexes a traced array inside `positive_mean_ok`",
     "nnx-init": KEY_REUSE[1].format(k="key", f="uniform", first="{first}"),
     "nnx-init-ok": KEY_REUSE[1].format(k="rngs.params()", f="uniform", first="{first}"),
+    "global-read-fails": "module-level `SCALE` is read inside `normalize` (jitted with `jax.jit`) but is "
+                         "rebound in `set_scale`",
     "instance-print-plain": "`print` of traced value `x` inside `_step`",
     "instance-print-jit": "`print` of traced value `x` inside `_jstep`",
 }
@@ -121,7 +123,8 @@ def reach_verdicts():
         m = REACH_TAG.search(text)
         if m:
             tag = m.group(1)
-            code = "JAX101" if "print" in tag else "JAX204" if "lambda" in tag else "JAX401"
+            code = "JAX101" if "print" in tag else "JAX204" if "lambda" in tag else \
+                "JAX103" if "global" in tag else "JAX401"
             findings[tag] = Finding(code, "t", str(REACH), i, 0, i, 1, REACH_FINDINGS[tag].format(first=i - 1))
     res = [FileResult(str(REACH), list(findings.values()), source=src)]
     confirm_results(res, ConfirmConfig(root=str(FX)), ConfirmOptions(timeout=120))
@@ -228,3 +231,12 @@ def test_an_nnx_constructor_runs_eagerly_with_the_rngs_it_is_given(reach_verdict
     assert c["evidence"].startswith("with `jax_debug_key_reuse`, running")
     c = reach_verdicts["nnx-init-ok"]
     assert c["status"] == "not-confirmed", _text(c)
+
+
+@pytest.mark.slow
+def test_a_global_read_whose_trace_fails_is_not_judged(reach_verdicts):
+    # `batch / SCALE` with a synthesized batch of 4 columns against 8: the trace fails at the line
+    # with the global changed or not -- no program was built, so the claim was not put to the test
+    c = reach_verdicts["global-read-fails"]
+    assert c["status"] == "unreached", _text(c)
+    assert "no program showed what it bakes in" in c["reason"]

@@ -341,8 +341,12 @@ def s_global_read(t: dict, g: Group) -> dict:
     if not tried:
         return unreached(f"no global number or array on line {t['line']} that could be varied")
     if base.error is not None:
-        return not_confirmed(f"changing {', '.join(f'`{n}`' for n in tried)} does not change the traced program "
-                             f"(tracing failed {base.error.where()}: {base.error.short()})")
+        # no program was built, with the global changed or not: the claim was not put to the test
+        v = unreached(f"tracing `{g.name}` failed {base.error.where()} with or without changing "
+                      f"{', '.join(f'`{n}`' for n in tried)}, so no program showed what it bakes in: "
+                      f"{base.error.short()}")
+        v["failed_line"], v["retry"] = _error_line(base.error), True
+        return v
     return not_confirmed(f"changing {', '.join(f'`{n}`' for n in tried)} does not change the program traced "
                          f"from `{g.name}`")
 

@@ -4,6 +4,7 @@ from typing import NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 
@@ -126,3 +127,16 @@ class ScalesOk(nnx.Module):
         n = data.shape[-1]
         self.pos = nnx.Param(jax.random.uniform(rngs.params(), (n,)))
         self.neg = nnx.Param(jax.random.uniform(rngs.params(), (n,)))  # reach: nnx-init-ok
+
+
+SCALE = np.ones(8, np.float32)
+
+
+def set_scale(data):
+    global SCALE
+    SCALE = data.std(axis=0).astype(np.float32)
+
+
+@jax.jit
+def normalize(batch):
+    return batch[:, :4] / SCALE  # reach: global-read-fails
