@@ -83,7 +83,9 @@ class FlaxApplyVariables(Rule):
     safe: it is offered only when every binding of the argument in this file is
     the inner parameter dict (a local name, `state.params` of the file's
     `TrainState`, or a parameter of a nested function whose every call passes
-    the inner dict), and the original call could only raise. The mirror mistake
+    the inner dict), the module reads no other collection (with a `BatchNorm`,
+    `{"params": ...}` alone would still raise: no fix, the message names
+    `batch_stats`), and the original call could only raise. The mirror mistake
     is reported without a fix.
     """
 
@@ -104,13 +106,20 @@ class FlaxApplyVariables(Rule):
             shape, local = facts.shape(v, site.scope)
             if shape == INNER:
                 fix = None
-                if local:
+                # a module that also reads another collection (BatchNorm's batch_stats) would still
+                # raise with the params alone wrapped: no fix, the message names what is missing
+                reads = [n for n in facts.needs(site) if n.kind == READS]
+                also = ""
+                if reads:
+                    also = (f" (with {reads[0].what} of `{reads[0].owner}`, also its {reads[0].name!r} "
+                            f"collection: `{{\"params\": ..., {reads[0].name!r}: ...}}`)")
+                elif local:
                     start, end = ctx.source.node_span(v)
                     fix = self.fix.make([Edit(start, end, '{"params": ' + ctx.source.segment(v) + "}")])
                 yield ctx.finding(
                     self, v,
                     f"`{call_text}` is given `{short(v)}`, the inner parameter dict; it expects the variables "
-                    f"dict `{{\"params\": {short(v, 30)}}}` and raises `ScopeCollectionNotFound`",
+                    f"dict `{{\"params\": {short(v, 30)}}}`{also} and raises `ScopeCollectionNotFound`",
                     confidence=CERTAIN if local else INFERRED, fix=fix)
                 continue
             dropped = self._dropped_collection(facts, site)
