@@ -202,3 +202,34 @@ def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
     assert got == {"src/model.py": ["default"], "examples/train.py": ["default"],
                    "tests/helpers.py": ["strict"], "docs/notebooks/intro.py": ["strict"],
                    "docs/notebooks/draws.py": ["default"]}
+
+
+_CONV = ("import jax.numpy as jnp\n"
+         "from jax import vmap\n\n"
+         "def lpf(n, s, g):\n"
+         "    return jnp.exp(-jnp.arange(-n, n + 1) ** 2 / s) * g\n\n"
+         "def conv(x, s, grid, n):\n"
+         "    return x, vmap(lpf, (None, None, 0), 0)(n, s, grid)\n")
+_VMAPPED = ("from functools import partial\n"
+            "from jax import jit, vmap\n"
+            "from pkg.conv import conv\n\n"
+            "@partial(jit, static_argnums=3)\n"
+            "def batched(x, s, grid, n):\n"
+            "    return vmap(conv, (0, None, 0, None), 0)(x, s, grid, n)\n")
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_unmapped_argument_keeps_the_callers_staticness(tmp_path, static):
+    """Under jit, `vmap(f, (0, None))(x, n)` passes `n` through as the caller holds it: a
+    `static_argnums` parameter stays a Python value in another module's `f` (a shape argument
+    there is fine); a traced one is a tracer (the same shape argument raises)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "conv.py").write_text(_CONV)
+    (tmp_path / "pkg" / "api.py").write_text(_VMAPPED if static else _VMAPPED.replace("static_argnums=3", "static_argnums=()"))
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    conv = str(tmp_path / "pkg" / "conv.py")
+    found = lint_source(SourceFile.from_path(conv), RULES, model=proj.model_for(conv))
+    assert sorted(f.code for f in found) == ([] if static else ["JAX202"])

@@ -616,7 +616,10 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
         q = model.qualname(arg, site.scope) if arg is not None else None
         if q is None or q.startswith(_LIBRARY_PREFIXES):
             continue
-        nums, names = model.untraced_spec(tr, call, model.site_staged(site))
+        staged = model.site_staged(site)
+        nums, names = model.untraced_spec(tr, call, staged)
+        if staged:
+            nums = nums + _passed_static(model, site, tr, call, nums)
         out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names)))
     rooted: Dict[int, bool] = {}
     for fn in model.functions:
@@ -638,6 +641,22 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
                     args.append((kw.arg, model.kind(kw.value, fn)))
             out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display()))
     return out
+
+
+def _passed_static(model: SemanticModel, site, tr, call: ast.Call, nums) -> List[int]:
+    """Under a staging trace, the arguments a transform passes through as they are
+    (``jax.vmap(f, (0, None))``'s unmapped ones) are what the caller gives: when the transformed
+    function is invoked at once (``jax.vmap(f, (0, None))(x, n)``) with a value the caller holds
+    static (a ``static_argnums`` parameter), that argument stays a Python value in ``f``."""
+    through, _ = model.untraced_spec(tr, call, False)
+    through = [i for i in through if i not in nums]
+    if not through:
+        return []
+    scope = site.scope
+    invoked = next((c for c in scope.of_type(ast.Call) if c.func is call), None)
+    if invoked is None or any(isinstance(a, ast.Starred) for a in invoked.args):
+        return []
+    return [i for i in through if i < len(invoked.args) and not model.kind(invoked.args[i], scope) & TRACED]
 
 
 def _rooted_in_transform(fn, memo: Dict[int, bool]) -> bool:
