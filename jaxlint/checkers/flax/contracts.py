@@ -70,6 +70,8 @@ SHAPE_PRESERVING = {
     "jax.device_put": 0, "jax.device_get": 0, "flax.jax_utils.replicate": 0,
     "flax.jax_utils.unreplicate": 0, "jax.lax.stop_gradient": 0, "jax.tree.map": 1,
 }
+# Tree maps: ``jax.tree.map(lambda *xs: jnp.stack(xs), *members)`` stacks dicts of one shape.
+TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
 # Transform kinds whose product calls the function with the arguments it is given, or with
 # slices of them along a mapped axis (``jax.vmap(model.apply, in_axes=(0, None))(stacked, x)``
 # runs ``apply`` with one variables dict per slice of the stack).

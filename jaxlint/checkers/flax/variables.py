@@ -14,7 +14,7 @@ import ast
 from typing import Optional, Set, Tuple
 
 from ...analysis import Function, SemanticModel
-from .contracts import INIT_METHODS, MAPS_ARGUMENTS, SHAPE_PRESERVING
+from .contracts import INIT_METHODS, MAPS_ARGUMENTS, SHAPE_PRESERVING, TREE_MAPS
 from .values import MAX_DEPTH, const_str
 
 INNER = "inner"
@@ -53,6 +53,9 @@ class VariablesShapes:
             arg = self._preserved(e, fn)
             if arg is not None:
                 return self.shape(arg, fn, _depth + 1, _seen)
+            stacked = self._stacked(e, fn)
+            if stacked is not None:
+                return self.shape(stacked, fn, _depth + 1, _seen)
             return self._returned_shape(e, fn, _depth, _seen)
         if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
             got = self._self_attribute_shape(e, fn, _depth, _seen)
@@ -146,6 +149,26 @@ class VariablesShapes:
             return shapes.pop(), True
         return None, True
 
+    def _stacked(self, call: ast.Call, fn: Function) -> Optional[ast.expr]:
+        """``jax.tree.map(lambda *xs: jnp.stack(xs), *members)``: a tree map over a list of
+        dicts of one shape keeps that shape (a stack of them); the element expression of the list
+        (``[model.init(k, x)["params"] for k in keys]``, bound once), None for anything else."""
+        q = self.model.qualname(call.func, fn) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+        if q not in TREE_MAPS or len(call.args) != 2 or not isinstance(call.args[1], ast.Starred):
+            return None
+        seq = call.args[1].value
+        if isinstance(seq, ast.Name):
+            sv = self.single_value(seq.id, fn)
+            if sv is None:
+                return None
+            seq, fn = sv
+        if isinstance(seq, ast.ListComp):
+            return seq.elt
+        if isinstance(seq, (ast.List, ast.Tuple)) and seq.elts and \
+                not any(isinstance(x, ast.Starred) for x in seq.elts):
+            return seq.elts[0] if all(ast.dump(x) == ast.dump(seq.elts[0]) for x in seq.elts) else None
+        return None
+
     def _returned_shape(self, call: ast.Call, fn: Function, depth: int, seen: Set) -> Tuple[Optional[str], bool]:
         """What a function of this file returns on every ``return`` (a lambda: its body), called
         directly or through transforms that keep the shape of its result per slice
@@ -183,7 +206,7 @@ class VariablesShapes:
         updated; None for any other call."""
         q = self.model.qualname(call.func, scope)
         pos = SHAPE_PRESERVING.get(q) if q else None
-        if pos is None or len(call.args) <= pos:
+        if pos is None or len(call.args) <= pos or isinstance(call.args[pos], ast.Starred):
             return None
         return call.args[pos]
 
