@@ -233,3 +233,31 @@ def test_unmapped_argument_keeps_the_callers_staticness(tmp_path, static):
     conv = str(tmp_path / "pkg" / "conv.py")
     found = lint_source(SourceFile.from_path(conv), RULES, model=proj.model_for(conv))
     assert sorted(f.code for f in found) == ([] if static else ["JAX202"])
+
+
+_SELF_CHECK = ("import jax\n\n"
+               "def layer(x):\n"
+               "    return x * 2\n\n"
+               "if __name__ == '__main__':\n"
+               "    for n in range(1, 4):\n"
+               "        key = jax.random.PRNGKey(0)\n"
+               "        print(layer(jax.random.normal(key, (n,))))\n")
+
+
+def test_main_block_of_a_library_module_is_a_self_check(tmp_path):
+    """The `__main__` block of a package's module (`python -m nn.embed`) is a self-check run by
+    hand: a fixed key there is strict. A script's main block is the program: default."""
+    from jaxlint.checkers import Settings
+    (tmp_path / "nn").mkdir()
+    (tmp_path / "nn" / "__init__.py").write_text("")
+    (tmp_path / "nn" / "embed.py").write_text(_SELF_CHECK)
+    (tmp_path / "run.py").write_text(_SELF_CHECK)
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    got = {}
+    for f in files:
+        found = lint_source(SourceFile.from_path(f), RULES, Settings(strict=True), model=proj.model_for(f))
+        got[Path(f).relative_to(tmp_path).as_posix()] = [x.profile for x in found if x.code == "JAX402"]
+    assert got["nn/embed.py"] == ["strict"]
+    assert got["run.py"] == ["default"]

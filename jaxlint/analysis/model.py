@@ -65,6 +65,15 @@ class Seed:
 # folders of teaching material (notebooks, tutorials, documentation)
 _TUTORIAL_FOLDERS = frozenset({"docs", "doc", "tutorials", "tutorial", "notebooks", "notebook", "colab", "colabs"})
 _BENCHMARK_FOLDERS = frozenset({"benchmarks", "benchmark", "benchmarking"})
+
+
+def _is_main_test(t: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if t.__class__ is not ast.Compare or len(t.ops) != 1 or t.ops[0].__class__ is not ast.Eq:
+        return False
+    sides = [t.left, t.comparators[0]]
+    return any(x.__class__ is ast.Name and x.id == "__name__" for x in sides) \
+        and any(x.__class__ is ast.Constant and x.value == "__main__" for x in sides)
 # base classes of test cases (``unittest.TestCase``, absltest's and parameterized's)
 _TEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase", "parameterized.TestCase"})
 
@@ -269,6 +278,21 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             path = getattr(self.source, "path", None) or ""
             got = self._tutorial_module = path.endswith(".ipynb") or any(p in _TUTORIAL_FOLDERS for p in folders)
         return got
+
+    def in_smoke_test(self, node: Optional[ast.AST]) -> bool:
+        """``node`` sits in the ``if __name__ == "__main__":`` block of a module of a package
+        (``nn/embed.py`` under ``nn/__init__.py``): a library module's self-check, run by hand
+        (``python -m nn.embed``), not the program a script's main block is."""
+        if node is None or "." not in (self.module_name or ""):
+            return False
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return False
+        for stmt in self.tree.body:
+            if stmt.__class__ is ast.If and _is_main_test(stmt.test) \
+                    and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                return True
+        return False
 
     def in_benchmark_code(self) -> bool:
         """The module is a benchmark: a file under a ``benchmarks``/``benchmark`` folder, or one

@@ -146,11 +146,11 @@ class ConstantPrngKey(Rule):
                            f"before the loop and split it")
                     fix = _hoist_fix(ctx, fn, call, loop, loops)
                     yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix,
-                                      strict=deliberate_basis(m, fn))
+                                      strict=deliberate_basis(m, fn, node=call))
                 elif traced:
                     msg = (f"`{spelled}({short(seed)})` inside {fn.trace_description()} is the same key on "
                            f"every call, so every call draws the same numbers; pass a fresh key in")
-                    yield ctx.finding(self, call, msg, confidence=fn.confidence, strict=deliberate_basis(m, fn))
+                    yield ctx.finding(self, call, msg, confidence=fn.confidence, strict=deliberate_basis(m, fn, node=call))
 
 
 def _init_like(term: str) -> bool:

@@ -4,17 +4,22 @@ demonstration short).  Such findings belong to
 the strict profile (``--strict``)."""
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 from ...analysis.model import Function, SemanticModel
 
 
-def deliberate_basis(model: SemanticModel, fn: Optional[Function], same_draws: bool = False) -> Optional[str]:
-    """Why a key finding in ``fn`` belongs to the strict profile, or None.  ``same_draws``: the
-    finding is one key drawn from twice by ``jax.random`` samplers -- the same numbers twice,
-    which teaching material teaches wrong, so it stays in the default profile there."""
+def deliberate_basis(model: SemanticModel, fn: Optional[Function], same_draws: bool = False,
+                     node: Optional[ast.AST] = None) -> Optional[str]:
+    """Why a key finding in ``fn`` (at ``node``) belongs to the strict profile, or None.
+    ``same_draws``: the finding is one key drawn from twice by ``jax.random`` samplers -- the
+    same numbers twice, which teaching material teaches wrong, so it stays in the default
+    profile there."""
     if model.in_test_code(fn):
         return "test code, where one key is often given to several computations on purpose"
+    if model.in_smoke_test(node):
+        return "the `__main__` self-check of a library module, where one key is often kept on purpose"
     if model.in_tutorial_code() and not same_draws:
         return "teaching material (a notebook or tutorial), where one key is often kept on purpose"
     if model.in_benchmark_code() and not same_draws:
