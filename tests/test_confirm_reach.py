@@ -110,6 +110,8 @@ REACH_FINDINGS = {
     "nnx-init-ok": KEY_REUSE[1].format(k="rngs.params()", f="uniform", first="{first}"),
     "global-read-fails": "module-level `SCALE` is read inside `normalize` (jitted with `jax.jit`) but is "
                          "rebound in `set_scale`",
+    "global-last-axis": "module-level `OFFSET` is read inside `center` (jitted with `jax.jit`) but is "
+                        "rebound in `fit_offset`",
     "instance-print-plain": "`print` of traced value `x` inside `_step`",
     "instance-print-jit": "`print` of traced value `x` inside `_jstep`",
 }
@@ -240,3 +242,12 @@ def test_a_global_read_whose_trace_fails_is_not_judged(reach_verdicts):
     c = reach_verdicts["global-read-fails"]
     assert c["status"] == "unreached", _text(c)
     assert "no program showed what it bakes in" in c["reason"]
+
+
+@pytest.mark.slow
+def test_an_argument_combined_with_a_module_array_gets_its_last_axis(reach_verdicts):
+    # `batch - OFFSET`, OFFSET = np.zeros(NUM_COLS): the batch is synthesized with 6 columns, as it
+    # must be to broadcast (with 4 the trace fails at the line and proves nothing)
+    c = reach_verdicts["global-last-axis"]
+    assert c["status"] == "confirmed", _text(c)
+    assert "batch=float32[" in c["arguments"] and ",6] (tracer" in c["arguments"]

@@ -53,7 +53,8 @@ class Use:
     """What one parameter (or one part of it) is used as."""
 
     __slots__ = ("array", "min_rank", "rank", "dtype", "key", "static", "value", "items", "attrs", "elem",
-                 "index", "length", "callable", "replace", "init_of", "arith", "mapping", "truth", "trainstate")
+                 "index", "length", "callable", "replace", "init_of", "arith", "mapping", "truth", "trainstate",
+                 "last")
 
     def __init__(self):
         self.array = False
@@ -73,6 +74,7 @@ class Use:
         self.arith = False            # in arithmetic: an array even when unpacked like a tuple
         self.mapping = False          # indexed by keys the code does not spell (d[k] for k in d)
         self.truth = False            # tested for truth (`if p`, `not p`, `p and q`): a flag when nothing else
+        self.last: Optional[int] = None   # its last axis: that of a module-level array it is combined with
         # built by a module-level object's ``init``: (object, "flax" | "optax", [(param, path) | None, ...]),
         # then the collection picked from it when the code wraps it (``{"params": p}``)
         self.init_of: Optional[tuple] = None
@@ -286,6 +288,12 @@ class _Reader:
                 return
             if isinstance(par, (ast.BinOp, ast.UnaryOp)):
                 u.arith = True
+                if isinstance(par, ast.BinOp) and not isinstance(par.op, ast.MatMult):
+                    # `batch - FEATURE_MEAN`: broadcasting with a module-level array of a stated size
+                    # needs the same last axis (a value the module builds, not a guess)
+                    n = self._global_last(fn, par.right if par.left is cur else par.left)
+                    if n is not None:
+                        u.last = u.last or n
                 return
             if isinstance(par, ast.Compare):
                 for c in [par.left] + list(par.comparators):
@@ -371,6 +379,26 @@ class _Reader:
                     self.memo["state-factory"] = (f.name, [(p, uses.get(p) or Use()) for p in required])
                     break
         return self.memo["state-factory"]
+
+    def _global_last(self, fn: Function, e: ast.AST) -> Optional[int]:
+        """The last axis of a module-level array ``e`` names, when the module states it:
+        ``np.zeros(NUM_FEATURES)``, ``jnp.ones((3, 8))``, ``np.full(8, 0.5)``."""
+        if not isinstance(e, ast.Name) or e.id in self._uses or self.m.lookup_function(e.id, fn) is not None:
+            return None
+        v = self.m.single_value(e.id, self.m.module)
+        if not (isinstance(v, ast.Call) and v.args):
+            return None
+        q = self.m.call_qualname(v) or ""
+        if not (q.startswith(("jax.numpy.", "numpy.")) and q.rsplit(".", 1)[-1] in ("zeros", "ones", "full", "empty")):
+            return None
+        shape = v.args[0]
+        last = shape.elts[-1] if isinstance(shape, (ast.Tuple, ast.List)) and shape.elts else shape
+        if isinstance(last, ast.Name):
+            last = self.m.single_value(last.id, self.m.module)
+        if isinstance(last, ast.Constant) and isinstance(last.value, int) and not isinstance(last.value, bool) \
+                and last.value > 0:
+            return last.value
+        return None
 
     def _shape_use(self, shape: ast.Attribute, u: Use, parents) -> None:
         par = parents.get(id(shape))
@@ -516,6 +544,7 @@ def _merge(into: Use, other: Use, depth: int = 0) -> None:
     into.mapping |= other.mapping
     into.truth |= other.truth
     into.min_rank = max(into.min_rank, other.min_rank)
+    into.last = into.last or other.last
     into.rank = into.rank if into.rank is not None else other.rank
     into.dtype = into.dtype or other.dtype
     if other.static and not into.static:
@@ -613,7 +642,10 @@ def spec_of(u: Use, rank: int, dim: int, traced: bool, name: str, statics=frozen
             items.append(spec_of(merged, rank, dim, traced, f"{name}[{i}]", statics))
         return {"t": "tuple" if u.length and u.elem is None else "list", "items": items}
     r = u.rank if u.rank is not None else max(u.min_rank, 1 if u.index else 0, rank)
-    return {"t": "array", "dtype": u.dtype or "float32", "shape": [dim] * r}
+    shape = [dim] * r
+    if u.last and shape:
+        shape[-1] = u.last
+    return {"t": "array", "dtype": u.dtype or "float32", "shape": shape}
 
 
 def param_tracer(model: SemanticModel, fn: Function, p: str) -> bool:

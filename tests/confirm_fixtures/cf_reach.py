@@ -140,3 +140,17 @@ def set_scale(data):
 @jax.jit
 def normalize(batch):
     return batch[:, :4] / SCALE  # reach: global-read-fails
+
+
+NUM_COLS = 6
+OFFSET = np.zeros(NUM_COLS, np.float32)
+
+
+def fit_offset(data):
+    global OFFSET
+    OFFSET = data.mean(axis=0).astype(np.float32)
+
+
+@jax.jit
+def center(batch):
+    return batch - OFFSET  # reach: global-last-axis
