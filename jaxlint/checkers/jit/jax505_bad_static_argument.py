@@ -518,6 +518,8 @@ _MAX_SIMULATED = 100_000
 # fewer distinct values than this are a few specialised programs (a two-stage schedule, a
 # warm-up flag), often on purpose, as ``step % 2`` is
 _FEW_PROGRAMS = 3
+# iterations simulated for a loop of unknown length whose arithmetic is all literal
+_PROXY_ITERATIONS = 10_000
 
 
 class _Unknown(Exception):
@@ -822,6 +824,18 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
         programs = _programs(values, rng)
         if values is not None and len(set(values)) < _FEW_PROGRAMS:
             return None
+        if values is None and init is not None and rng is None and not counter:
+            # a loop of unknown length: the values its first iterations would take
+            try:
+                v = _evaluate(init.value, {}, scope)
+                proxy = []
+                for _ in range(_PROXY_ITERATIONS):
+                    v = _evaluate(value, {name: v}, scope)
+                    proxy.append(v)
+                if len(set(proxy)) < threshold:
+                    return None     # it settles after a few programs (a clamp)
+            except _Unknown:
+                pass
         if not _step_loop(loop) and (values is None or len(set(values)) < threshold):
             return None
         return f"is recomputed from its previous value on every iteration of {where}{shown}", programs
@@ -836,12 +850,23 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
             return None
         if values is not None and len(set(values)) < _FEW_PROGRAMS:
             return None
+        if values is None:
+            # a loop of unknown length: the values its first iterations would take (a clamp such
+            # as ``min(step, 3)`` settles after a few programs)
+            try:
+                proxy = {_evaluate(value, {counter: i}, scope) for i in range(_PROXY_ITERATIONS)}
+                if len(proxy) < threshold:
+                    return None
+            except _Unknown:
+                pass
         if not _step_loop(loop) and (values is None or len(set(values)) < threshold):
             return None
         return f"is computed from the loop counter `{counter}` of {where}{shown}", _programs(values, rng)
-    if counter is None and targets and targets & used and _step_loop(loop) and \
-            _reduces_over(value, targets, m, scope):
-        item = ", ".join(f"`{t}`" for t in sorted(targets & used))
+    items = targets - {counter} if rng is None and (counter is None or
+                                                   m.qualname(loop.iter.func, scope) == "enumerate") else set()
+    derived = _derived_from(loop, items) if items else set()
+    if derived & used and _step_loop(loop) and _reduces_over(value, derived, m, scope):
+        item = ", ".join(f"`{t}`" for t in sorted(items))
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
     return None
@@ -885,6 +910,23 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
         mapping[p] = d
     import copy
     return _Substitute(mapping).visit(copy.deepcopy(body))
+
+
+def _derived_from(loop: ast.stmt, targets: Set[str]) -> Set[str]:
+    """The loop's targets and the names its body binds from them (``lengths = batch["len"]``)."""
+    out = set(targets)
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Assign) and node.value is not None and \
+                    any(isinstance(n, ast.Name) and n.id in out for n in ast.walk(node.value)):
+                for t in node.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in out:
+                            out.add(n.id)
+                            changed = True
+    return out
 
 
 def _programs(values, rng) -> str:
