@@ -39,6 +39,8 @@ class KeyCalls:
     def _candidate(self, a: ast.AST) -> bool:
         if isinstance(a, ast.Name):
             return a.id in self.keys
+        if isinstance(a, ast.Call):
+            return self.seed_vid(a) is not None     # ``normal(jax.random.PRNGKey(0), shape)``
         if isinstance(a, ast.Subscript):
             return isinstance(a.value, ast.Name) and a.value.id in self.keys and isinstance(a.slice, ast.Constant)
         return False

@@ -17,7 +17,7 @@ from ...analysis.model import Function
 from .consumers import KeyCalls
 from .loops import is_config_sweep, loop_label
 from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names, conflict, copy_all, dedupe, encloses, forget, iter_name_nodes, mentions, rooted_at, starts_after, target_names)
-from .vocabulary import COMPREHENSIONS
+from .vocabulary import COMPREHENSIONS, KEY_FROM_SEED
 
 if TYPE_CHECKING:  # pragma: no cover
     from .keys import KeyAnalysis
@@ -42,6 +42,8 @@ class Interpreter(KeyCalls):
         self.vid_nodes: Dict[object, ast.AST] = {}
         self.try_collect: Optional[List[State]] = None
         self.reported_vids: Set[object] = set()
+        self.vid_seed: Dict[object, tuple] = {}     # value -> ("seed", literal) it was made from
+        self.use_vid: Dict[int, object] = {}        # id(use) -> the value it consumed
         self.stmt: Optional[ast.stmt] = None
         self.comp_depth = 0
         self.steps = 0
@@ -341,6 +343,13 @@ class Interpreter(KeyCalls):
                 base = saved[i].get(v.value.id) if saved is not None else st.env.get(v.value.id)
                 st.env[name] = ("sub", base, v.slice.value) if base is not None else None
             return
+        seed = self.seed_vid(v)
+        if seed is not None:
+            # ``key = jax.random.PRNGKey(0)``: a value of its own, made from a literal seed
+            # (another key made from the same seed is the same key: see ``call_event``)
+            self._fresh(target, states)
+            self.vid_seed[id(target)] = seed
+            return
         if (isinstance(v, _NON_KEY_VALUES) and not self.an.is_producer(v, self.fn)) or \
                 (isinstance(v, ast.Call) and self.an.random_qualname(v, self.fn) is not None
                  and not self.an.is_producer(v, self.fn)):
@@ -450,6 +459,11 @@ class Interpreter(KeyCalls):
                 vid = self._vid(arg, st)
                 if vid is None:
                     continue
+                seed = vid if isinstance(vid, tuple) and vid[:1] == ("seed",) else self.vid_seed.get(vid)
+                if seed is not None:
+                    self._seed_event(use, vid, seed, st)
+                    if vid is seed:
+                        continue
                 vu = self.value_uses.setdefault(vid, [])
                 if use not in vu:
                     vu.append(use)
@@ -466,10 +480,41 @@ class Interpreter(KeyCalls):
                 else:
                     st.used[vid] = (use,)
 
-    @staticmethod
-    def _vid(arg: ast.AST, st: State):
+    def _seed_event(self, use: Use, vid, seed: tuple, st: State) -> None:
+        """Keys made from one literal seed are one key: a consumption of a key made by another
+        ``PRNGKey(<seed>)`` than an earlier consumption on this path repeats its numbers."""
+        making = id(use.arg) if vid is seed else vid     # (an inline ``PRNGKey(0)``: its own making)
+        self.use_vid[id(use)] = making
+        prev = st.used.get(seed)
+        if prev:
+            for p in prev:
+                if self.use_vid.get(id(p)) != making and p.call is not use.call and conflict(p, use):
+                    k = id(use.call)
+                    if k not in self.reports:
+                        self.reports[k] = Reuse(self.fn, use, p, "again", "", seed)
+                        self.value_uses.setdefault(seed, [])
+                    break
+            if use not in prev:
+                st.used[seed] = prev + (use,)
+        else:
+            st.used[seed] = (use,)
+
+    def seed_vid(self, e: ast.AST):
+        """``("seed", value)`` for ``jax.random.PRNGKey(<int literal>)``/``jax.random.key(...)``."""
+        if e.__class__ is not ast.Call or len(e.args) != 1 or e.keywords:
+            return None
+        a = e.args[0]
+        if not (isinstance(a, ast.Constant) and type(a.value) is int):
+            return None
+        if self.an.random_qualname(e, self.fn) not in KEY_FROM_SEED:
+            return None
+        return ("seed", a.value)
+
+    def _vid(self, arg: ast.AST, st: State):
         if isinstance(arg, ast.Name):
             return st.env.get(arg.id)
+        if isinstance(arg, ast.Call):
+            return self.seed_vid(arg)
         base = st.env.get(arg.value.id)
         if base is None:
             return None

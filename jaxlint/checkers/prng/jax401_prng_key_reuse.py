@@ -38,7 +38,10 @@ class PrngKeyReuse(Rule):
     `split(k, 2)`, and with JAX's default partitionable threefry `split(k, 3)`
     begins with `split(k, 2)`), and a function of the scope that draws from a
     key it reads from there (`def loss_fn(p): ... rngs={"dropout": key}`),
-    called twice on different inputs. The key is followed through assignments, branches (reuse on any
+    called twice on different inputs, and keys made from one literal seed in
+    one scope (`normal(PRNGKey(0), ...)` then `bernoulli(PRNGKey(0), ...)`:
+    one seed, one key; a constant key re-made in a loop is JAX402's). The
+    key is followed through assignments, branches (reuse on any
     path is reported; uses in mutually exclusive `if`/`else` branches are
     not) and loops, and into the functions of the module: a helper consumes
     its key parameter when the parameter reaches a `jax.random` function,
@@ -154,6 +157,10 @@ class PrngKeyReuse(Rule):
             msg = (f"PRNG key `{name}` is split by {_consumer(split)} on line {split.line} and also stored for "
                    f"later steps by {_consumer(store)} on line {store.line}: the next split of the stored key "
                    f"gives the keys this split already handed out; store a fresh key from the split instead")
+        elif r.reason == "again" and _seed(r) is not None:
+            msg = (f"PRNG key `{name}` is made from seed {_seed(r)}, as is the key consumed by "
+                   f"{_consumer(r.first)} on line {r.first.line}: keys from one seed are one key, so "
+                   f"{consumer} draws the same random numbers again; split one key instead")
         elif r.reason == "again":
             first = r.first
             by = _consumer(first)
@@ -201,6 +208,12 @@ def _same_call_streams(r: Reuse) -> List[str]:
     return out if len(out) > 1 else []
 
 
+def _seed(r: Reuse):
+    """The literal seed of a reused key made by ``jax.random.PRNGKey(<seed>)``, or None."""
+    v = r._vid
+    return v[1] if isinstance(v, tuple) and len(v) == 2 and v[0] == "seed" else None
+
+
 def _and(items: List[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -224,7 +237,8 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
             and _derives(ctx, r.fn, r.first):
         return ("the key is drawn from in one step and only split (or folded) in the next: the "
                 "derived keys do not repeat the numbers drawn")
-    same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample"
+    same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample" \
+        and _seed(r) is None    # (teaching material shows that one seed gives one key on purpose)
     return deliberate_basis(ctx.model, r.fn, same_draws)
 
 
@@ -266,8 +280,8 @@ _SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
 
 
 def _split_fix(ctx: Context, r: Reuse) -> Optional[Fix]:
-    if r.reason == "closure":
-        return None
+    if r.reason == "closure" or _seed(r) is not None:
+        return None     # (a key re-made from its seed cannot be advanced by splitting it)
     fn = r.fn
     name = r.use.name
     if name is None or name in fn.globals_declared:

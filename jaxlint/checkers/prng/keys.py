@@ -60,7 +60,7 @@ from .attrs import body_attribute_reuses, stored_key_reuses
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .states import Budget, Reuse, Use, mentions, target_names
-from .vocabulary import (CONTAINER_METHODS, DRAWING_LIBRARY_PREFIXES, SEED_KEYWORDS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
+from .vocabulary import (CONTAINER_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FROM_SEED, SEED_KEYWORDS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
                          RANDOM_TERMINALS, RNG_KEYWORDS, WRAPPERS, constant_data, functions_mentioning,
                          is_key_like_name, key_argument, mentions_random)
 
@@ -610,6 +610,19 @@ class KeyAnalysis:
                     changed = True
         return changed
 
+    def _seeds_twice(self, fn: Function) -> bool:
+        """``fn`` makes keys from the same literal seed at least twice
+        (``normal(PRNGKey(0), ...)`` and ``bernoulli(PRNGKey(0), ...)``)."""
+        seen = set()
+        for call in fn.of_type(ast.Call):
+            if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], ast.Constant) \
+                    and type(call.args[0].value) is int and self.random_qualname(call, fn) in KEY_FROM_SEED:
+                v = call.args[0].value
+                if v in seen:
+                    return True
+                seen.add(v)
+        return False
+
     # ------------------------------------------------------------ loop bodies
     def loop_bodies(self) -> Dict[int, Tuple[str, Optional[str], str]]:
         """Functions used as the body of a ``lax`` loop primitive (cached):
@@ -629,8 +642,8 @@ class KeyAnalysis:
             for fn in self.model.functions:
                 ks = self._keys.get(id(fn))
                 body = bodies.get(id(fn))
-                if ks:
-                    interp = Interpreter(self, fn, ks, body)
+                if ks or self._seeds_twice(fn):
+                    interp = Interpreter(self, fn, ks or set(), body)
                     try:
                         out.extend(interp.run())
                     except (Budget, RecursionError):
