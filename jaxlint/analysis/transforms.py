@@ -77,6 +77,18 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             fn = self.class_method(info, expr.attr)
             if fn is not None:
                 return CallTarget(fn, 0)
+            return None
+        # ``env = GridEnv(...)`` ... ``env.step(key, state, action)``: a name bound once to an
+        # instance of a class of this module calls that class's method (``env`` is passed)
+        home = self.resolve_scope(base.id, scope)
+        made = self.single_value(base.id, home) if home is not None else None
+        if made.__class__ is ast.Call and made.func.__class__ is ast.Name:
+            info = self.classes.get(made.func.id)
+            if info is not None and self.resolve_scope(made.func.id, home) is info.scope \
+                    and not info.module_kind:
+                fn = self.class_method(info, expr.attr)
+                if fn is not None and not fn.is_staticmethod:
+                    return CallTarget(fn, 1)
         return None
 
     def _resolve_call_result(self, expr: ast.Call, scope: Function, _depth: int) -> Optional[CallTarget]:
