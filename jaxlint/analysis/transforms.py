@@ -65,6 +65,13 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
     def _resolve_method(self, expr: ast.Attribute, scope: Function) -> Optional[CallTarget]:
         """``self.method`` (bound: ``self`` is passed) or ``Class.method``."""
         base = expr.value
+        if base.__class__ is ast.Attribute and base.value.__class__ is ast.Name:
+            # ``self.env.step(...)`` where the class sets ``self.env = GridEnv(...)`` once
+            owner = scope.enclosing_method()
+            if owner is None or owner.cls is None or base.value.id != owner.self_name:
+                return None
+            made = self._self_attr_instance(owner.cls, base.attr)
+            return self._instance_method(made, expr.attr, owner.cls.scope) if made is not None else None
         if not isinstance(base, ast.Name):
             return None
         owner = scope.enclosing_method()
@@ -82,14 +89,32 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         # instance of a class of this module calls that class's method (``env`` is passed)
         home = self.resolve_scope(base.id, scope)
         made = self.single_value(base.id, home) if home is not None else None
-        if made.__class__ is ast.Call and made.func.__class__ is ast.Name:
-            info = self.classes.get(made.func.id)
-            if info is not None and self.resolve_scope(made.func.id, home) is info.scope \
-                    and not info.module_kind:
-                fn = self.class_method(info, expr.attr)
-                if fn is not None and not fn.is_staticmethod:
-                    return CallTarget(fn, 1)
-        return None
+        return self._instance_method(made, expr.attr, home) if made is not None else None
+
+    def _instance_method(self, made: ast.AST, attr: str, home: Function) -> Optional[CallTarget]:
+        """The method ``attr`` of the instance ``made`` builds (``GridEnv(...)``, a plain class
+        of this module seen from ``home``), bound; None otherwise."""
+        if made.__class__ is not ast.Call or made.func.__class__ is not ast.Name:
+            return None
+        info = self.classes.get(made.func.id)
+        if info is None or info.module_kind or self.resolve_scope(made.func.id, home) is not info.scope:
+            return None
+        fn = self.class_method(info, attr)
+        if fn is None or fn.is_staticmethod:
+            return None
+        return CallTarget(fn, 1)
+
+    def _self_attr_instance(self, cls, attr: str) -> Optional[ast.AST]:
+        """The one value the class's methods store in ``self.<attr>`` (``self.env = GridEnv()``
+        in ``__init__``), or None when it is stored more than once or never."""
+        values = []
+        for m in cls.methods.values():
+            for a in m.of_type(ast.Assign):
+                for t in a.targets:
+                    if t.__class__ is ast.Attribute and t.attr == attr and t.value.__class__ is ast.Name \
+                            and t.value.id == m.self_name:
+                        values.append(a.value)
+        return values[0] if len(values) == 1 else None
 
     def _resolve_call_result(self, expr: ast.Call, scope: Function, _depth: int) -> Optional[CallTarget]:
         """The function a call returns: ``partial(f, ...)``, ``jax.jit(f)``, ``make_step(config)``."""
