@@ -138,7 +138,7 @@ class ConstantPrngKey(Rule):
                         continue   # the clock read under a trace is JAX104's finding: one finding per mistake
                     msg = (f"`{spelled}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
                            f"under `jit` would freeze the seed; seed from a config value and split the key")
-                    yield ctx.finding(self, call, msg, confidence=CERTAIN)
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN, strict=deliberate_basis(m, fn, node=call))
                 elif loop is not None:
                     what = loop_label(loop)
                     msg = (f"`{spelled}({short(seed)})` is re-created on every iteration of this {what}: "
