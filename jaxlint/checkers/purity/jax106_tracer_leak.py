@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 from ...analysis import Function, SemanticModel
 from ...analysis.objects import kernel_ref, ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
+from .idioms import scoped_state
 from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
 from ..messages import short
 from ..base import Context, Finding, TracedCodeRule, register
@@ -22,8 +23,11 @@ class TracerLeak(TracedCodeRule):
     `nonlocal` name, or on a class attribute. Storing the value of an inner
     transform (a `lax.scan` body, a function under `jax.grad`) into a
     container of the jitted function around it is flagged too. Writes into a
-    Pallas or state ref (`o_ref[i] = v`, `meta_ref.offsets[i] = v`: names
-    ending in `ref`/`refs`) are how kernels produce output, and are not.
+    Pallas or state ref (`o_ref[i] = v`, the parameters `pallas_call` hands
+    a kernel, `buf.at[i][...] = v`; names ending in `ref`/`refs`) are how
+    kernels produce output, and are not; nor is a module-level dict that a
+    context manager of the module sets up and restores around the trace
+    (`with capturing(names): ... capture(name, x)`): it never outlives it.
 
     ## Why is this bad?
     In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
@@ -142,6 +146,8 @@ class TracerLeak(TracedCodeRule):
         if scope is None:
             return None
         if scope.is_module:
+            if any(scoped_state(facts.model, f, root.id) for f in facts.model.functions if f.decorators or f.cls):
+                return None   # reset by the module's context manager: state scoped to a ``with`` block
             owner_text = "module-level"
         else:
             if facts.in_traced(scope) and not self._inner_leak(facts, fn, values):
