@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Set
 
 from ...analysis.model import Function
 from .states import Reuse, Use
-from .vocabulary import RANDOM_NON_CONSUMING, constant_data, is_key_like_name, key_argument
+from .vocabulary import CONTAINER_METHODS, RANDOM_NON_CONSUMING, constant_data, is_key_like_name, key_argument
 
 _CONSTRUCTORS = ("__init__", "setup", "__post_init__")
 
@@ -70,6 +70,36 @@ def _consumption(an, call: ast.Call, fn: Function, self_name: str):
     return None
 
 
+def _unknown_consumption(an, call: ast.Call, fn: Function, self_name: str):
+    """``self.sublayer.pure_fn(x, weights, state, self.rng)``: a key-named attribute handed to
+    a call whose effect on a key is not known here (strict)."""
+    if an.random_qualname(call, fn) is not None:
+        return None
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr in CONTAINER_METHODS:
+        return None
+    for a in list(call.args) + [k.value for k in call.keywords]:
+        attr = _self_attr(a, self_name)
+        if attr is None or not is_key_like_name(attr):
+            continue
+        display = ast.unparse(f) if len(ast.unparse(f)) <= 40 else "a call"
+        target = an.model.resolve_callable(f, fn)
+        if target is None:
+            return attr, "call", display, False
+        # a function of this module: its summary decides (draws: default; unknown: strict)
+        pairs, _ = an.model.bind_arguments(target, call)
+        params = [p for p, x in pairs if x is a]
+        if len(params) != 1:
+            return None
+        callee, p = target.function, params[0]
+        if p in an.key_params(callee) and an.param_draws(callee, p):
+            return attr, "call", display, True
+        if an.param_reaches_unknown(callee, p):
+            return attr, "call", display, False
+        return None
+    return None
+
+
 def body_attribute_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
     """``self.<attr>`` of an enclosing method consumed in the ``lax`` loop body ``fn``."""
     method = _enclosing_method(fn)
@@ -82,15 +112,16 @@ def body_attribute_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
     out: List[Reuse] = []
     seen: Set[str] = set()
     for call in sorted(fn.of_type(ast.Call), key=lambda c: (c.lineno, c.col_offset)):
-        got = _consumption(an, call, fn, self_name)
+        got = _consumption(an, call, fn, self_name) or _unknown_consumption(an, call, fn, self_name)
         if got is None:
             continue
         attr, kind, q, _draws = got
         if attr in seen or _stores(fn, self_name, attr):
             continue
         seen.add(attr)
-        arg = key_argument(call)
-        use = Use(call, arg, None, kind, q, None, False, fn)
+        arg = key_argument(call) if kind != "call" else next(
+            a for a in list(call.args) + [k.value for k in call.keywords] if _self_attr(a, self_name) == attr)
+        use = Use(call, arg, None, kind, q, None, False, fn, None, _draws)
         out.append(Reuse(fn, use, None, "closure", f"`{label}` body"))
     return out
 

@@ -103,7 +103,12 @@ def closure_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
     label = primitive.replace("jax.lax.", "lax.")
     for call in sorted(fn.of_type(ast.Call), key=lambda c: (c.lineno, c.col_offset)):
         q = an.random_qualname(call, fn)
-        if q is None or q in RANDOM_NON_CONSUMING:
+        if q is None:
+            r = _helper_reuse(an, fn, call, label, seen)
+            if r is not None:
+                out.append(r)
+            continue
+        if q in RANDOM_NON_CONSUMING:
             continue
         a = key_argument(call)
         if not isinstance(a, ast.Name) or a.id in fn.locals:
@@ -122,3 +127,27 @@ def closure_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
         use = Use(call, a, None, kind, q, None, False, fn)
         out.append(Reuse(fn, use, None, "closure", f"`{label}` body"))
     return out
+
+
+def _helper_reuse(an, fn: Function, call: ast.Call, label: str, seen: Set[str]) -> Optional[Reuse]:
+    """A key of an enclosing scope handed, in a ``lax`` loop body, to a function of this module
+    that draws from that parameter (``add_noise(x, key)``): the same key every step."""
+    m = an.model
+    target = m.resolve_callable(call.func, fn)
+    if target is None:
+        return None
+    pairs, _ = m.bind_arguments(target, call)
+    callee = target.function
+    for p, a in pairs:
+        if not isinstance(a, ast.Name) or a.id in fn.locals or a.id in seen:
+            continue
+        owner = m.resolve_scope(a.id, fn.parent)
+        if owner is None or a.id in owner.globals_declared or a.id not in an.key_names(owner):
+            continue
+        if p not in an.key_params(callee) or an.passes_on_folded(callee, p) or not an.param_draws(callee, p):
+            continue
+        seen.add(a.id)
+        display = ast.unparse(call.func)
+        use = Use(call, a, None, "call", display if len(display) <= 40 else "a call", None, False, fn, None, True)
+        return Reuse(fn, use, None, "closure", f"`{label}` body")
+    return None
