@@ -52,6 +52,17 @@ class Schedule:
 
 def _optimizer(m: SemanticModel, call: ast.Call, fn: Function) -> Optional[str]:
     f = call.func
+    if f.__class__ is ast.Call and f.args and f.func.__class__ in (ast.Name, ast.Attribute) \
+            and m.qualname(f.func, fn) == "optax.inject_hyperparams":
+        # ``optax.inject_hyperparams(optax.adam)(schedule)``: the injected optimizer's
+        # hyperparameters, a callable one evaluated with the step count in ``update``
+        inner = f.args[0]
+        if inner.__class__ not in (ast.Name, ast.Attribute):
+            return None
+        q = m.qualname(inner, fn)
+        if q is None or not q.startswith("optax.") or q.rsplit(".", 1)[1] not in LEARNING_RATE_FIRST:
+            return None
+        return f"optax.inject_hyperparams(optax.{q.rsplit('.', 1)[1]})"
     if f.__class__ not in (ast.Name, ast.Attribute):
         return None
     q = m.qualname(f, fn)
@@ -144,9 +155,13 @@ class ScheduleFacts:
         for fn in m.functions:
             for call in fn.of_type(ast.Call):
                 opt = _optimizer(m, call, fn)
-                if opt is None or not call.args or isinstance(call.args[0], ast.Starred):
+                if opt is None:
                     continue
-                for s in _schedule_functions(m, call.args[0], fn):
+                given = [call.args[0]] if call.args and not isinstance(call.args[0], ast.Starred) else []
+                if opt.startswith("optax.inject_hyperparams"):
+                    # (the keyword spelling of a plain optimizer is the model's contract)
+                    given += [k.value for k in call.keywords if k.arg == "learning_rate"]
+                for s in [s for g in given for s in _schedule_functions(m, g, fn)]:
                     if s.contexts or not s.params or id(s) in seen:
                         continue
                     seen.add(id(s))
