@@ -179,6 +179,24 @@ class NarrowingMixin:
                 yield from (t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t])
             child, cur = cur, parents.get(id(cur))
 
+    def untraced_branch(self, node: ast.AST, fn: Function) -> bool:
+        """Is ``node`` (in ``fn``) in the body of ``if flag:`` where ``flag`` is a parameter with
+        a falsy literal default (``debug=False``) that no traced call of ``fn`` passes?  Every
+        trace of ``fn`` then runs with the default, so the branch is never traced (a debug path
+        that unrolls a loop next to the ``lax.scan`` the traced path takes)."""
+        if not fn.contexts:
+            return False
+        for test in self.guarding_tests(node, fn):
+            p = test.id if test.__class__ is ast.Name else None
+            if p is None or p not in fn.param_nodes:
+                continue
+            d = fn.defaults.get(p)
+            if d.__class__ is not ast.Constant or d.value not in (False, None, 0):
+                continue
+            if all(_call_omits(c, fn, p) for c in fn.contexts):
+                return True
+        return False
+
     def enclosing_branches(self, node: ast.AST, fn: Function):
         """``(if_statement, the other branch's statements)`` for every ``if`` of ``fn`` one of
         whose branches holds ``node``, innermost first."""
@@ -258,3 +276,17 @@ def _names_with_statements(stmt: ast.stmt):
                 yield child, owner
             else:
                 stack.append((child, child if isinstance(child, ast.stmt) else owner))
+
+
+def _call_omits(ctx, fn: Function, p: str) -> bool:
+    """The traced call behind ``ctx`` (a "call" context) passes nothing for parameter ``p``."""
+    call = ctx.node
+    if ctx.transform != "call" or call.__class__ is not ast.Call:
+        return False
+    if any(k.arg is None or k.arg == p for k in call.keywords):
+        return False
+    if any(a.__class__ is ast.Starred for a in call.args) or p in fn.kwonly:
+        return p in fn.kwonly and not any(a.__class__ is ast.Starred for a in call.args) \
+            and not any(k.arg is None for k in call.keywords)
+    offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
+    return len(call.args) + offset <= fn.params.index(p)

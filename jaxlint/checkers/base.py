@@ -103,6 +103,8 @@ class Rule:
     # a rule about how a program uses JAX's API has nothing to say about a file that imports
     # no JAX-ecosystem library (``SemanticModel.mentions_jax``); TracedCodeRule lifts this
     jax_files_only: bool = True
+    # the pitfall happens only while JAX traces the code: silent in branches no trace takes
+    trace_dependent: bool = False
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         """The findings in one file: what the engine calls.  Findings of the strict profile
@@ -110,7 +112,10 @@ class Rule:
         m = ctx.model
         if self.jax_files_only and not m.mentions_jax:
             return ()
-        found = self.profiled(ctx, self.findings(ctx, m))
+        found = self.findings(ctx, m)
+        if self.trace_dependent:
+            found = untraced_branches_dropped(m, found)
+        found = self.profiled(ctx, found)
         if ctx.settings.strict:
             return found
         return (f for f in found if f.profile == DEFAULT_PROFILE)
@@ -169,6 +174,7 @@ class TracedCodeRule(Rule):
     module (a project seed)."""
 
     jax_files_only = False
+    trace_dependent = True
 
     def profiled(self, ctx: Context, found: Iterable[Finding]) -> Iterable[Finding]:
         """A finding in code traced only on the guess that an NNX/Equinox module's method runs
@@ -193,25 +199,55 @@ MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a tr
                      "this file shows (such modules run eagerly by default)")
 
 
+def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
+    """The findings outside branches no trace takes (``SemanticModel.untraced_branch``): a
+    finding about what tracing does says nothing about code only eager runs reach."""
+    spans = _cached(m, "_untraced_spans", lambda: [
+        (stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno)
+        for fn in m.functions if fn.contexts and fn.defaults
+        for stmt in fn.of_type(ast.If) if stmt.body and m.untraced_branch(stmt.body[0], fn)])
+    if not spans:
+        return found
+    return [f for f in found if not any(a <= f.line <= b for a, b in spans)]
+
+
+def _handled_spans(m: SemanticModel, errors) -> List[Tuple[int, int]]:
+    """The bodies of the ``try`` statements of traced code whose handler catches one of
+    ``errors`` (the error JAX raises for a pitfall), ``Exception`` or anything."""
+    def catches(h: ast.ExceptHandler) -> bool:
+        if h.type is None:
+            return True
+        names = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        for n in names:
+            last = n.attr if isinstance(n, ast.Attribute) else (n.id if isinstance(n, ast.Name) else None)
+            if last in errors or last in K.CATCH_ALL_ERRORS:
+                return True
+        return False
+
+    out = []
+    for fn in m.functions:
+        if not fn.contexts:
+            continue
+        for t in fn.of_type(ast.Try) + fn.of_type(getattr(ast, "TryStar", ast.Try)):
+            if t.body and any(catches(h) for h in t.handlers):
+                out.append((t.body[0].lineno, t.body[-1].end_lineno or t.body[-1].lineno))
+    return out
+
+
 def _handled(m: SemanticModel, line: int, errors) -> bool:
     """Is ``line`` in the body of a ``try`` whose handler catches the error JAX raises for the
     pitfall (``except jax.errors.TracerArrayConversionError:``, ``except TypeError:``,
     ``except Exception:``, a bare ``except:``)?  The code then handles the tracer on purpose."""
-    fn = _innermost_traced(m, line)
-    if fn is None:
-        return False
-    for t in fn.of_type(ast.Try) + fn.of_type(getattr(ast, "TryStar", ast.Try)):
-        if not t.body or not (t.body[0].lineno <= line <= (t.body[-1].end_lineno or t.body[-1].lineno)):
-            continue
-        for h in t.handlers:
-            if h.type is None:
-                return True
-            names = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
-            for n in names:
-                last = n.attr if isinstance(n, ast.Attribute) else (n.id if isinstance(n, ast.Name) else None)
-                if last in errors or last in K.CATCH_ALL_ERRORS:
-                    return True
-    return False
+    spans = _cached(m, "_handled_spans_" + "_".join(sorted(errors)), lambda: _handled_spans(m, errors))
+    return any(a <= line <= b for a, b in spans)
+
+
+def _cached(m: SemanticModel, key: str, compute):
+    got = m.__dict__.get(key)
+    if got is None:
+        got = compute()
+        m.__dict__[key] = got
+    return got
 
 
 def _has_eager_module_seeds(m: SemanticModel) -> bool:

@@ -71,6 +71,8 @@ class UnrolledPythonLoop(Rule):
     without a fix.
     """
 
+    trace_dependent = True
+
     confirm = "unrolled-loop"
     summary = "a long Python loop inside a traced function is unrolled into the compiled program"
     fix = FixOffer("Rewrite the loop with `jax.lax.fori_loop` / `jax.lax.scan`", UNSAFE)
