@@ -81,8 +81,10 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
     - Python `min`/`max` of the step count in a learning-rate schedule given
       to an optax optimizer by position (`optax.adam(schedule)`, a schedule
       factory's product included, and the module's helpers the schedule
-      hands the step to): optax calls the schedule with its step count, an
-      array, inside the optimizer's update, under the training step's `jit`.
+      hands the step to) or to `optax.inject_hyperparams(optax.adam)(
+      learning_rate=schedule)`: optax calls the schedule with its step
+      count, an array, inside the optimizer's update, under the training
+      step's `jit`.
 
     Static facts are fine and never flagged: `int(x.shape[0])`, `len(x)`,
     `float(self.rate)` on a module field, arguments marked
