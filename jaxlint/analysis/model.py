@@ -64,7 +64,7 @@ class Seed:
 
 # folders of teaching material (notebooks, tutorials, documentation)
 _TUTORIAL_FOLDERS = frozenset({"docs", "doc", "tutorials", "tutorial", "notebooks", "notebook", "colab", "colabs"})
-_BENCHMARK_FOLDERS = frozenset({"benchmarks", "benchmark", "benchmarking"})
+_BENCHMARK_FOLDERS = frozenset({"benchmarks", "benchmark", "benchmarking", "bench"})
 
 
 def _is_main_test(t: ast.expr) -> bool:
@@ -295,7 +295,7 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         return False
 
     def in_benchmark_code(self) -> bool:
-        """The module is a benchmark: a file under a ``benchmarks``/``benchmark`` folder, or one
+        """The module is a benchmark: a file under a ``benchmarks``/``benchmark``/``bench`` folder, or one
         named ``bench*``/``benchmark*``.  Benchmarks fix their seeds on purpose (every case, every
         run, the same inputs); key findings there belong to the strict profile."""
         got = self.__dict__.get("_benchmark_module")

@@ -17,7 +17,7 @@ import ast
 from typing import Dict, Optional
 
 from . import knowledge as K
-from .kinds import CONTAINER, NOT_ARRAY
+from .kinds import CONTAINER, NOT_ARRAY, TRACED
 from .scopes import Function
 
 # isinstance types whose instances are Python values: the kind a narrowed load gets
@@ -183,10 +183,17 @@ class NarrowingMixin:
         """Is ``node`` (in ``fn``) in the body of ``if flag:`` where ``flag`` is a parameter with
         a falsy literal default (``debug=False``) that no traced call of ``fn`` passes?  Every
         trace of ``fn`` then runs with the default, so the branch is never traced (a debug path
-        that unrolls a loop next to the ``lax.scan`` the traced path takes)."""
+        that unrolls a loop next to the ``lax.scan`` the traced path takes).  Likewise the body
+        of ``if not isinstance(x, jax.core.Tracer):`` where ``x`` is traced."""
         if not fn.contexts:
             return False
         for test in self.guarding_tests(node, fn):
+            if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not \
+                    and self._tracer_test(test.operand, fn) is not None \
+                    and self.kind(test.operand.args[0], fn) & TRACED:
+                # ``if x is not None and not isinstance(x, jax.core.Tracer):`` with x a tracer in
+                # every trace of ``fn``: the branch is written to run eagerly only
+                return True
             p = test.id if test.__class__ is ast.Name else None
             if p is None or p not in fn.param_nodes:
                 continue

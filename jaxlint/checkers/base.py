@@ -204,7 +204,7 @@ def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Ite
     finding about what tracing does says nothing about code only eager runs reach."""
     spans = _cached(m, "_untraced_spans", lambda: [
         (stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno)
-        for fn in m.functions if fn.contexts and fn.defaults
+        for fn in m.functions if fn.contexts and (fn.defaults or m._has_guards(fn))
         for stmt in fn.of_type(ast.If) if stmt.body and m.untraced_branch(stmt.body[0], fn)])
     if not spans:
         return found
