@@ -286,14 +286,24 @@ def _names_with_statements(stmt: ast.stmt):
 
 
 def _call_omits(ctx, fn: Function, p: str) -> bool:
-    """The traced call behind ``ctx`` (a "call" context) passes nothing for parameter ``p``."""
+    """The traced call behind ``ctx`` (a "call" context) leaves parameter ``p`` falsy: passes
+    nothing for it (its default is a falsy literal) or passes a falsy literal (``debug=False``)."""
     call = ctx.node
     if ctx.transform != "call" or call.__class__ is not ast.Call:
         return False
-    if any(k.arg is None or k.arg == p for k in call.keywords):
+    if any(k.arg is None for k in call.keywords) or any(a.__class__ is ast.Starred for a in call.args):
         return False
-    if any(a.__class__ is ast.Starred for a in call.args) or p in fn.kwonly:
-        return p in fn.kwonly and not any(a.__class__ is ast.Starred for a in call.args) \
-            and not any(k.arg is None for k in call.keywords)
+    for k in call.keywords:
+        if k.arg == p:
+            return _falsy_literal(k.value)
+    if p in fn.kwonly:
+        return True
     offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
-    return len(call.args) + offset <= fn.params.index(p)
+    i = fn.params.index(p) - offset
+    if i < len(call.args):
+        return i >= 0 and _falsy_literal(call.args[i])
+    return True
+
+
+def _falsy_literal(e: ast.AST) -> bool:
+    return e.__class__ is ast.Constant and e.value in (False, None, 0)
