@@ -488,7 +488,10 @@ class Interpreter(KeyCalls):
         prev = st.used.get(seed)
         if prev:
             for p in prev:
-                if self.use_vid.get(id(p)) != making and p.call is not use.call and conflict(p, use):
+                if self.use_vid.get(id(p)) != making and p.call is not use.call and conflict(p, use) \
+                        and not (p.kind in _DERIVING and use.kind in _DERIVING):
+                    # (``split(PRNGKey(0))`` twice restarts one stream from its seed, as a script
+                    # seeding each experiment does on purpose: reported when a key is drawn from)
                     k = id(use.call)
                     if k not in self.reports:
                         self.reports[k] = Reuse(self.fn, use, p, "again", "", seed)
@@ -618,6 +621,8 @@ class Interpreter(KeyCalls):
             return None
         return min(uses, key=lambda u: (u.call.lineno, u.call.col_offset))
 
+
+_DERIVING = ("split", "fold_in")
 
 _REBINDING = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
               ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
