@@ -261,3 +261,33 @@ def test_main_block_of_a_library_module_is_a_self_check(tmp_path):
         got[Path(f).relative_to(tmp_path).as_posix()] = [x.profile for x in found if x.code == "JAX402"]
     assert got["nn/embed.py"] == ["strict"]
     assert got["run.py"] == ["default"]
+
+
+_SCORES = ("import jax.numpy as jnp\n"
+           "import numpy as np\n\n"
+           "def scores(x, include_numpy=True):\n"
+           "    out = {'mean': jnp.mean(x)}\n"
+           "    if include_numpy:\n"
+           "        out['hist'] = np.histogram(np.asarray(x))\n"
+           "    return out\n")
+_JITTED = ("import jax\n"
+           "from pkg.scores import scores\n\n"
+           "@jax.jit\n"
+           "def infer(x):\n"
+           "    return scores(x, include_numpy=False)\n")
+
+
+@pytest.mark.parametrize("flag", ["False", "True"])
+def test_branch_another_modules_traced_call_switches_off(tmp_path, flag):
+    """A jitted caller in another module passes `include_numpy=False`: the NumPy-only branch of
+    the callee is never traced (silent); passed True, it is (np.asarray of a tracer: JAX203)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "scores.py").write_text(_SCORES)
+    (tmp_path / "pkg" / "infer.py").write_text(_JITTED.replace("False", flag))
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    path = str(tmp_path / "pkg" / "scores.py")
+    found = lint_source(SourceFile.from_path(path), RULES, model=proj.model_for(path))
+    assert sorted(f.code for f in found) == ([] if flag == "False" else ["JAX203"])

@@ -60,6 +60,10 @@ class Seed:
     param_kinds: Dict[str, int] = field(default_factory=dict, hash=False)
     description: str = ""
     transform: str = "project"
+    # the parameters every call behind this seed leaves falsy: (those it passes a falsy literal,
+    # ``debug=False``; those it passes a falsy literal or nothing, falsy when the callee's default
+    # is); () for a transform (its calls are unknown)
+    untaken: tuple = ()
 
 
 # folders of teaching material (notebooks, tutorials, documentation)
@@ -184,7 +188,7 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             # a parameter annotated or defaulted as Python configuration (``reverse: bool = False``)
             # stays static whatever another module passes
             traced = {p for p in set(seed.traced_params) & params if not self._is_config_param(fn, p)}
-            ctx = TraceContext(seed.transform, INFERRED, fn.node, seed.description)
+            ctx = TraceContext(seed.transform, INFERRED, fn.node, seed.description, untaken=seed.untaken)
             self._add_context(fn, ctx, traced)
             for p, k in seed.param_kinds.items():
                 if p in traced:

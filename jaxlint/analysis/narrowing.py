@@ -180,11 +180,12 @@ class NarrowingMixin:
             child, cur = cur, parents.get(id(cur))
 
     def untraced_branch(self, node: ast.AST, fn: Function) -> bool:
-        """Is ``node`` (in ``fn``) in the body of ``if flag:`` where ``flag`` is a parameter with
-        a falsy literal default (``debug=False``) that no traced call of ``fn`` passes?  Every
-        trace of ``fn`` then runs with the default, so the branch is never traced (a debug path
-        that unrolls a loop next to the ``lax.scan`` the traced path takes).  Likewise the body
-        of ``if not isinstance(x, jax.core.Tracer):`` where ``x`` is traced."""
+        """Is ``node`` (in ``fn``) in the body of ``if flag:`` where ``flag`` is a parameter every
+        traced call of ``fn`` leaves falsy -- passes ``False``/``None``/``0``, or nothing with such
+        a default (``debug=False``)?  Every trace of ``fn`` then skips the branch (a debug path
+        that unrolls a loop next to the ``lax.scan`` the traced path takes; a NumPy-only step
+        the jitted caller switches off with ``include_x=False``).  Likewise the body of
+        ``if not isinstance(x, jax.core.Tracer):`` where ``x`` is traced."""
         if not fn.contexts:
             return False
         for test in self.guarding_tests(node, fn):
@@ -196,9 +197,6 @@ class NarrowingMixin:
                 return True
             p = test.id if test.__class__ is ast.Name else None
             if p is None or p not in fn.param_nodes:
-                continue
-            d = fn.defaults.get(p)
-            if d.__class__ is not ast.Constant or d.value not in (False, None, 0):
                 continue
             if all(_call_omits(c, fn, p) for c in fn.contexts):
                 return True
@@ -286,8 +284,14 @@ def _names_with_statements(stmt: ast.stmt):
 
 
 def _call_omits(ctx, fn: Function, p: str) -> bool:
-    """The traced call behind ``ctx`` (a "call" context) leaves parameter ``p`` falsy: passes
-    nothing for it (its default is a falsy literal) or passes a falsy literal (``debug=False``)."""
+    """The traced call behind ``ctx`` leaves parameter ``p`` falsy: passes a falsy literal
+    (``debug=False``), or passes nothing for it and its default is a falsy literal.  A "call"
+    context of this module, or a "project" one (another module's calls, summarised in
+    ``ctx.untaken``: ``(passed a falsy literal by every call, left falsy if the default is)``)."""
+    default_falsy = _falsy_literal(fn.defaults.get(p))
+    if ctx.transform == "project":
+        literal, unless_default = ctx.untaken or (frozenset(), frozenset())
+        return p in literal or (default_falsy and p in unless_default)
     call = ctx.node
     if ctx.transform != "call" or call.__class__ is not ast.Call:
         return False
@@ -297,13 +301,13 @@ def _call_omits(ctx, fn: Function, p: str) -> bool:
         if k.arg == p:
             return _falsy_literal(k.value)
     if p in fn.kwonly:
-        return True
+        return default_falsy
     offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
     i = fn.params.index(p) - offset
     if i < len(call.args):
         return i >= 0 and _falsy_literal(call.args[i])
-    return True
+    return default_falsy
 
 
-def _falsy_literal(e: ast.AST) -> bool:
+def _falsy_literal(e) -> bool:
     return e.__class__ is ast.Constant and e.value in (False, None, 0)

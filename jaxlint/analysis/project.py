@@ -284,7 +284,8 @@ class Project:
                                            sorted(st["static_constants"]))
             seeds = self.seeds.get(path, {})
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
-                (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform)
+                (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform,
+                 [sorted(u) for u in s.untaken])
                 for s in seeds.values()))
         return got
 
@@ -546,9 +547,12 @@ class Project:
         kinds = dict(old.param_kinds)
         for p, k in seed.param_kinds.items():
             kinds[p] = kinds.get(p, 0) | k
-        if traced == old.traced_params and kinds == old.param_kinds:
+        # falsy only where every call leaves it falsy
+        untaken = (old.untaken[0] & seed.untaken[0], old.untaken[1] & seed.untaken[1]) \
+            if old.untaken and seed.untaken else (frozenset(), frozenset())
+        if traced == old.traced_params and kinds == old.param_kinds and untaken == old.untaken:
             return False
-        per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform)
+        per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform, untaken)
         return True
 
     def _where(self, model: SemanticModel) -> str:
@@ -566,15 +570,23 @@ class Project:
             return target, Seed(name, frozenset(traced), {p: TRACED for p in traced},
                                 f"{out.caller} in {out.where}", out.transform)
         traced, kinds = set(), {}
+        passed, falsy = set(), set()
         for slot, kind in out.args:
             p = params[slot] if isinstance(slot, int) and slot < len(params) else slot
+            passed.add(p)
+            if kind & FALSY_ARG:
+                falsy.add(p)
+            kind &= ~FALSY_ARG
             # only values the model knows to be arrays (or containers of them): the result of a call
             # it cannot see into is traced-but-unknown (a PartitionSpec, a config) and stays home
             if isinstance(p, str) and p in params and proven(kind) and kind & (ARRAYISH | CONTAINER):
                 traced.add(p)
                 kinds[p] = kinds.get(p, 0) | (kind & _KIND_BITS)
+        # (passed a falsy literal, left falsy when the callee's default is): see Seed.untaken
+        untaken = (frozenset(), frozenset()) if "*" in passed else \
+            (frozenset(falsy), frozenset(falsy | (set(params) - passed)))
         return target, Seed(name, frozenset(traced), kinds,
-                            f"called from {out.caller} in {out.where}", "project")
+                            f"called from {out.caller} in {out.where}", "project", untaken)
 
     def _config_seeds(self, m: Module) -> bool:
         """``[tool.jaxlint] traced-functions``: ``pkg.mod:*``, ``pkg.mod:func``,
@@ -634,13 +646,27 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
             args: List[Tuple[object, int]] = []
             for i, a in enumerate(call.args):
                 if isinstance(a, ast.Starred):
+                    args.append(("*", 0))   # what else is passed is unknown
                     break
-                args.append((i, model.kind(a, fn)))
+                args.append((i, _arg_kind(model, a, fn)))
             for kw in call.keywords:
                 if kw.arg is not None:
-                    args.append((kw.arg, model.kind(kw.value, fn)))
+                    args.append((kw.arg, _arg_kind(model, kw.value, fn)))
+                else:
+                    args.append(("*", 0))
             out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display()))
     return out
+
+
+# an argument's kind in an outgoing call also says when it is a falsy literal (``debug=False``)
+FALSY_ARG = 64
+
+
+def _arg_kind(model: SemanticModel, a: ast.AST, fn) -> int:
+    k = model.kind(a, fn)
+    if a.__class__ is ast.Constant and a.value in (False, None, 0):
+        k |= FALSY_ARG
+    return k
 
 
 def _passed_static(model: SemanticModel, site, tr, call: ast.Call, nums) -> List[int]:

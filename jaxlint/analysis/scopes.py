@@ -28,15 +28,17 @@ _FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 class TraceContext:
     """Why a function body runs under a transform."""
 
-    __slots__ = ("transform", "confidence", "node", "caller", "description")
+    __slots__ = ("transform", "confidence", "node", "caller", "description", "untaken")
 
     def __init__(self, transform: str, confidence: str, node: ast.AST,
-                 description: str, caller: Optional["Function"] = None):
+                 description: str, caller: Optional["Function"] = None, untaken: tuple = ()):
         self.transform = transform
         self.confidence = confidence
         self.node = node
         self.caller = caller
         self.description = description
+        # (a cross-module call) the parameters every call from the other module leaves falsy
+        self.untaken = untaken
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"TraceContext({self.transform!r}, {self.confidence!r}, {self.description!r})"
