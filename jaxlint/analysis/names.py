@@ -17,6 +17,10 @@ import ast
 from typing import Dict, Iterable, Optional
 
 
+# the top-level packages of the JAX ecosystem (a name bound to one of them wins over a fallback)
+_JAX_TOPS = frozenset({"jax", "jaxlib", "flax", "optax", "equinox", "haiku", "chex"})
+
+
 class ImportTable:
     def __init__(self, package: Optional[str] = None) -> None:
         """``package``: the package this module belongs to (``pkg.sub`` for
@@ -39,12 +43,22 @@ class ImportTable:
             parts.append(module)
         return ".".join(parts)
 
+    def _bind(self, alias: str, target: str) -> None:
+        """``alias`` now names ``target`` -- unless it already names a JAX-ecosystem module and
+        ``target`` is a fallback (``try: import jax.numpy as jnp`` / ``except ImportError:
+        import numpy as jnp``): code that JAX traces runs with JAX imported, so under a trace the
+        name is JAX's."""
+        old = self.aliases.get(alias)
+        if old is not None and old.split(".")[0] in _JAX_TOPS and target.split(".")[0] not in _JAX_TOPS:
+            return
+        self.aliases[alias] = target
+
     def add(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
             for a in node.names:
                 self.modules.add(a.name.split(".")[0])
                 if a.asname:
-                    self.aliases[a.asname] = a.name
+                    self._bind(a.asname, a.name)
                 else:
                     top = a.name.split(".")[0]
                     self.aliases.setdefault(top, top)
@@ -59,7 +73,7 @@ class ImportTable:
             for a in node.names:
                 if a.name == "*":
                     continue
-                self.aliases[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
+                self._bind(a.asname or a.name, f"{base}.{a.name}" if base else a.name)
 
     def resolve(self, name: str) -> Optional[str]:
         return self.aliases.get(name)
