@@ -291,3 +291,28 @@ def test_branch_another_modules_traced_call_switches_off(tmp_path, flag):
     path = str(tmp_path / "pkg" / "scores.py")
     found = lint_source(SourceFile.from_path(path), RULES, model=proj.model_for(path))
     assert sorted(f.code for f in found) == ([] if flag == "False" else ["JAX203"])
+
+
+def test_key_reuse_in_a_library_modules_self_check_is_strict(tmp_path):
+    """JAX401 asks the same question as JAX402: one key drawn twice in the `__main__` block of a
+    package's module is a self-check's doing (strict); in a script's main block it is default."""
+    from jaxlint.checkers import Settings
+    text = ("import jax\n\n"
+            "if __name__ == '__main__':\n"
+            "    rng = jax.random.PRNGKey(42)\n"
+            "    x = jax.random.normal(rng, (2, 3))\n"
+            "    a = jax.random.normal(rng, (2, 3))\n"
+            "    print(x + a)\n")
+    (tmp_path / "nn").mkdir()
+    (tmp_path / "nn" / "__init__.py").write_text("")
+    (tmp_path / "nn" / "layer.py").write_text(text)
+    (tmp_path / "demo.py").write_text(text)
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    got = {}
+    for f in files:
+        found = lint_source(SourceFile.from_path(f), RULES, Settings(strict=True), model=proj.model_for(f))
+        got[Path(f).relative_to(tmp_path).as_posix()] = [x.profile for x in found if x.code == "JAX401"]
+    assert got["nn/layer.py"] == ["strict"]
+    assert got["demo.py"] == ["default"]

@@ -239,7 +239,7 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
                 "derived keys do not repeat the numbers drawn")
     same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample" \
         and _seed(r) is None    # (teaching material shows that one seed gives one key on purpose)
-    return deliberate_basis(ctx.model, r.fn, same_draws)
+    return deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
 
 
 def _derives(ctx: Context, fn, u: Use) -> bool:
