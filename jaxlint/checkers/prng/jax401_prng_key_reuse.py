@@ -76,6 +76,8 @@ class PrngKeyReuse(Rule):
     `--strict` adds the rest: a consumer whose effect on a key is unknown
     (a callable passed in, a library method not in the table), test code
     (one key given to several computations is often deliberate there),
+    benchmarks (`benchmarks/`, `bench/` folders, `bench*` files: inputs
+    that need a shape only), the `__main__` self-check of a package's module,
     notebooks and tutorials (except the same key drawn from twice by
     `jax.random` samplers), a key drawn from first and only then split
     (the derived keys do not repeat the drawn numbers; in a `lax` loop:

@@ -30,11 +30,12 @@ class ConstantPrngKey(Rule):
     code. A clock-seeded key *inside* traced code is reported once, as the
     clock read under a trace (JAX104), not twice.
 
-    In test code, benchmarks (files under `benchmarks/`, or named `bench*`)
-    and teaching material (notebooks, tutorials) a fixed key is usually
-    deliberate (a reproducible test, the same inputs for every benchmark
-    case, a short demonstration): those findings belong to the strict
-    profile (`--strict`).
+    In test code, benchmarks (files under `benchmarks/` or `bench/`, or
+    named `bench*`), the `__main__` self-check of a package's module and
+    teaching material (notebooks, tutorials) a fixed key is usually
+    deliberate (a reproducible or randomised test, the same inputs for every
+    benchmark case, a short demonstration): those findings belong to the
+    strict profile (`--strict`).
 
     ## Why is this bad?
     In PyTorch you seed once (`torch.manual_seed(0)`) and the generator keeps
