@@ -99,8 +99,8 @@ class FlaxApplyVariables(Rule):
         for site in facts.apply_sites():
             if site.method == "init" or site.variables is None:
                 continue
-            if site.method == "apply_fn" and not facts.train_state_creates():
-                continue
+            if site.method == "apply_fn" and not facts.apply_fn_runs_apply(site.receiver):
+                continue    # a state made elsewhere, or whose apply_fn is a wrapper of the user's own
             v = site.variables
             call_text = f"{short(site.receiver, 20)}.{site.method}"
             shape, local = facts.shape(v, site.scope)

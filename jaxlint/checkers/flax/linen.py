@@ -249,6 +249,23 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             self._creates = out
         return self._creates
 
+    def apply_fn_runs_apply(self, state: ast.expr) -> bool:
+        """Every ``TrainState.create`` of the file that can have made ``state`` was given a
+        module's ``apply`` as ``apply_fn`` (``model.apply``, ``jax.jit(model.apply)``), so
+        ``state.apply_fn(v, ...)`` takes the variables dict first; a function of the user's own
+        (``def apply_fn(p, x): return model.apply({"params": p}, x)``) takes whatever it is
+        written to take."""
+        creates = self._creates_for(state)
+        if not creates:
+            return False
+        for call, fn in creates:
+            v = next(k for k in call.keywords if k.arg == "apply_fn").value
+            if isinstance(v, ast.Call) and len(v.args) == 1 and self._passes_arguments(v, fn):
+                v = v.args[0]
+            if not (isinstance(v, ast.Attribute) and v.attr == "apply"):
+                return False
+        return True
+
     def _state_instance(self) -> Optional[Instance]:
         found: Optional[Instance] = None
         creates = self.train_state_creates()
