@@ -144,6 +144,8 @@ class PrngKeyReuse(Rule):
         for r in ka.reuses() if ka is not None else ():
             if r.reason == "again" and r.first is not None and compared_together(r.fn, r.first, r.use):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
+            if r.reason == "again" and r.first is not None and (_discarded(r.first) or _discarded(r.use)):
+                continue    # numbers drawn only to wait on (``normal(key, ()).block_until_ready()``): none used
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
@@ -208,6 +210,18 @@ def _same_call_streams(r: Reuse) -> List[str]:
                 if isinstance(k, ast.Constant) and isinstance(k.value, str) and v in (r.first.arg, r.use.arg):
                     out.append(f"`{k.value}`")
     return out if len(out) > 1 else []
+
+
+def _discarded(u) -> bool:
+    """The numbers ``u`` (a ``jax.random`` sampler's call) draws are thrown away: its
+    statement is the call alone, or the call waited on (``jax.random.normal(key, ()).
+    block_until_ready()``, the idiom that synchronises a device)."""
+    if u is None or u.kind != "sample" or u.stmt.__class__ is not ast.Expr:
+        return False
+    e = u.stmt.value
+    while e.__class__ is ast.Call and e.func.__class__ is ast.Attribute and e.func.attr == "block_until_ready":
+        e = e.func.value
+    return e is u.call
 
 
 def _seed(r: Reuse):
