@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
 # the kind of a :class:`Need` for a collection the module reads on every run (``batch_stats`` of
 # ``nn.BatchNorm``, whatever ``use_running_average`` is): ``apply`` must be given it
 READS = "reads"
+# the kind of a :class:`Need` for a statement that certainly raises when the module runs bound
+# (``self.x = ...`` outside ``setup``): what else the apply call needs is moot
+RAISES = "raises"
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,14 @@ class ModuleEvaluator:
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
                 for t in targets:
                     self._variable_update(t, frame, method, certain, out)
+                    if certain and (s.value is not None or not isinstance(s, ast.AnnAssign)) and \
+                            method.name != "setup" and any(
+                                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and
+                                n.value.id == method.self_name for n in _store_targets(t)):
+                        # ``self.x = ...`` outside setup: the bound module is frozen, apply raises
+                        # here whatever else the call does (JAX611 names it)
+                        out.append(Need(RAISES, "SetAttributeFrozenModuleError", s,
+                                        f"`{ast.unparse(t)} = ...`", frame.info.name))
             if isinstance(s, (ast.Return, ast.Raise)):
                 return
 
@@ -501,6 +512,15 @@ class ModuleEvaluator:
             out.append(Need("rng", stream, call, what, frame.info.name))
         if layer.collection is not None:
             out.append(Need("collection", layer.collection, call, what, frame.info.name))
+
+
+def _store_targets(t: ast.AST):
+    """The targets an assignment stores into (the elements of an unpacked tuple)."""
+    if isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            yield from _store_targets(e.value if isinstance(e, ast.Starred) else e)
+    else:
+        yield t
 
 
 def _walk_no_defs(node: ast.AST):

@@ -24,7 +24,7 @@ from ...analysis import CallTarget, ClassInfo, Function, SemanticModel
 from ...analysis import knowledge as K
 from ..messages import short
 from .contracts import INIT_METHODS, MAPS_ARGUMENTS, Layer, layer_for
-from .evaluate import ModuleEvaluator, Need
+from .evaluate import RAISES, ModuleEvaluator, Need
 from .variables import VariablesShapes
 
 
@@ -365,7 +365,10 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         for site in self.apply_sites():
             if site.method == "init":
                 continue
-            needs = [n for n in self.needs(site) if n.kind == kind and n.name not in ignore]
+            found = self.needs(site)
+            if any(n.kind == RAISES for n in found):
+                continue    # the module raises SetAttributeFrozenModuleError first (JAX611)
+            needs = [n for n in found if n.kind == kind and n.name not in ignore]
             if needs:
                 yield site, needs
 
