@@ -24,7 +24,11 @@ class UnsynchronizedGradientsInPmap(Rule):
     gradients accumulated over micro-batches on the device (a Python loop, a
     `lax.scan`/`fori_loop` body that makes them, per-example
     `jax.vmap(jax.grad(...))`) and handed to a helper of the module that
-    applies them (reported at the helper's call in the mapped step). Also flags
+    applies them (reported at the helper's call in the mapped step); and, in a
+    `jax.pmap` with no `axis_name` given a state replicated on every device
+    (`flax.jax_utils.replicate`, `jax.device_put_replicated`), gradients that
+    nothing can average (without the replicated state, one model per device
+    is an ensemble, on purpose). Also flags
     a collective (`lax.pmean(x, axis_name="x")`, `psum`, `all_gather`, ...)
     whose axis name no enclosing `pmap` / `vmap` binds.
 
@@ -116,19 +120,56 @@ class UnsynchronizedGradientsInPmap(Rule):
         m = ctx.model
         axes = axis_index(m)
         per: Dict[int, Tuple[Function, List[str]]] = {}
+        unnamed: Dict[int, Function] = {}
         for site in m.transform_sites:
             if site.transform.name not in REPLICATING or site.target is None:
-                continue
-            binds, names = axes.site_names(site)
-            if not binds or not names:
                 continue
             fn = site.target.function
             if fn.is_lambda:
                 continue
+            binds, names = axes.site_names(site)
+            if not binds:
+                # ``@jax.pmap`` with no axis name: no collective can reduce over the devices
+                unnamed.setdefault(id(fn), fn)
+                continue
+            if not names:
+                per.setdefault(id(fn), (fn, []))[1].append(None)   # names unknown here: silent
+                continue
             entry = per.setdefault(id(fn), (fn, []))
             entry[1].extend(n for n in names if n not in entry[1])
         for fn, names in per.values():
-            yield fn, tuple(names)
+            if None not in names:
+                yield fn, tuple(names)
+        for key, fn in unnamed.items():
+            # no axis name is an ensemble (one model per device) unless the step is given a state
+            # replicated across the devices (meant to stay identical): then it is data parallel
+            if key not in per and self._only_replicated(ctx, fn) and self._given_replicas(ctx, fn):
+                yield fn, ()
+
+    @staticmethod
+    def _given_replicas(ctx: Context, fn: Function) -> bool:
+        """Some call of this module passes ``fn`` a value every binding of which is replicated
+        across the devices (``state = jax_utils.replicate(state)``)."""
+        m = ctx.model
+        for scope in m.functions:
+            for call in scope.of_type(ast.Call):
+                if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+                    continue
+                target = m.resolve_callable(call.func, scope)
+                if target is None or target.function is not fn:
+                    continue
+                for a in call.args:
+                    if _replicated(m, a, scope):
+                        return True
+        return False
+
+    @staticmethod
+    def _only_replicated(ctx: Context, fn: Function) -> bool:
+        """``fn`` runs only under the replicating transforms that name no axis (no other trace
+        context binds one around it: a ``shard_map``, an outer ``pmap``)."""
+        return all(c.transform != "call" for c in fn.contexts) and \
+            all(site.transform.name in REPLICATING or not axis_index(ctx.model).site_names(site)[0]
+                for site in ctx.model.transform_sites if site.target is not None and site.target.function is fn)
 
     @staticmethod
     def _how(ctx: Context, fn: Function) -> str:
@@ -144,9 +185,15 @@ class UnsynchronizedGradientsInPmap(Rule):
         where = _where(u)
         what = short(where.func)
         grads = f"`{origin.name}`" if origin.name else "the gradients"
-        axis = names[0]
         pmapped = f"`{fn.qualname}` ({self._how(ctx, fn)})"
         where_fn = pmapped if u.fn is fn else f"`{u.fn.qualname}`, called from {pmapped},"
+        if not names:
+            msg = (f"{grads} reach `{what}` in {where_fn}, whose pmap names no `axis_name`, so nothing "
+                   f"averages them across devices: each device applies its own shard's gradients and the "
+                   f"replicas drift apart (PyTorch's DDP averages them for you; pmap does not); give the "
+                   f"pmap an `axis_name` and `lax.pmean` the gradients over it")
+            return ctx.finding(self, where, msg, confidence=fn.confidence)
+        axis = names[0]
         msg = (f"{grads} reach `{what}` in {where_fn} without `lax.pmean` over axis "
                f"`{axis}`: each device applies its own shard's gradients and the replicas drift apart "
                f"(PyTorch's DDP averages them for you; pmap does not)")
@@ -186,3 +233,24 @@ def _where(u) -> ast.Call:
     if where is not u.sink and not any(n is where for n in ast.walk(u.fn.node)):
         where = u.sink
     return where
+
+
+# calls that put one copy of a value on every device: data-parallel replicas
+REPLICATE = frozenset({"flax.jax_utils.replicate", "jax.device_put_replicated"})
+
+
+def _replicated(m, e: ast.expr, scope, depth: int = 0) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(e, ast.Call) and isinstance(e.func, (ast.Name, ast.Attribute)):
+        return m.qualname(e.func, scope) in REPLICATE
+    if isinstance(e, ast.Name):
+        owner = m.resolve_scope(e.id, scope)
+        if owner is None:
+            return False
+        bs = m.bindings(e.id, owner)
+        made = [b for b in bs if b.kind == "=" and b.element is not None and
+                _replicated(m, b.element, owner, depth + 1)]
+        # the first binding replicates; the others are the step's own results
+        return bool(made) and all(b.kind == "=" for b in bs)
+    return False
