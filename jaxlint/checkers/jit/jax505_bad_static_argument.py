@@ -272,6 +272,7 @@ class BadStaticArgument(Rule):
                 text = short(a, 30)
                 hint = "pass a tuple" if what in ("a list", "a set") else (
                     "pass a hashable value (a tuple of pairs, a frozen dataclass)" if what == "a dict" else
+                    "declare it `@dataclass(frozen=True)`" if "dataclass" in what else
                     "make it a regular (traced) argument")
                 msg = (f"`{text}` is {what} passed to static argument `{p}` of {fn.display()}: static "
                        f"arguments must be hashable (JAX raises `ValueError`); {hint}")
@@ -317,12 +318,17 @@ class BadStaticArgument(Rule):
             values = _local_values(scope, a.id)
         elif isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name):
             values = _self_values(scope, a)
+        if isinstance(a, ast.Call):
+            w = _unhashable_dataclass(m, a, scope)
+            if w is not None:
+                return w
         if values:
             kinds = set()
             for v in values:
                 w = _UNHASHABLE.get(type(v))
                 if w is None and isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
-                    w = _UNHASHABLE_CALLS.get(m.qualname(v.func, scope) or "")
+                    w = _UNHASHABLE_CALLS.get(m.qualname(v.func, scope) or "") or \
+                        _unhashable_dataclass(m, v, scope)
                 kinds.add(w)
             if len(kinds) == 1 and None not in kinds:
                 return kinds.pop()
@@ -334,6 +340,41 @@ class BadStaticArgument(Rule):
         if k & NUMPY and not k & JAX:
             return "a NumPy array"
         return None
+
+
+def _unhashable_dataclass(m: SemanticModel, call: ast.Call, scope: Function) -> Optional[str]:
+    """``Config(...)`` of a class of this module decorated ``@dataclasses.dataclass`` with
+    ``eq`` left on and neither ``frozen=True`` nor ``unsafe_hash=True``, and no ``__hash__`` of
+    its own or a base's: the decorator sets ``__hash__ = None`` (JAX: "Non-hashable static
+    arguments are not supported")."""
+    if not isinstance(call.func, ast.Name) or m.qualname(call.func, scope) is not None:
+        return None
+    info = m.classes.get(call.func.id)
+    if info is None or m.resolve_scope(call.func.id, scope) is not m.module or info.node.bases or \
+            info.node.keywords or "__hash__" in info.methods:
+        return None
+    if any(isinstance(st, (ast.Assign, ast.AnnAssign)) and any(
+            isinstance(t, ast.Name) and t.id == "__hash__"
+            for t in (st.targets if isinstance(st, ast.Assign) else [st.target])) for st in info.node.body):
+        return None
+    decs = info.node.decorator_list
+    if len(decs) != 1:
+        return None
+    d = decs[0]
+    e = d.func if isinstance(d, ast.Call) else d
+    if m.qualname(e, info.scope) != "dataclasses.dataclass":
+        return None
+    if isinstance(d, ast.Call):
+        if d.args:
+            return None
+        for kw in d.keywords:
+            if kw.arg is None or not isinstance(kw.value, ast.Constant):
+                return None
+            if kw.arg in ("frozen", "unsafe_hash") and kw.value.value:
+                return None
+            if kw.arg == "eq" and not kw.value.value:
+                return None
+    return f"an instance of `{info.name}`, a `@dataclass` that is not frozen (its `__hash__` is None)"
 
 
 def _local_values(scope: Function, name: str) -> List[ast.expr]:
