@@ -167,15 +167,24 @@ def _fate(facts: FlaxFacts, fn: Function, target: ast.expr, depth: int) -> Optio
     loads = _loads(facts, fn, target.id)
     if not loads:
         return target
-    if depth >= 3 or fn.is_module:
+    if depth >= 3:
         return None
     paths = set()
+    dead = None
     for load in loads:
-        p = _return_path(fn, load)
+        p = _return_path(fn, load) if not fn.is_module else None
         if p is None:
-            return None          # read somewhere other than a return
+            # copied into a name nothing reads (``merged = {**variables, **updates}``)
+            into = _copied_into(fn, load, target.id)
+            point = _fate(facts, fn, into, depth + 1) if into is not None else None
+            if point is None:
+                return None          # read somewhere other than a return
+            dead = dead or point
+            continue
         paths.add(p)
-    if len(paths) != 1:
+    if not paths:
+        return dead
+    if fn.is_module or len(paths) != 1:
         return None
     path = paths.pop()
     sites = facts.call_sites(fn)
@@ -202,6 +211,19 @@ def _fate(facts: FlaxFacts, fn: Function, target: ast.expr, depth: int) -> Optio
             return None
         first = first or point
     return first
+
+
+def _copied_into(fn: Function, load: ast.Name, name: str) -> Optional[ast.Name]:
+    """The other name ``load`` is copied into by a plain assignment of ``fn`` (``merged =
+    {**variables, **updates}``, ``new = updates``); None when it is read any other way."""
+    for node in fn.of_type(ast.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id != name \
+                and any(n is load for n in ast.walk(node.value)):
+            v = node.value
+            whole = v is load or (isinstance(v, ast.Dict) and any(val is load for val in v.values)) or \
+                (isinstance(v, ast.Dict) and any(k is None and val is load for k, val in zip(v.keys, v.values)))
+            return node.targets[0] if whole else None
+    return None
 
 
 def _loads(facts: FlaxFacts, fn: Function, name: str) -> list:
