@@ -117,6 +117,33 @@ class FlaxMissingRngs(Rule):
         yield from self._fixed_keys(ctx, facts, [f for f in fed if id(f[0].call) not in reported])
         yield from self._keys_on_self(ctx, facts, fed)
 
+    @staticmethod
+    def _derived_reaches(facts: FlaxFacts, use, direct, through):
+        """(site, need) when a key the statement of ``use`` binds (``_, k = split(root)``) is
+        given, later in the same function, to ``rngs`` of a dropout site or to a parameter of a
+        step that passes it on there."""
+        names = _names_bound(use.stmt)
+        m = facts.model
+        for site, need in direct.values():
+            for kw in site.call.keywords:
+                if kw.arg == "rngs" and isinstance(kw.value, ast.Dict):
+                    for v in kw.value.values:
+                        if isinstance(v, ast.Name) and v.id in names and \
+                                facts.binding_scope(v.id, site.scope) is use.fn:
+                            return site, need
+        for call in use.fn.of_type(ast.Call):
+            if call.lineno < use.stmt.lineno or \
+                    not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
+                continue
+            target = m.resolve_callable(call.func, use.fn) or facts.instance_method(call.func, use.fn)
+            if target is None:
+                continue
+            pairs, _ = m.bind_arguments(target, call)
+            for p, a in pairs:
+                if isinstance(a, ast.Name) and a.id in names and (id(target.function), p) in through:
+                    return through[(id(target.function), p)]
+        return None
+
     def _keys_on_self(self, ctx: Context, facts: FlaxFacts, fed) -> Iterator[Finding]:
         """A key kept on ``self`` that only ``__init__`` sets, read (directly, or passed on to the
         parameter that reaches ``rngs``) in a loop or by a method a loop runs."""
@@ -263,14 +290,27 @@ class FlaxMissingRngs(Rule):
             if hit is None:
                 target = (m.resolve_callable(use.call.func, use.fn) or facts.instance_method(use.call.func, use.fn)) \
                     if isinstance(use.call.func, (ast.Name, ast.Attribute, ast.Call)) else None
-                if target is None:
-                    continue
-                pairs, _ = m.bind_arguments(target, use.call)
+                pairs = m.bind_arguments(target, use.call)[0] if target is not None else []
                 for p, a in pairs:
                     if a is use.arg and (id(target.function), p) in through:
                         hit = through[(id(target.function), p)]
                         where = f" `{target.function.name}` passes it on to `rngs={{{hit[1].name!r}: ...}}`;"
                         break
+            if hit is None and use.kind in ("split", "fold_in") and isinstance(use.stmt, ast.Assign):
+                # _, dropout_key = jax.random.split(root_key) in the loop, root_key never advanced:
+                # the same derived key every iteration, passed on to the step
+                hit = self._derived_reaches(facts, use, direct, through)
+                if hit is not None:
+                    site, need = hit
+                    reported.add(id(site.call))
+                    yield ctx.finding(
+                        self, use.call,
+                        f"`{short(use.call)}` splits `{short(use.arg)}`, which this {r.where} never advances: "
+                        f"the dropout key it makes is the same on every iteration; {need.what} of "
+                        f"`{site.instance.name}` applies the same mask every step; split the root and keep "
+                        f"the new root (`{short(use.arg)}, dropout_key = jax.random.split({short(use.arg)})`)",
+                        confidence=INFERRED)
+                    continue
             if hit is None:
                 continue
             site, need = hit
@@ -281,6 +321,10 @@ class FlaxMissingRngs(Rule):
                 f"{need.what} of `{site.instance.name}` applies the same mask every step; split or fold in "
                 f"the step first",
                 confidence=INFERRED if where else CERTAIN)
+
+
+def _names_bound(stmt: ast.Assign) -> Set[str]:
+    return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _flag_text(site: ApplySite) -> str:
