@@ -146,6 +146,8 @@ class PrngKeyReuse(Rule):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
             if r.reason == "again" and r.first is not None and (_discarded(r.first) or _discarded(r.use)):
                 continue    # numbers drawn only to wait on (``normal(key, ()).block_until_ready()``): none used
+            if _seed(r) is not None and m.in_tutorial_code():
+                continue    # a notebook re-seeding cell after cell shows one seed giving one key, on purpose
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
