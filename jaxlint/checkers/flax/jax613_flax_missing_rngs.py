@@ -157,17 +157,24 @@ class FlaxMissingRngs(Rule):
                 loop = _enclosing_loop(method, read)
                 got = (method, loop) if loop is not None else \
                     _loop_running(facts, method, 0) or _loop_running_method(facts, method)
-                if got is None:
+                step = _stateful_step(facts, method) if got is None else None
+                if got is None and step is None:
                     continue
                 self_reported.add(id(read))
-                caller, loop = got
                 via = f" (passed on to `rngs` as `{short(v)}`)" if read is not v else ""
-                runs = "" if caller is method else f" that runs `{method.name}`"
+                if got is not None:
+                    caller, loop = got
+                    runs = "" if caller is method else f" that runs `{method.name}`"
+                    when = f"it is the same on every iteration of the loop in `{caller.name}` (line {loop.lineno}){runs}"
+                else:
+                    stepper, attr = step
+                    runs = "" if stepper is method else f", which runs `{method.name}`"
+                    when = (f"`{stepper.name}` updates `{attr}` on every call{runs}, and every call reads "
+                            f"this same key")
                 yield ctx.finding(
                     self, read,
                     f"dropout key `{short(read)}` is set once, in `{init.name}`, and never split or "
-                    f"folded{via}: it is the same on every iteration of the loop in `{caller.name}` "
-                    f"(line {loop.lineno}){runs}; {need.what} of `{inst}` applies the "
+                    f"folded{via}: {when}; {need.what} of `{inst}` applies the "
                     f"same mask every step; split it per step (`{short(read)}, key = "
                     f"jax.random.split({short(read)})`) and pass the new key",
                     confidence=INFERRED)
@@ -463,4 +470,32 @@ def _loop_running_method(facts: FlaxFacts, method: Function):
             loop = _enclosing_loop(fn, call)
             if loop is not None:
                 return fn, loop
+    return None
+
+
+def _stateful_step(facts: FlaxFacts, method: Function):
+    """(step, ``self.attr``): ``method``, or a method of its class that calls it on ``self``
+    (transitively, three deep), rebinds an attribute of ``self`` outside construction
+    (``self.params = optax.apply_updates(...)``): a training step, run once per step."""
+    cls = method.cls
+    seen = set()
+    todo = [(method, 0)]
+    while todo:
+        fn, depth = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if fn.cls is cls and fn.name not in _SETS_ONCE and fn.self_name:
+            for node in fn.of_type(ast.Assign, ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and \
+                                n.value.id == fn.self_name and isinstance(n.ctx, ast.Store):
+                            return fn, f"self.{n.attr}"
+        if depth < 3:
+            for call, caller, _ in facts.call_sites(fn):
+                owner = caller.enclosing_method()
+                if owner is not None and owner.cls is cls:
+                    todo.append((owner, depth + 1))
     return None
