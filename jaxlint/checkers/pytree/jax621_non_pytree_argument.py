@@ -96,6 +96,8 @@ class NonPytreeArgument(Rule):
                 if p not in cr.traced:
                     continue
                 info, certain = plain.evidence(a, cr.scope)
+                if info is None:
+                    info, certain = _first_iteration(m, plain, a, cr.scope, cr.call)
                 if info is None or id(cr.call) in seen:
                     continue
                 seen.add(id(cr.call))   # one finding per call: the first plain argument
@@ -175,3 +177,34 @@ def _returned(value: Optional[ast.expr]) -> List[ast.expr]:
     if isinstance(value, (ast.Tuple, ast.List)):
         return [e for e in value.elts if not isinstance(e, ast.Starred)]
     return [value]
+
+
+def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
+    """``params = State(...)`` before a loop whose body calls ``step(params, ...)`` and only
+    then rebinds ``params`` (from that call's result): on the first iteration the call is given
+    the instance made before the loop, and raises there."""
+    if not isinstance(a, ast.Name):
+        return None, True
+    owner = m.resolve_scope(a.id, scope)
+    if owner is not scope:
+        return None, True
+    loops = [lp for lp in scope.of_type(ast.For, ast.While, ast.AsyncFor)
+             if lp.body and lp.body[0].lineno <= call.lineno <= lp.body[-1].end_lineno]
+    if not loops:
+        return None, True
+    loop = min(loops, key=lambda lp: lp.body[-1].end_lineno - lp.lineno)   # the innermost
+    before, inside = [], []
+    for b in m.bindings(a.id, scope):
+        node = getattr(b, "node", None)
+        if b.kind != "=" or node is None or b.element is None:
+            return None, True
+        if node.lineno < loop.lineno:
+            before.append(b)
+        elif loop.lineno <= node.lineno <= loop.body[-1].end_lineno:
+            if node.lineno < call.lineno:
+                return None, True       # rebound before the call inside the loop
+            inside.append(b)
+        # (bound after the loop: does not reach it)
+    if len(before) != 1 or not inside:
+        return None, True
+    return plain.evidence(before[0].element, scope)
