@@ -111,6 +111,35 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             return None
         return values[0], scope
 
+    def unpacked_value(self, name: str, fn: Function) -> Optional[Tuple[ast.expr, Function]]:
+        """``model, params = init_model(key)``, the only binding of ``name``, where every
+        ``return`` of ``init_model`` (a function of this file) is a tuple display: the element at
+        ``name``'s position of the one return (when there is one), in ``init_model``'s scope."""
+        scope = self.binding_scope(name, fn)
+        if scope is None:
+            return None
+        bs = self.model.bindings(name, scope)
+        if len(bs) != 1 or bs[0].kind != "=" or not bs[0].path or len(bs[0].path) != 1 or \
+                not isinstance(bs[0].value, ast.Call):
+            return None
+        call = bs[0].value
+        if not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return None
+        target = self.model.resolve_callable(call.func, scope)
+        if target is None or target.transforms or target.function.is_lambda or target.function.is_module:
+            return None
+        rets = target.function.of_type(ast.Return)
+        i = bs[0].path[0]
+        if len(rets) != 1 or not isinstance(rets[0].value, ast.Tuple) or i >= len(rets[0].value.elts) or \
+                any(isinstance(e, ast.Starred) for e in rets[0].value.elts):
+            return None
+        elt = rets[0].value.elts[i]
+        if isinstance(elt, ast.Name):
+            inner = self.single_value(elt.id, target.function)
+            if inner is not None:
+                return inner
+        return elt, target.function
+
     # ------------------------------------------------------------ instances
     def instance_of_ctor(self, call: ast.expr, scope: Function) -> Optional[Instance]:
         if not isinstance(call, ast.Call):
@@ -136,7 +165,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         if isinstance(expr, ast.Call):
             got = self.instance_of_ctor(expr, fn)
         elif isinstance(expr, ast.Name):
-            sv = self.single_value(expr.id, fn)
+            sv = self.single_value(expr.id, fn) or self.unpacked_value(expr.id, fn)
             if sv is not None:
                 got = self.instance_of_ctor(sv[0], sv[1])
             else:

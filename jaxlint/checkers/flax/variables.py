@@ -87,6 +87,14 @@ class VariablesShapes:
                     # returns ``optax.apply_updates(params, ...)`` there: the same dict, updated
                     if b.path and self._passed_back(b.value, b.path, e.id, scope):
                         continue
+                    # ``model, params = init_model(key)``: what the factory returns there
+                    got = self.unpacked_value(e.id, scope) if len(bindings) == 1 else None
+                    if got is not None:
+                        s, loc = self.shape(got[0], got[1], _depth + 1, _seen)
+                        if s is not None:
+                            shapes.add(s)
+                            local = local and loc
+                            continue
                     return None, True
                 s, loc = self.shape(v, scope, _depth + 1, _seen)
                 if s is None:
