@@ -124,6 +124,10 @@ class FlaxMissingRngs(Rule):
         step that passes it on there."""
         names = _names_bound(use.stmt)
         m = facts.model
+        root = use.arg.id if isinstance(use.arg, ast.Name) else None
+        loop = _enclosing_loop(use.fn, use.stmt)
+        if root is None or loop is None or _stores(loop, root):
+            return None     # the root advances (``key, sub = split(key)``): a new key each time
         for site, need in direct.values():
             for kw in site.call.keywords:
                 if kw.arg == "rngs" and isinstance(kw.value, ast.Dict):
