@@ -26,7 +26,10 @@ class FlaxMissingRngs(Rule):
     key a loss function reads from the enclosing function whose loop runs it
     (a closure over `dropout_rng`), a module-level key read by a step a loop
     runs, a key kept on `self` that only `__init__` sets (read by a method
-    that a loop runs, directly or passed on to `rngs`), and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
+    that a loop runs, or that a stateful step of the class runs -- one that
+    rebinds `self.params` on every call --, directly or passed on to
+    `rngs`), a key split in the loop from a root the loop never advances
+    (`_, dropout_key = jax.random.split(root_key)`), and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
     loop or inside a step that a loop of this file calls.
 
     ## Why is this bad?

@@ -21,7 +21,10 @@ class FlaxMutableCollections(Rule):
     the call does not list that collection in `mutable=[...]`, and calls that
     do list it but throw the updated collection away
     (`logits, _ = model.apply(..., mutable=["batch_stats"])`, an unused second
-    result, or `[0]` of the result).
+    result or one merged only into a name nothing reads -- `merged =
+    {**variables, **updates}` --, or `[0]` of the result). A module whose run
+    certainly executes `self.x = ...` outside `setup` is left to JAX611: that
+    raises first.
 
     ## Why is this bad?
     In PyTorch, `BatchNorm` updates its running mean and variance in place on

@@ -48,7 +48,9 @@ class BadStaticArgument(Rule):
     `static_argnums`/`static_argnames` that name a parameter the function does
     not have; a static parameter that receives an array, a list or a dict at a
     call site in this module (directly, through a local or module-level
-    constant, or a `self.<attr>` set in `__init__`); a static parameter that
+    constant, or a `self.<attr>` set in `__init__`) -- or an instance of a
+    `@dataclass` of the module that is not frozen (the decorator sets its
+    `__hash__` to None); a static parameter that
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed

@@ -31,7 +31,9 @@ class NonPytreeArgument(Rule):
     (`self.state`) counts when every assignment to it in the class's methods
     is an instance of the class (a step -- jitted or not -- that returns a new
     one included), and `self.step = jax.jit(self._step)` is followed to the
-    method it jits. A class that defines `tree_flatten`/`tree_unflatten` but
+    method it jits. A loop that calls a step with a name bound to an
+    instance before the loop (and rebound only from that call) passes the
+    instance on its first iteration. A class that defines `tree_flatten`/`tree_unflatten` but
     that nothing in the module registers is a plain class too. When a call
     of a function is flagged for its argument, its returns are not flagged
     again (the call raises before returning).
