@@ -192,7 +192,7 @@ class KeyCalls:
             node = ast.Name(id=n, ctx=ast.Load())
             ast.copy_location(node, call)
             node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
-            node.jaxlint_closure = True      # (no argument to rewrite: the fix leaves such uses alone)
+            node.jaxlint_closure = callee.qualname   # (no argument to rewrite: the fix leaves it alone)
             out.append((node, "call", None, display, ident, True))
         return out
 

@@ -121,3 +121,22 @@ def compared_together(fn: Function, first, second) -> bool:
                     if (left & only_a and right & only_b) or (left & only_b and right & only_a):
                         return True
     return False
+
+
+def reevaluated(fn: Function, first, second) -> bool:
+    """The second consumer (:class:`~.states.Use`) is called on inputs the function computes
+    from what the first returned (``g = jax.grad(loss)(params)``, ``perturbed = params + rho * g``,
+    ``jax.grad(loss)(perturbed)``): one randomized computation re-evaluated at a point derived
+    from its own result -- a sharpness-aware step, a line search -- keeps its randomness so the
+    two evaluations differ only by the step."""
+    same = getattr(first.arg, "jaxlint_closure", None)
+    if not ((same and same == getattr(second.arg, "jaxlint_closure", None)) or
+            (first.ident is not None and first.ident == second.ident)):
+        return False     # (two different computations: ``init`` then ``apply`` is a reuse)
+    a = _results(first.stmt)
+    if not a:
+        return False
+    derived = _derived(fn, a)
+    call = second.call
+    args = [x.value if x.__class__ is ast.Starred else x for x in call.args] + [k.value for k in call.keywords]
+    return any(_names(x) & derived for x in args if x is not second.arg)

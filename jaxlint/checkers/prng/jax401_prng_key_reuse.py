@@ -7,7 +7,7 @@ from ...analysis import CERTAIN, INFERRED, SemanticModel
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
-from .crn import compared_together
+from .crn import compared_together, reevaluated
 from .profiles import deliberate_basis
 from .keys import Reuse, Use, rule_analysis
 from .naming import split_spelling, subkey_name
@@ -246,6 +246,10 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     for u in (r.first, r.use):
         if u is not None and u.kind == "call" and not u.draws:
             return f"{_consumer(u)} is not known to draw from the key (its effect on a key is unknown here)"
+    if r.first is not None and r.reason == "again" and r.first.kind == r.use.kind == "call" \
+            and reevaluated(r.fn, r.first, r.use):
+        return ("the second call re-evaluates the same randomized computation at inputs computed from "
+                "the first one's result (a sharpness-aware or line-search step keeps its randomness on purpose)")
     if r.first is not None and r.reason == "again" and not _derives(ctx, r.fn, r.first) \
             and _derives(ctx, r.fn, r.use):
         # (the reverse -- split, then the parent drawn from -- is the slip maintainers fix)
