@@ -40,7 +40,8 @@ class PrngKeyReuse(Rule):
     key it reads from there (`def loss_fn(p): ... rngs={"dropout": key}`),
     called twice on different inputs, and keys made from one literal seed in
     one scope (`normal(PRNGKey(0), ...)` then `bernoulli(PRNGKey(0), ...)`:
-    one seed, one key; a constant key re-made in a loop is JAX402's). The
+    one seed, one key; a constant key re-made in a loop is JAX402's; not in
+    tests and teaching material, which re-seed on purpose). The
     key is followed through assignments, branches (reuse on any
     path is reported; uses in mutually exclusive `if`/`else` branches are
     not) and loops, and into the functions of the module: a helper consumes
@@ -146,8 +147,10 @@ class PrngKeyReuse(Rule):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
             if r.reason == "again" and r.first is not None and (_discarded(r.first) or _discarded(r.use)):
                 continue    # numbers drawn only to wait on (``normal(key, ()).block_until_ready()``): none used
-            if _seed(r) is not None and m.in_tutorial_code():
-                continue    # a notebook re-seeding cell after cell shows one seed giving one key, on purpose
+            if _seed(r) is not None and (m.in_tutorial_code() or m.in_test_code(r.fn)):
+                # a notebook re-seeding cell after cell shows one seed giving one key, and tests
+                # re-seed each input for reproducibility: both on purpose
+                continue
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
