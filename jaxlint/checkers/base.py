@@ -114,7 +114,7 @@ class Rule:
             return ()
         found = self.findings(ctx, m)
         if self.trace_dependent:
-            found = untraced_branches_dropped(m, found)
+            found = eager_module_seeds_strict(m, untraced_branches_dropped(m, found))
         found = self.profiled(ctx, found)
         if ctx.settings.strict:
             return found
@@ -177,22 +177,27 @@ class TracedCodeRule(Rule):
     trace_dependent = True
 
     def profiled(self, ctx: Context, found: Iterable[Finding]) -> Iterable[Finding]:
-        """A finding in code traced only on the guess that an NNX/Equinox module's method runs
-        under a transform (``Function.traced_by_module_seed_only``) belongs to the strict
-        profile: those modules run eagerly by default, and then nothing of what it says happens."""
-        m = ctx.model
+        """Findings inside a ``try`` whose handler catches the error JAX raises for the pitfall
+        handle it on purpose (``knowledge.TRACE_ERRORS``)."""
         errors = K.TRACE_ERRORS.get(self.code)
-        if errors:
-            found = [f for f in found if not _handled(m, f.line, errors)]
-        if not _has_eager_module_seeds(m):
-            yield from found
-            return
-        for f in found:
-            if f.profile == DEFAULT_PROFILE:
-                fn = _innermost_traced(m, f.line)
-                if fn is not None and fn.traced_by_module_seed_only:
-                    f = replace(f, profile=STRICT_PROFILE, basis=MODULE_SEED_BASIS)
-            yield f
+        if not errors:
+            return found
+        return [f for f in found if not _handled(ctx.model, f.line, errors)]
+
+
+def eager_module_seeds_strict(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
+    """A finding in code traced only on the guess that an NNX/Equinox module's method runs
+    under a transform (``Function.traced_by_module_seed_only``) belongs to the strict profile:
+    those modules run eagerly by default, and then nothing of what it says happens."""
+    if not _has_eager_module_seeds(m):
+        yield from found
+        return
+    for f in found:
+        if f.profile == DEFAULT_PROFILE:
+            fn = _innermost_traced(m, f.line)
+            if fn is not None and fn.traced_by_module_seed_only:
+                f = replace(f, profile=STRICT_PROFILE, basis=MODULE_SEED_BASIS)
+        yield f
 
 
 MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a transform, which nothing in "
