@@ -648,3 +648,23 @@ def test_double_star_fills_only_unnamed_parameters():
     h = fn(m, "helper")
     assert "start" not in h.traced_params and "stop" not in h.traced_params
     assert "extra" in h.traced_params
+
+
+def test_class_body_binds_class_attributes_not_module_names():
+    """A method named like a module-level name does not rebind it: `predict = jax.jit(...)` at
+    module level keeps its one value although `Trainer.predict` exists."""
+    from jaxlint.analysis import SourceFile as _SF
+    from jaxlint.analysis.model import SemanticModel as _SM
+    text = ("import jax\n\n"
+            "def apply(p, x):\n    return x\n\n"
+            "predict = jax.jit(apply)\n\n"
+            "class Trainer:\n"
+            "    scale = 2\n"
+            "    def predict(self, params, x):\n"
+            "        return x\n\n"
+            "scale = 3\n")
+    src = _SF("m.py", text)
+    m = _SM(src.parse(), src)
+    assert [b.node.lineno for b in m.bindings("predict", m.module)] == [6]
+    assert [b.node.lineno for b in m.bindings("scale", m.module)] == [13]
+    assert m.single_value("predict", m.module) is not None

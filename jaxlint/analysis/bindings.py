@@ -191,6 +191,12 @@ class BindingTable:
             for a in n.names:
                 if a.name != "*":
                     add((a.asname or a.name).split(".")[0], IMPORT, n, None, ())
+        classes = fn.of_type(ast.ClassDef)
+        if classes:
+            # a class body binds class attributes, not names of this scope: ``predict`` defined as
+            # a method does not rebind a module-level ``predict = jax.jit(model.apply)``
+            inside = _class_body_nodes(classes)
+            found = [item for item in found if id(item[1].node) not in inside]
         found.sort(key=lambda item: item[0])
         out: Dict[str, List[Binding]] = {}
         for p, a in fn.param_nodes.items():
@@ -202,6 +208,20 @@ class BindingTable:
             else:
                 lst.append(b)
         return out
+
+
+def _class_body_nodes(classes) -> set:
+    """The ids of the nodes the bodies of these classes hold (the statements of nested
+    functions excluded: they are other scopes)."""
+    out = set()
+    todo = [stmt for c in classes for stmt in c.body]
+    while todo:
+        n = todo.pop()
+        out.add(id(n))
+        if n.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return out
 
 
 class BindingsMixin:
