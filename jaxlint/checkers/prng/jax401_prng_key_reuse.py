@@ -41,7 +41,7 @@ class PrngKeyReuse(Rule):
     called twice on different inputs, and keys made from one literal seed in
     one scope (`normal(PRNGKey(0), ...)` then `bernoulli(PRNGKey(0), ...)`:
     one seed, one key; a constant key re-made in a loop is JAX402's; not in
-    tests and teaching material, which re-seed on purpose). The
+    tests, which re-seed on purpose; strict in teaching material). The
     key is followed through assignments, branches (reuse on any
     path is reported; uses in mutually exclusive `if`/`else` branches are
     not) and loops, and into the functions of the module: a helper consumes
@@ -147,10 +147,8 @@ class PrngKeyReuse(Rule):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
             if r.reason == "again" and r.first is not None and (_discarded(r.first) or _discarded(r.use)):
                 continue    # numbers drawn only to wait on (``normal(key, ()).block_until_ready()``): none used
-            if _seed(r) is not None and (m.in_tutorial_code() or m.in_test_code(r.fn)):
-                # a notebook re-seeding cell after cell shows one seed giving one key, and tests
-                # re-seed each input for reproducibility: both on purpose
-                continue
+            if _seed(r) is not None and m.in_test_code(r.fn):
+                continue    # tests re-seed each input for reproducibility, on purpose
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
