@@ -76,7 +76,7 @@ def test_flag_columns_are_checked():
 def test_derived_tables_follow_the_records():
     assert set(K.JIT_NAMES) == {"jax.jit", "flax.nnx.jit", "equinox.filter_jit"}
     assert "jax.grad" in K.GRAD_NAMES and "jax.vmap" not in K.GRAD_NAMES
-    assert set(K.EAGER_TRANSFORMS) == {"jax.jvp", "jax.vjp", "jax.linearize"}
+    assert set(K.EAGER_TRANSFORMS) == {"jax.jvp", "jax.vjp", "jax.linearize", "jax.custom_jvp", "jax.custom_vjp"}
     assert set(K.INSPECTING_TRANSFORMS) == {"jax.eval_shape", "jax.make_jaxpr"}
     assert set(K.CACHING_FILTERS) == {"equinox.filter_jit", "equinox.filter_pmap"}
     assert set(K.STATIC_CHECKED) == {"jax.jit", "flax.nnx.jit", "jax.pmap"}

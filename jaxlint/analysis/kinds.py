@@ -353,18 +353,32 @@ class KindsMixin:
         around it) is a ``grad``/``vmap``-style transform applied outside any trace,
         where ``jnp.sum(constant)`` runs eagerly and gives a concrete array (helpers
         called from traced code follow their callers)."""
-        return not self._traced_only_by(fn, "_stages_cache", lambda tr: tr.kind in ("grad", "vmap"))
+        return not self._traced_only_by(fn, "_stages_cache", lambda tr: tr.kind in ("grad", "vmap") or tr.eager)
 
     def _traced_only_by(self, fn: Function, memo: str, accept) -> bool:
         """``fn`` is traced, and every trace of it and of the functions around it is a
         transform ``accept(record)`` takes, applied outside any trace -- or, for a helper,
         a call from traced code for which the same holds.  (``memo``: the cache, which
-        the propagation rounds reset.)"""
+        the propagation rounds reset.)  Functions that reach each other (a custom function
+        called from its own derivative rule) are answered together: a cycle holds unless
+        something on it is staged."""
         cache = self._memo(memo)
         got = cache.get(id(fn))
         if got is not None:
             return got
-        cache[id(fn)] = False   # recursion guard
+        active = self._memo(memo + "_active")
+        if id(fn) in active:
+            return True          # on the cycle being answered: it holds unless another path says no
+        active[id(fn)] = True
+        try:
+            got = self._traced_only_by_now(fn, memo, accept)
+        finally:
+            del active[id(fn)]
+        if not got or not active:
+            cache[id(fn)] = got  # (a True found inside a cycle waits for the cycle's answer)
+        return got
+
+    def _traced_only_by_now(self, fn: Function, memo: str, accept) -> bool:
         sites = self._site_maps()[0]
         seen, ok = False, True
         s: Optional[Function] = fn
@@ -376,13 +390,27 @@ class KindsMixin:
                 else:
                     tr = K.TRANSFORMS.get(c.transform)
                     site = sites.get(id(c.node))
-                    ok = tr is not None and accept(tr) and site is not None and not site.scope.under_trace
+                    if site is None and tr is not None and tr.eager and accept(tr):
+                        # a custom derivative rule (``f.defvjp(fwd, bwd)``, ``@f.defjvp``): it runs
+                        # when ``f`` is differentiated, on the values ``f`` is given -- staged exactly
+                        # when ``f`` is
+                        primal = self._rule_primal(c.node, s)
+                        ok = primal is not None and self._traced_only_by(primal, memo, accept)
+                    else:
+                        ok = tr is not None and accept(tr) and site is not None and not site.scope.under_trace
                 if not ok:
                     break
             s = s.parent
-        got = ok and seen
-        cache[id(fn)] = got
-        return got
+        return ok and seen
+
+    def _rule_primal(self, node: ast.AST, rule: Function) -> Optional[Function]:
+        """The function a custom derivative rule is for: ``f`` of ``f.defvjp(fwd, bwd)`` or
+        of the decorator ``@f.defjvp``."""
+        f = node.func if node.__class__ is ast.Call else node
+        if f.__class__ is not ast.Attribute:
+            return None
+        target = self.resolve_callable(f.value, rule.parent or rule)
+        return target.function if target is not None else None
 
     def _kind_name(self, e: ast.Name, fn: Function) -> int:
         gen = fn.comprehension_loads().get(id(e)) if fn.nodes.get(ast.comprehension) else None

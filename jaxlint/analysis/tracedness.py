@@ -87,13 +87,15 @@ class TracednessMixin(NarrowingMixin):
         return self._truthiness_traced(self.kind(e, fn))
 
     def concrete_primal(self, fn: Function) -> bool:
-        """Every trace of ``fn`` is differentiation (``grad``, ``jacrev``, ``jvp``...)
-        applied outside any staging trace, directly or through the traced callers of
-        a helper: its tracers carry concrete values, so Python control flow and
-        boolean-mask indexing on them work (``jax.grad`` of ``if x > 0: ...`` runs).
+        """Every trace of ``fn`` is differentiation (``grad``, ``jacrev``, ``jvp``...) or a
+        transform that runs its function on the values it is given (``custom_jvp``,
+        ``custom_vjp``: eager unless a staging trace surrounds the call), applied outside
+        any staging trace, directly or through the traced callers of a helper: its tracers
+        carry concrete values, so Python control flow and boolean-mask indexing on them
+        work (``jax.grad`` of ``if x > 0: ...`` runs).
         Any ``jit``, ``vmap``, ``lax`` body, module method or other module's trace
         around it: False."""
-        return self._traced_only_by(fn, "_primal_cache", lambda tr: tr.differentiates)
+        return self._traced_only_by(fn, "_primal_cache", lambda tr: tr.differentiates or tr.eager)
 
     def is_traced(self, e: ast.AST, fn: Function) -> bool:
         """``e`` holds a tracer: ``fn`` runs traced and ``e`` is a traced value (proven, not an
