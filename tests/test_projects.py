@@ -316,3 +316,36 @@ def test_key_reuse_in_a_library_modules_self_check_is_strict(tmp_path):
         got[Path(f).relative_to(tmp_path).as_posix()] = [x.profile for x in found if x.code == "JAX401"]
     assert got["nn/layer.py"] == ["strict"]
     assert got["demo.py"] == ["default"]
+
+
+_HOST_SOLVER = ("import numpy as np\n\n"
+                "def solve(x):\n"
+                "    host = np.asarray(x)\n"
+                "    while np.abs(host).max() > 1.0:\n"
+                "        host = host / 2\n"
+                "    return host\n")
+_WRAPPER = ("import jax\n"
+            "from pkg.host import solve\n\n"
+            "@jax.custom_jvp\n"
+            "def forward(x):\n"
+            "    return solve(x)\n\n"
+            "@forward.defjvp\n"
+            "def forward_jvp(primals, tangents):\n"
+            "    (x,), (dx,) = primals, tangents\n"
+            "    return forward(x), dx\n")
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_calls_from_code_that_runs_on_concrete_values_stay_eager(tmp_path, jitted):
+    """A custom_jvp wrapper (differentiated or called eagerly) hands another module's host-side
+    solver concrete arrays: NumPy there is fine. Jitted, the same call hands it tracers."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "host.py").write_text(_HOST_SOLVER)
+    (tmp_path / "pkg" / "wrap.py").write_text(_WRAPPER + ("\nrun = jax.jit(forward)\n" if jitted else ""))
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    path = str(tmp_path / "pkg" / "host.py")
+    found = lint_source(SourceFile.from_path(path), RULES, model=proj.model_for(path))
+    assert ("JAX203" in {f.code for f in found}) == jitted

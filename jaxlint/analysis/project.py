@@ -637,6 +637,10 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
     for fn in model.functions:
         if not fn.contexts or not _rooted_in_transform(fn, rooted):
             continue
+        if model.concrete_primal(fn):
+            # every trace of ``fn`` runs on concrete values (differentiation, custom_jvp/custom_vjp,
+            # jvp applied outside any staging trace): what it calls runs eagerly, traced by nobody
+            continue
         for call in fn.of_type(ast.Call):
             q = model.call_qualname(call, fn)
             if q is None or q.startswith(_LIBRARY_PREFIXES) or K.transform_for(q) is not None:
