@@ -221,9 +221,13 @@ def test_nbformat_3_notebooks_are_read():
 
 
 # ------------------------------------------------------------------ fixing
-def _fixed(path, unsafe=False):
+def _fixed(path, unsafe=False, strict=False):
     nb = load_source(path)
-    report = fix_text(nb, lint_source, unsafe=unsafe)
+    if strict:   # (key findings in notebooks, teaching material, are the strict profile's)
+        from jaxlint.checkers import Settings
+        report = fix_text(nb, lambda src: lint_source(src, None, Settings(strict=True)), unsafe=unsafe)
+    else:
+        report = fix_text(nb, lint_source, unsafe=unsafe)
     nb.write_fixed(report.text)
     return nb, report
 
@@ -308,7 +312,7 @@ def test_inserted_lines_stay_in_their_cells(tmp_path):
         new_markdown_cell("---"),
         new_code_cell("@jit\ndef f(x):\n    print(x)\n    return x"),
     ])
-    nb, report = _fixed(path, unsafe=True)
+    nb, report = _fixed(path, unsafe=True, strict=True)
     assert report.applied["JAX401"] >= 1 and report.applied["JAX101"] == 1
     new = nbformat.read(path, 4)
     nbformat.validate(new)
@@ -512,7 +516,7 @@ def _key_reuse_notebook(tmp_path):
 
 def test_cli_messages_name_lines_by_cell_in_every_format(tmp_path):
     _key_reuse_notebook(tmp_path)
-    outputs = {fmt: jaxlint("--format", fmt, "keys.ipynb", cwd=tmp_path)
+    outputs = {fmt: jaxlint("--format", fmt, "--strict", "keys.ipynb", cwd=tmp_path)
                for fmt in ("text", "json", "github", "sarif")}
     for fmt, r in outputs.items():
         assert r.returncode == 1, (fmt, r.stderr)
@@ -526,7 +530,7 @@ def test_cli_messages_name_lines_by_cell_in_every_format(tmp_path):
 
 def test_cli_json_fix_edits_count_lines_within_the_cell(tmp_path):
     path = _key_reuse_notebook(tmp_path)
-    r = jaxlint("--format", "json", "keys.ipynb", cwd=tmp_path)
+    r = jaxlint("--format", "json", "--strict", "keys.ipynb", cwd=tmp_path)
     [f] = json.loads(r.stdout)
     text = load_source(path).text
     edits = f["fix"]["edits"]

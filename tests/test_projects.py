@@ -198,10 +198,10 @@ def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
         src = SourceFile.from_path(f)
         found = lint_source(src, RULES, Settings(strict=True), model=proj.model_for(f))
         got[rel] = sorted(x.profile for x in found if x.code == "JAX401")
-    # (a tutorial that draws the same numbers twice from one key teaches the mistake: default)
+    # (a tutorial that draws the same numbers twice from one key: demo data, strict too)
     assert got == {"src/model.py": ["default"], "examples/train.py": ["default"],
                    "tests/helpers.py": ["strict"], "docs/notebooks/intro.py": ["strict"],
-                   "docs/notebooks/draws.py": ["default"]}
+                   "docs/notebooks/draws.py": ["strict"]}
 
 
 _CONV = ("import jax.numpy as jnp\n"

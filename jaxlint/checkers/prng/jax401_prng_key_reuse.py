@@ -79,8 +79,8 @@ class PrngKeyReuse(Rule):
     (one key given to several computations is often deliberate there),
     benchmarks (`benchmarks/`, `bench/` folders, `bench*` files: inputs
     that need a shape only), the `__main__` self-check of a package's module,
-    notebooks and tutorials (except the same key drawn from twice by
-    `jax.random` samplers), a key drawn from first and only then split
+    notebooks and tutorials (demo data drawn from one key included: read
+    samples found it nothing a maintainer acts on), a key drawn from first and only then split
     (the derived keys do not repeat the drawn numbers; in a `lax` loop:
     drawn in one step and split in the next), a key handed to a function of
     the module that passes it on only to callables whose effect is unknown

@@ -13,14 +13,14 @@ from ...analysis.model import Function, SemanticModel
 def deliberate_basis(model: SemanticModel, fn: Optional[Function], same_draws: bool = False,
                      node: Optional[ast.AST] = None) -> Optional[str]:
     """Why a key finding in ``fn`` (at ``node``) belongs to the strict profile, or None.
-    ``same_draws``: the finding is one key drawn from twice by ``jax.random`` samplers -- the
-    same numbers twice, which teaching material teaches wrong, so it stays in the default
-    profile there (a benchmark teaches nothing: its inputs only need a shape)."""
+    ``same_draws``: the finding is one key drawn from twice by ``jax.random`` samplers (kept
+    for callers; every deliberate place now takes it to the strict profile: read samples found
+    same-draw reuse in demo notebooks debatable, demo data nobody acts on)."""
     if model.in_test_code(fn):
         return "test code, where one key is often given to several computations on purpose"
     if model.in_smoke_test(node):
         return "the `__main__` self-check of a library module, where one key is often kept on purpose"
-    if model.in_tutorial_code() and not same_draws:
+    if model.in_tutorial_code():
         return "teaching material (a notebook or tutorial), where one key is often kept on purpose"
     if model.in_benchmark_code():
         return "benchmark code, where a fixed key per case keeps every run's inputs the same on purpose"
