@@ -164,7 +164,9 @@ class BadStaticArgument(Rule):
                                 yield ctx.finding(self, kw.value, (
                                     f"`{kw.arg}` names `{n}`, but {fn.display()} has no parameter `{n}`: "
                                     f"JAX raises `ValueError`"))
-            if site.is_decorator and fn.is_method and target.bound_positional == 0:
+            if site.is_decorator and fn.is_method and target.bound_positional == 0 and signature_known:
+                # (under a decorator jaxlint cannot see into, which parameters the static spec
+                # names is unknown -- ``static_argnames=('self',)`` reaches through functools.wraps)
                 f = self._method_self(ctx, site, fn, static)
                 if f is not None:
                     yield f
