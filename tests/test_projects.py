@@ -349,3 +349,29 @@ def test_calls_from_code_that_runs_on_concrete_values_stay_eager(tmp_path, jitte
     path = str(tmp_path / "pkg" / "host.py")
     found = lint_source(SourceFile.from_path(path), RULES, model=proj.model_for(path))
     assert ("JAX203" in {f.code for f in found}) == jitted
+
+
+def test_helper_mutating_a_dict_for_another_modules_traced_caller_is_strict(tmp_path):
+    """`update_seq(inputs)` fills the dict its caller passes: within one module jaxlint sees
+    whether the caller reads it back; called from another module's jitted function it cannot,
+    so the finding is the strict profile's."""
+    from jaxlint.checkers import Settings
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "inputs.py").write_text(
+        "import jax.numpy as jnp\n\n"
+        "def update_seq(seq, inputs):\n"
+        "    inputs.update({'msa': jnp.tanh(seq)})\n")
+    (tmp_path / "pkg" / "model.py").write_text(
+        "import jax\n"
+        "from pkg.inputs import update_seq\n\n"
+        "@jax.jit\n"
+        "def model(seq, inputs):\n"
+        "    update_seq(seq, inputs)\n"
+        "    return inputs['msa'].sum()\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    path = str(tmp_path / "pkg" / "inputs.py")
+    found = lint_source(SourceFile.from_path(path), RULES, Settings(strict=True), model=proj.model_for(path))
+    assert [(f.code, f.profile) for f in found] == [("JAX105", "strict")]

@@ -37,6 +37,11 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
     (`nnx.jit` propagates object mutations).
 
+    A helper that mutates an argument for a traced caller in another module
+    is reported only in the strict profile (`--strict`): whether that caller
+    reads the object back inside the same trace, where it sees the mutation,
+    is not visible from the helper's module.
+
     ## Why is this bad?
     In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
     training step updates the caller's dict every step. `jax.jit`, `grad` and
@@ -76,10 +81,13 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
         for facts, fn, writes in traced_writes(m):
             for w in writes:
                 msg = self._self_mutation(facts, fn, w)
+                strict = None
                 if msg is None:
                     msg = self._param_mutation(facts, fn, w)
+                    if msg is not None and _helper_of_other_modules(fn):
+                        strict = CROSS_MODULE_BASIS
                 if msg is not None:
-                    yield ctx.finding(self, w.node, msg, confidence=fn.confidence)
+                    yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
     # ------------------------------------------------------------ self
     @staticmethod
@@ -191,6 +199,17 @@ def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr) -> bool:
         bs = m.lookup(value.id, scope)
         return bool(bs) and all(b.kind in ("def", "class", "import") for b in bs)
     return False
+
+
+CROSS_MODULE_BASIS = ("a helper called from another module's traced code: whether that caller reads the "
+                      "object back inside the same trace (and so sees the mutation) is not known here")
+
+
+def _helper_of_other_modules(fn: Function) -> bool:
+    """``fn`` is traced only as a helper, and some of its callers are in other modules (their
+    code, and whether they read the mutated object back, is not visible here)."""
+    return bool(fn.contexts) and all(c.transform in ("call", "project") for c in fn.contexts) \
+        and any(c.transform == "project" for c in fn.contexts)
 
 
 def _callers_read_back(m: SemanticModel, fn: Function, p: str) -> bool:
