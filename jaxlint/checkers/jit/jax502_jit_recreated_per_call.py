@@ -481,9 +481,29 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
                     return f"the bound method `{base.id}.{e.attr}`"
                 return None
         if e.attr == "apply":
+            if isinstance(base, ast.Name) and _plain_functions_record(m, base, scope):
+                return None   # ``hk.transform(f).apply``: a function kept in a record, the same object
             return f"the bound method `{ast.unparse(e)}`"
         return None
     return None
+
+
+# what Haiku's transforms return: a record (a NamedTuple) of plain functions, ``init`` and
+# ``apply`` -- not bound methods, so ``jax.jit(net.apply)`` wraps the same function every time
+_PLAIN_FUNCTION_RECORDS = frozenset({
+    "haiku.transform", "haiku.transform_with_state", "haiku.without_apply_rng", "haiku.without_state",
+    "haiku.multi_transform", "haiku.multi_transform_with_state",
+})
+
+
+def _plain_functions_record(m: SemanticModel, name: ast.Name, scope: Function) -> bool:
+    """``name`` is bound once to what a Haiku transform returns (through ``hk.without_apply_rng``
+    and the like)."""
+    home = m.resolve_scope(name.id, scope)
+    v = m.single_value(name.id, home) if home is not None else None
+    if not isinstance(v, ast.Call) or not isinstance(v.func, (ast.Name, ast.Attribute)):
+        return False
+    return m.qualname(v.func, home) in _PLAIN_FUNCTION_RECORDS
 
 
 def _called_once_at_top(idx: CallIndex, scope: Function) -> bool:
@@ -680,6 +700,8 @@ def _bound_method(m, e: Optional[ast.expr], scope: Function) -> bool:
         return False
     root = e.value
     if isinstance(root, ast.Name):
+        if _plain_functions_record(m, root, scope):
+            return False   # ``hk.transform(f).apply``: a plain function kept in a record
         return root.id not in m.classes and not root.id[:1].isupper()
     return isinstance(root, (ast.Attribute, ast.Subscript, ast.Call))
 
