@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import Function, SemanticModel
+from ...analysis import CONTAINER, Function, SemanticModel
 from .values import at_compile_time, culprit, traced_value, unreliable_param
 from ...fixes.edits import UNSAFE, Edit, Fix
 from ...fixes.imports import module_alias
@@ -189,7 +189,10 @@ class NumpyOnTracedValue(TracedCodeRule):
         equivalent = jnp_equivalent(q)
         where = fn.trace_description()
         strict = None
-        if q[len("numpy."):] in DELEGATING_NUMPY and call.args and ctx.model.is_array(call.args[0], fn):
+        if q[len("numpy."):] in DELEGATING_NUMPY and call.args \
+                and not ctx.model.kind(call.args[0], fn) & CONTAINER:
+            # an array (or a value not known to be a Python sequence): NumPy calls its own method,
+            # which a tracer has -- it works; only a list/tuple of tracers is converted and raises
             why = "works only because NumPy calls the tracer's own method"
             strict = "it works: NumPy hands the tracer to its own method"
         else:
