@@ -591,6 +591,10 @@ class KindsMixin:
         if q is not None:
             k = self._library_call_kind(q, call, fn)
             if k is not None:
+                if k & JAX and not fn.under_trace and self.imports.ambiguous and _root_id(func) in self.imports.ambiguous:
+                    # ``np`` is jax.numpy in one place and numpy in another: outside a trace, which
+                    # array this makes depends on the order the code runs in -- maybe a NumPy one
+                    k |= NUMPY
                 return k
             # another module's function whose every return is a shape or a count
             self._kinds_read_exports = True   # (forget_facts must then drop the kinds)
@@ -793,3 +797,9 @@ _KIND_RULES = {
     ast.NamedExpr: KindsMixin._kind_wrapped,
     ast.Await: KindsMixin._kind_wrapped,
 }
+
+
+def _root_id(e: ast.AST) -> Optional[str]:
+    while e.__class__ is ast.Attribute:
+        e = e.value
+    return e.id if e.__class__ is ast.Name else None

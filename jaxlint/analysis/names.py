@@ -28,6 +28,10 @@ class ImportTable:
         then resolve to absolute names.  ``None``: unknown, relative imports keep
         their leading dots."""
         self.aliases: Dict[str, str] = {}
+        # names bound both to a JAX-ecosystem module and to another (``import jax.numpy as np`` at
+        # the top, ``import numpy as np`` in a branch): which one code outside a trace sees
+        # depends on the order it runs in
+        self.ambiguous: set = set()
         self.modules: set = set()
         self.package = package
 
@@ -49,6 +53,8 @@ class ImportTable:
         import numpy as jnp``): code that JAX traces runs with JAX imported, so under a trace the
         name is JAX's."""
         old = self.aliases.get(alias)
+        if old is not None and (old.split(".")[0] in _JAX_TOPS) != (target.split(".")[0] in _JAX_TOPS):
+            self.ambiguous.add(alias)
         if old is not None and old.split(".")[0] in _JAX_TOPS and target.split(".")[0] not in _JAX_TOPS:
             return
         self.aliases[alias] = target
