@@ -267,6 +267,16 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         unknown: Set[str] = set()
         for i, a in enumerate(call.args):
             if isinstance(a, ast.Starred):
+                rest = call.args[i + 1:]
+                if rest and not fn.vararg and not any(isinstance(r, ast.Starred) for r in rest) \
+                        and len(rest) <= len(params) - i and not any(p in fn.defaults for p in params[i:]):
+                    # ``f(*x, n)`` with every parameter required: Python needs exactly one argument
+                    # per parameter, so the trailing ones fill the last parameters
+                    cut = len(params) - len(rest)
+                    for p in params[i:cut]:
+                        pairs.append((p, a.value))
+                    pairs.extend(zip(params[cut:], rest))
+                    break
                 for p in params[i:]:
                     pairs.append((p, a.value))
                 if fn.vararg:
