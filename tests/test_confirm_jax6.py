@@ -137,3 +137,44 @@ def test_a_train_state_is_made_of_the_modules_model_and_optimizer():
     params, stats = spec["items"]["params"], spec["items"]["batch_stats"]
     assert params["t"] == "init" and params["obj"] == "model" and params["pick"] == "params"
     assert stats["t"] == "init" and stats["pick"] == "batch_stats"
+
+
+_RECOMPILES = '''
+from functools import partial
+import jax
+import jax.numpy as jnp
+
+class SGDTrainer:
+    def __init__(self, lr=0.1):
+        self.lr = lr
+
+    @partial(jax.jit, static_argnums=(0, 4))
+    def _update(self, params, x, y, lr):
+        return params - lr * x
+
+    def fit(self, params, x, y, steps=8):
+        for step in range(steps):
+            lr = self.lr * 0.9 ** step
+            params = self._update(params, x, y, lr)
+        return params
+
+@partial(jax.jit, static_argnums=1)
+def pad(x, widths):
+    return x
+
+def run(x):
+    return pad(x, [1, 2])
+'''
+
+
+def test_a_finding_its_evidence_cannot_show_is_declared_unconfirmable():
+    """JAX505's recompiling static value raises nothing: confirmation must call it unreached (with
+    the rule's reason), never not-confirmed from a run that could not tell; the unhashable static
+    value keeps its trace-error evidence."""
+    from jaxlint.analysis import SourceFile
+    from jaxlint.confirm.rules import unconfirmable_reason
+    from jaxlint.engine import lint_source
+    found = [f for f in lint_source(SourceFile("case.py", _RECOMPILES)) if f.code == "JAX505"]
+    by_line = {f.line: unconfirmable_reason(f.code, f.message) for f in found}
+    assert by_line[17] is not None and "raises nothing" in by_line[17]
+    assert by_line[25] is None

@@ -100,6 +100,9 @@ class Rule:
     # how runtime confirmation (jaxlint/confirm/) shows this rule's findings with JAX:
     # a strategy name, or a tuple of the name and the evidence it looks for; None: not confirmable
     confirm: Optional[object] = None
+    # findings whose claim that evidence cannot show, by a fragment of their message: confirmation
+    # calls them unreached with the reason, never not-confirmed from a run that could not tell
+    unconfirmable: Tuple[Tuple[str, str], ...] = ()
     # a rule about how a program uses JAX's API has nothing to say about a file that imports
     # no JAX-ecosystem library (``SemanticModel.mentions_jax``); TracedCodeRule lifts this
     jax_files_only: bool = True

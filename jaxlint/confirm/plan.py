@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..analysis import knowledge as K
 from . import callsites, synth
-from .rules import declaration, raises_args
+from .rules import declaration, raises_args, unconfirmable_reason
 from .specs import ConfirmConfig
 
 # jaxtyping dtype annotations -> dtype ("key" for PRNG keys)
@@ -909,6 +909,9 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
              "via": via_lines(model, fn)}
         chain = entry_chain(model, fn)
         decl = t["confirm"] = declaration(f.code)
+        why = unconfirmable_reason(f.code, f.message)
+        if why is not None:
+            t["unreached"] = why
         strategy, args = (decl["strategy"], decl["args"]) if decl else (None, [])
         step = (args or ["caller"])[0] if strategy == "compiles" else None
         if step == "caller":

@@ -79,6 +79,15 @@ def declaration(code: str) -> Optional[dict]:
     return {"strategy": name, "args": args}
 
 
+def unconfirmable_reason(code: str, message: str) -> Optional[str]:
+    """Why the rule's declared evidence cannot show this finding (``Rule.unconfirmable``), or None."""
+    from ..checkers import REGISTRY
+    for fragment, why in getattr(REGISTRY.get(code), "unconfirmable", ()):
+        if fragment in message:
+            return why
+    return None
+
+
 def strategy_table() -> Dict[str, str]:
     """code -> strategy name, for every registered rule that declares one."""
     from ..checkers import REGISTRY
