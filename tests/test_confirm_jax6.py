@@ -178,3 +178,12 @@ def test_a_finding_its_evidence_cannot_show_is_declared_unconfirmable():
     by_line = {f.line: unconfirmable_reason(f.code, f.message) for f in found}
     assert by_line[17] is not None and "raises nothing" in by_line[17]
     assert by_line[25] is None
+
+
+def test_instance_mutations_are_not_judged_by_comparing_arguments():
+    """JAX105 on `self.n += 1`: confirmation observes the arguments only, so it must not call a
+    clean run of the method not-confirmed."""
+    from jaxlint.confirm.rules import unconfirmable_reason
+    msg = "`self.calls += ...` mutates `self` inside `Filter.update` (jitted with `jax.jit`); it runs once"
+    assert unconfirmable_reason("JAX105", msg) is not None
+    assert unconfirmable_reason("JAX105", "`state['step'] = ...` mutates argument `state` inside `step`") is None
