@@ -375,3 +375,22 @@ def test_helper_mutating_a_dict_for_another_modules_traced_caller_is_strict(tmp_
     path = str(tmp_path / "pkg" / "inputs.py")
     found = lint_source(SourceFile.from_path(path), RULES, Settings(strict=True), model=proj.model_for(path))
     assert [(f.code, f.profile) for f in found] == [("JAX105", "strict")]
+
+
+def test_a_jupytext_notebook_is_teaching_material(tmp_path):
+    """A notebook kept as Python by jupytext (a `jupytext` header, or `# %%` cells) is a notebook:
+    one key feeding two draws of demo data there is the strict profile's."""
+    from jaxlint.checkers import Settings
+    body = ("import jax\n\n# %%\nkey = jax.random.PRNGKey(0)\n\n# %%\nx = jax.random.normal(key, (5,))\n\n"
+            "# %%\nnoise = jax.random.normal(key, (5,))\n")
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "regression.py").write_text(body)
+    (tmp_path / "examples" / "train.py").write_text(body.replace("# %%\n", ""))
+    (tmp_path / "pyproject.toml").write_text("")
+    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
+    proj = Project(str(tmp_path), files)
+    got = {}
+    for f in files:
+        found = lint_source(SourceFile.from_path(f), RULES, Settings(strict=True), model=proj.model_for(f))
+        got[Path(f).name] = [x.profile for x in found if x.code == "JAX401"]
+    assert got == {"regression.py": ["strict"], "train.py": ["default"]}

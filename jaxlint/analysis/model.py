@@ -273,15 +273,25 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         return False
 
     def in_tutorial_code(self) -> bool:
-        """The module is teaching material: a notebook, or a file under a ``docs``,
-        ``tutorials``, ``notebooks`` or ``colab`` folder of the project.  Demonstrations keep
+        """The module is teaching material: a notebook (``.ipynb``, or a jupytext Python notebook),
+        or a file under a ``docs``, ``tutorials``, ``notebooks`` or ``colab`` folder of the project.  Demonstrations keep
         one key on purpose to stay short; those findings belong to the strict profile."""
         got = self.__dict__.get("_tutorial_module")
         if got is None:
             folders, _base = self._place()
             path = getattr(self.source, "path", None) or ""
-            got = self._tutorial_module = path.endswith(".ipynb") or any(p in _TUTORIAL_FOLDERS for p in folders)
+            got = self._tutorial_module = path.endswith(".ipynb") or any(p in _TUTORIAL_FOLDERS for p in folders) \
+                or self._jupytext_notebook()
         return got
+
+    def _jupytext_notebook(self) -> bool:
+        """The file is a notebook kept as Python by jupytext: a ``jupyter:``/``jupytext:`` header
+        comment, or ``# %%`` cell markers (three or more)."""
+        text = getattr(self.source, "text", None) or ""
+        head = text[:2000]
+        if "# jupyter:" in head and "jupytext" in head:
+            return True
+        return sum(1 for line in text.splitlines() if line.startswith("# %%")) >= 3
 
     def in_smoke_test(self, node: Optional[ast.AST]) -> bool:
         """``node`` sits in the ``if __name__ == "__main__":`` block of a module of a package
