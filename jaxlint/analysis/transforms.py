@@ -70,8 +70,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             owner = scope.enclosing_method()
             if owner is None or owner.cls is None or base.value.id != owner.self_name:
                 return None
-            made = self._self_attr_instance(owner.cls, base.attr)
-            return self._instance_method(made, expr.attr, owner.cls.scope) if made is not None else None
+            stored = self.self_attr_value(owner.cls, base.attr)
+            return self._instance_method(stored[0], expr.attr, owner.cls.scope) if stored is not None else None
         if not isinstance(base, ast.Name):
             return None
         owner = scope.enclosing_method()
@@ -104,17 +104,23 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return None
         return CallTarget(fn, 1)
 
-    def _self_attr_instance(self, cls, attr: str) -> Optional[ast.AST]:
-        """The one value the class's methods store in ``self.<attr>`` (``self.env = GridEnv()``
-        in ``__init__``), or None when it is stored more than once or never."""
-        values = []
+    def self_attr_value(self, cls, attr: str) -> Optional[Tuple[ast.expr, Function]]:
+        """``(value, method)`` of the one plain ``self.<attr> = value`` the class's methods make
+        (``self.env = GridEnv()`` in ``__init__``); None when it is stored more than once or never,
+        or also changed another way (``self.<attr> += ...``, an annotated or unpacking store, a
+        store into one of its attributes)."""
+        found = []
         for m in cls.methods.values():
-            for a in m.of_type(ast.Assign):
-                for t in a.targets:
-                    if t.__class__ is ast.Attribute and t.attr == attr and t.value.__class__ is ast.Name \
-                            and t.value.id == m.self_name:
-                        values.append(a.value)
-        return values[0] if len(values) == 1 else None
+            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                targets = node.targets if node.__class__ is ast.Assign else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if n.__class__ is ast.Attribute and n.attr == attr and n.value.__class__ is ast.Name \
+                                and n.value.id == m.self_name:
+                            if node.__class__ is not ast.Assign or n is not t:
+                                return None
+                            found.append((node.value, m))
+        return found[0] if len(found) == 1 else None
 
     def _resolve_call_result(self, expr: ast.Call, scope: Function, _depth: int) -> Optional[CallTarget]:
         """The function a call returns: ``partial(f, ...)``, ``jax.jit(f)``, ``make_step(config)``."""

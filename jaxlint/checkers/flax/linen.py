@@ -250,20 +250,8 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         if method is None or method.cls is None or method.cls.module_kind is not None \
                 or expr.value.id != method.self_name:
             return None
-        found = []
-        for m in method.cls.methods.values():
-            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Attribute) and n.attr == expr.attr and \
-                                isinstance(n.value, ast.Name) and n.value.id == m.self_name:
-                            if not isinstance(node, ast.Assign) or n is not t:
-                                return None
-                            found.append((node.value, m))
-        if len(found) != 1:
-            return None
-        return self.instance_of_ctor(found[0][0], found[0][1])
+        stored = self.model.self_attr_value(method.cls, expr.attr)
+        return self.instance_of_ctor(*stored) if stored is not None else None
 
     def train_state_creates(self) -> List[Tuple[ast.Call, Function]]:
         """``X.create(apply_fn=..., params=..., ...)`` calls of the file (``TrainState.create``)."""
@@ -359,18 +347,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             if method is None or method.cls is None or method.cls.module_kind is not None \
                     or f.value.id != method.self_name:
                 return None
-            found = []
-            for m in method.cls.methods.values():
-                for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in targets:
-                        for n in ast.walk(t):
-                            if isinstance(n, ast.Attribute) and n.attr == f.attr and \
-                                    isinstance(n.value, ast.Name) and n.value.id == m.self_name:
-                                if not isinstance(node, ast.Assign) or n is not t:
-                                    return None
-                                found.append((node.value, m))
-            got = found[0] if len(found) == 1 else None
+            got = self.model.self_attr_value(method.cls, f.attr)
         if got is None:
             return None
         value, scope = got

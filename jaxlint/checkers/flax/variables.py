@@ -259,20 +259,10 @@ class VariablesShapes:
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)) or method is None \
                 or method.cls is None or func.value.id != method.self_name:
             return None
-        found = []
-        for m in method.cls.methods.values():
-            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Attribute) and n.attr == func.attr and \
-                                isinstance(n.value, ast.Name) and n.value.id == m.self_name:
-                            if not isinstance(node, ast.Assign) or n is not t:
-                                return None
-                            found.append((node.value, m))
-        if len(found) != 1:
+        stored = self.model.self_attr_value(method.cls, func.attr)
+        if stored is None:
             return None
-        value, m = found[0]
+        value, m = stored
         return self.model.resolve_callable(value, m) if isinstance(value, (ast.Call, ast.Attribute, ast.Name)) else None
 
     def _same_dict(self, v: ast.expr, param: str, g: Function, depth: int) -> bool:
