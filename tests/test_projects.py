@@ -218,21 +218,31 @@ _VMAPPED = ("from functools import partial\n"
             "    return vmap(conv, (0, None, 0, None), 0)(x, s, grid, n)\n")
 
 
+def _lint_tree(root: Path, files: dict, strict: bool = False) -> dict:
+    """Write ``files`` (relative path -> text; an ``__init__.py`` beside every packaged file is up
+    to the caller) and a ``pyproject.toml`` under ``root``, and lint every file with the
+    project's model: ``{relative path: findings}``."""
+    from jaxlint.checkers import Settings
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "pyproject.toml").write_text("")
+    paths = [str(p) for p in sorted(root.rglob("*.py"))]
+    proj = Project(str(root), paths)
+    return {Path(f).relative_to(root).as_posix():
+            lint_source(SourceFile.from_path(f), RULES, Settings(strict=strict), model=proj.model_for(f))
+            for f in paths}
+
+
 @pytest.mark.parametrize("static", [True, False])
 def test_unmapped_argument_keeps_the_callers_staticness(tmp_path, static):
     """Under jit, `vmap(f, (0, None))(x, n)` passes `n` through as the caller holds it: a
     `static_argnums` parameter stays a Python value in another module's `f` (a shape argument
     there is fine); a traced one is a tracer (the same shape argument raises)."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "conv.py").write_text(_CONV)
-    (tmp_path / "pkg" / "api.py").write_text(_VMAPPED if static else _VMAPPED.replace("static_argnums=3", "static_argnums=()"))
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    conv = str(tmp_path / "pkg" / "conv.py")
-    found = lint_source(SourceFile.from_path(conv), RULES, model=proj.model_for(conv))
-    assert sorted(f.code for f in found) == ([] if static else ["JAX202"])
+    got = _lint_tree(tmp_path, {
+        "pkg/__init__.py": "", "pkg/conv.py": _CONV,
+        "pkg/api.py": _VMAPPED if static else _VMAPPED.replace("static_argnums=3", "static_argnums=()")})
+    assert sorted(f.code for f in got["pkg/conv.py"]) == ([] if static else ["JAX202"])
 
 
 _SELF_CHECK = ("import jax\n\n"
@@ -247,18 +257,9 @@ _SELF_CHECK = ("import jax\n\n"
 def test_main_block_of_a_library_module_is_a_self_check(tmp_path):
     """The `__main__` block of a package's module (`python -m nn.embed`) is a self-check run by
     hand: a fixed key there is strict. A script's main block is the program: default."""
-    from jaxlint.checkers import Settings
-    (tmp_path / "nn").mkdir()
-    (tmp_path / "nn" / "__init__.py").write_text("")
-    (tmp_path / "nn" / "embed.py").write_text(_SELF_CHECK)
-    (tmp_path / "run.py").write_text(_SELF_CHECK)
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    got = {}
-    for f in files:
-        found = lint_source(SourceFile.from_path(f), RULES, Settings(strict=True), model=proj.model_for(f))
-        got[Path(f).relative_to(tmp_path).as_posix()] = [x.profile for x in found if x.code == "JAX402"]
+    found = _lint_tree(tmp_path, {"nn/__init__.py": "", "nn/embed.py": _SELF_CHECK, "run.py": _SELF_CHECK},
+                       strict=True)
+    got = {rel: [x.profile for x in fs if x.code == "JAX402"] for rel, fs in found.items()}
     assert got["nn/embed.py"] == ["strict"]
     assert got["run.py"] == ["default"]
 
@@ -281,39 +282,22 @@ _JITTED = ("import jax\n"
 def test_branch_another_modules_traced_call_switches_off(tmp_path, flag):
     """A jitted caller in another module passes `include_numpy=False`: the NumPy-only branch of
     the callee is never traced (silent); passed True, it is (np.asarray of a tracer: JAX203)."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "scores.py").write_text(_SCORES)
-    (tmp_path / "pkg" / "infer.py").write_text(_JITTED.replace("False", flag))
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    path = str(tmp_path / "pkg" / "scores.py")
-    found = lint_source(SourceFile.from_path(path), RULES, model=proj.model_for(path))
-    assert sorted(f.code for f in found) == ([] if flag == "False" else ["JAX203"])
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/scores.py": _SCORES,
+                                "pkg/infer.py": _JITTED.replace("False", flag)})
+    assert sorted(f.code for f in got["pkg/scores.py"]) == ([] if flag == "False" else ["JAX203"])
 
 
 def test_key_reuse_in_a_library_modules_self_check_is_strict(tmp_path):
     """JAX401 asks the same question as JAX402: one key drawn twice in the `__main__` block of a
     package's module is a self-check's doing (strict); in a script's main block it is default."""
-    from jaxlint.checkers import Settings
     text = ("import jax\n\n"
             "if __name__ == '__main__':\n"
             "    rng = jax.random.PRNGKey(42)\n"
             "    x = jax.random.normal(rng, (2, 3))\n"
             "    a = jax.random.normal(rng, (2, 3))\n"
             "    print(x + a)\n")
-    (tmp_path / "nn").mkdir()
-    (tmp_path / "nn" / "__init__.py").write_text("")
-    (tmp_path / "nn" / "layer.py").write_text(text)
-    (tmp_path / "demo.py").write_text(text)
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    got = {}
-    for f in files:
-        found = lint_source(SourceFile.from_path(f), RULES, Settings(strict=True), model=proj.model_for(f))
-        got[Path(f).relative_to(tmp_path).as_posix()] = [x.profile for x in found if x.code == "JAX401"]
+    found = _lint_tree(tmp_path, {"nn/__init__.py": "", "nn/layer.py": text, "demo.py": text}, strict=True)
+    got = {rel: [x.profile for x in fs if x.code == "JAX401"] for rel, fs in found.items()}
     assert got["nn/layer.py"] == ["strict"]
     assert got["demo.py"] == ["default"]
 
@@ -339,58 +323,35 @@ _WRAPPER = ("import jax\n"
 def test_calls_from_code_that_runs_on_concrete_values_stay_eager(tmp_path, jitted):
     """A custom_jvp wrapper (differentiated or called eagerly) hands another module's host-side
     solver concrete arrays: NumPy there is fine. Jitted, the same call hands it tracers."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "host.py").write_text(_HOST_SOLVER)
-    (tmp_path / "pkg" / "wrap.py").write_text(_WRAPPER + ("\nrun = jax.jit(forward)\n" if jitted else ""))
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    path = str(tmp_path / "pkg" / "host.py")
-    found = lint_source(SourceFile.from_path(path), RULES, model=proj.model_for(path))
-    assert ("JAX203" in {f.code for f in found}) == jitted
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/host.py": _HOST_SOLVER,
+                                "pkg/wrap.py": _WRAPPER + ("\nrun = jax.jit(forward)\n" if jitted else "")})
+    assert ("JAX203" in {f.code for f in got["pkg/host.py"]}) == jitted
 
 
 def test_helper_mutating_a_dict_for_another_modules_traced_caller_is_strict(tmp_path):
     """`update_seq(inputs)` fills the dict its caller passes: within one module jaxlint sees
     whether the caller reads it back; called from another module's jitted function it cannot,
     so the finding is the strict profile's."""
-    from jaxlint.checkers import Settings
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "inputs.py").write_text(
-        "import jax.numpy as jnp\n\n"
-        "def update_seq(seq, inputs):\n"
-        "    inputs.update({'msa': jnp.tanh(seq)})\n")
-    (tmp_path / "pkg" / "model.py").write_text(
-        "import jax\n"
-        "from pkg.inputs import update_seq\n\n"
-        "@jax.jit\n"
-        "def model(seq, inputs):\n"
-        "    update_seq(seq, inputs)\n"
-        "    return inputs['msa'].sum()\n")
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    path = str(tmp_path / "pkg" / "inputs.py")
-    found = lint_source(SourceFile.from_path(path), RULES, Settings(strict=True), model=proj.model_for(path))
-    assert [(f.code, f.profile) for f in found] == [("JAX105", "strict")]
+    got = _lint_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/inputs.py": ("import jax.numpy as jnp\n\n"
+                          "def update_seq(seq, inputs):\n"
+                          "    inputs.update({'msa': jnp.tanh(seq)})\n"),
+        "pkg/model.py": ("import jax\n"
+                         "from pkg.inputs import update_seq\n\n"
+                         "@jax.jit\n"
+                         "def model(seq, inputs):\n"
+                         "    update_seq(seq, inputs)\n"
+                         "    return inputs['msa'].sum()\n")}, strict=True)
+    assert [(f.code, f.profile) for f in got["pkg/inputs.py"]] == [("JAX105", "strict")]
 
 
 def test_a_jupytext_notebook_is_teaching_material(tmp_path):
     """A notebook kept as Python by jupytext (a `jupytext` header, or `# %%` cells) is a notebook:
     one key feeding two draws of demo data there is the strict profile's."""
-    from jaxlint.checkers import Settings
     body = ("import jax\n\n# %%\nkey = jax.random.PRNGKey(0)\n\n# %%\nx = jax.random.normal(key, (5,))\n\n"
             "# %%\nnoise = jax.random.normal(key, (5,))\n")
-    (tmp_path / "examples").mkdir()
-    (tmp_path / "examples" / "regression.py").write_text(body)
-    (tmp_path / "examples" / "train.py").write_text(body.replace("# %%\n", ""))
-    (tmp_path / "pyproject.toml").write_text("")
-    files = [str(p) for p in sorted(tmp_path.rglob("*.py"))]
-    proj = Project(str(tmp_path), files)
-    got = {}
-    for f in files:
-        found = lint_source(SourceFile.from_path(f), RULES, Settings(strict=True), model=proj.model_for(f))
-        got[Path(f).name] = [x.profile for x in found if x.code == "JAX401"]
+    found = _lint_tree(tmp_path, {"examples/regression.py": body,
+                                  "examples/train.py": body.replace("# %%\n", "")}, strict=True)
+    got = {Path(rel).name: [x.profile for x in fs if x.code == "JAX401"] for rel, fs in found.items()}
     assert got == {"regression.py": ["strict"], "train.py": ["default"]}
