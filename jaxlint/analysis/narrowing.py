@@ -179,6 +179,17 @@ class NarrowingMixin:
                 yield from (t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t])
             child, cur = cur, parents.get(id(cur))
 
+    def untraced_spans(self):
+        """``(first line, last line)`` of every branch body of the module that
+        :meth:`untraced_branch` says no trace takes (computed once per module)."""
+        got = self.__dict__.get("_untraced_spans")
+        if got is None:
+            got = self._untraced_spans = [
+                (stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno)
+                for fn in self.functions if fn.contexts and (fn.defaults or self._has_guards(fn))
+                for stmt in fn.of_type(ast.If) if stmt.body and self.untraced_branch(stmt.body[0], fn)]
+        return got
+
     def untraced_branch(self, node: ast.AST, fn: Function) -> bool:
         """Is ``node`` (in ``fn``) in the body of ``if flag:`` where ``flag`` is a parameter every
         traced call of ``fn`` leaves falsy -- passes ``False``/``None``/``0``, or nothing with such

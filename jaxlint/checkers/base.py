@@ -210,13 +210,13 @@ MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a tr
 def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
     """The findings outside branches no trace takes (``SemanticModel.untraced_branch``): a
     finding about what tracing does says nothing about code only eager runs reach."""
-    spans = _cached(m, "_untraced_spans", lambda: [
-        (stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno)
-        for fn in m.functions if fn.contexts and (fn.defaults or m._has_guards(fn))
-        for stmt in fn.of_type(ast.If) if stmt.body and m.untraced_branch(stmt.body[0], fn)])
+    spans = m.untraced_spans()
     if not spans:
         return found
     return [f for f in found if not any(a <= f.line <= b for a, b in spans)]
+
+
+_TRY_TYPES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 
 
 def _handled_spans(m: SemanticModel, errors) -> List[Tuple[int, int]]:
@@ -236,7 +236,7 @@ def _handled_spans(m: SemanticModel, errors) -> List[Tuple[int, int]]:
     for fn in m.functions:
         if not fn.contexts:
             continue
-        for t in fn.of_type(ast.Try) + fn.of_type(getattr(ast, "TryStar", ast.Try)):
+        for t in fn.of_type(*_TRY_TYPES):
             if t.body and any(catches(h) for h in t.handlers):
                 out.append((t.body[0].lineno, t.body[-1].end_lineno or t.body[-1].lineno))
     return out
@@ -259,11 +259,8 @@ def _cached(m: SemanticModel, key: str, compute):
 
 
 def _has_eager_module_seeds(m: SemanticModel) -> bool:
-    got = m.__dict__.get("_eager_module_seeds")
-    if got is None:
-        got = m._eager_module_seeds = not m.module.module_applied_under_trace and any(
-            c.transform in EAGER_MODULE_SEEDS for fn in m.functions for c in fn.contexts)
-    return got
+    return _cached(m, "_eager_module_seeds", lambda: not m.module.module_applied_under_trace and any(
+        c.transform in EAGER_MODULE_SEEDS for fn in m.functions for c in fn.contexts))
 
 
 def _innermost_traced(m: SemanticModel, line: int) -> Optional[Function]:
