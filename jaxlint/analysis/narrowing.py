@@ -82,7 +82,7 @@ class NarrowingMixin:
                 if tracer is not None:
                     facts.append((tracer, 0))
                 for name, k in facts:
-                    block = self._block_of(node, fn)
+                    block = self.block_of(node, fn)
                     if block is not None:
                         i = next(j for j, s in enumerate(block) if s is node)
                         self._narrow_region(block[i + 1:], name, k, got)
@@ -98,7 +98,8 @@ class NarrowingMixin:
                                       for c in fn.of_type(ast.Call))
         return got
 
-    def _block_of(self, stmt: ast.stmt, fn: Function):
+    def block_of(self, stmt: ast.stmt, fn: Function):
+        """The statement list of ``fn`` (``body``/``orelse``/``finalbody`` of its parent) that holds ``stmt``."""
         parents = self._parent_map(fn)
         parent = parents.get(id(stmt))
         blocks = [getattr(fn.node, "body", [])] if parent is None else \

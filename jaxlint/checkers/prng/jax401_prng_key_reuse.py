@@ -147,12 +147,12 @@ class PrngKeyReuse(Rule):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
             if r.reason == "again" and r.first is not None and (_discarded(r.first) or _discarded(r.use)):
                 continue    # numbers drawn only to wait on (``normal(key, ()).block_until_ready()``): none used
-            if r.reason == "again" and r.first is not None and _no_live_pair(r):
+            if r.reason == "again" and r.first is not None and _no_live_pair(m, r):
                 # ``variables = model.init(key, x)`` replaced by loaded weights before any use: the
                 # reuse starts at the first consumer whose result is read, if another one follows
-                later = sorted((u for u in (r.sites or []) if u.line > r.use.line and not _dead_result(r.fn, u)),
+                later = sorted((u for u in (r.sites or []) if u.line > r.use.line and not _dead_result(m, r.fn, u)),
                                key=lambda u: u.line)
-                if _dead_result(r.fn, r.use) or not later:
+                if _dead_result(m, r.fn, r.use) or not later:
                     continue
                 r.first, r.use = r.use, later[0]
             if _seed(r) is not None and m.in_test_code(r.fn):
@@ -235,16 +235,16 @@ def _discarded(u) -> bool:
     return e is u.call
 
 
-def _no_live_pair(r: Reuse) -> bool:
+def _no_live_pair(m: SemanticModel, r: Reuse) -> bool:
     """The reuse as recorded repeats nothing anyone reads: its later consumer's result is dead,
     or every consumer before it made a dead result."""
-    if _dead_result(r.fn, r.use):
+    if _dead_result(m, r.fn, r.use):
         return True
     earlier = [u for u in (r.sites or [r.first]) if u is not r.use and u.line <= r.use.line] or [r.first]
-    return all(_dead_result(r.fn, u) for u in earlier)
+    return all(_dead_result(m, r.fn, u) for u in earlier)
 
 
-def _dead_result(fn, u) -> bool:
+def _dead_result(m: SemanticModel, fn, u) -> bool:
     """What the consumer ``u`` made is never used: its statement binds plain names only, and the
     statements after it in the same block rebind every one of them before anything reads it
     (``model_vars = model.init(key, x)`` then ``model_vars = pickle.load(f)``)."""
@@ -257,7 +257,7 @@ def _dead_result(fn, u) -> bool:
             if n.__class__ is not ast.Name:
                 return False
             names.add(n.id)
-    block = _block_holding(fn.node, stmt)
+    block = m.block_of(stmt, getattr(u, "fn", None) or fn)
     if block is None:
         return False
     alive = set(names)
@@ -272,22 +272,6 @@ def _dead_result(fn, u) -> bool:
         if not alive:
             return True
     return False
-
-
-def _block_holding(root: ast.AST, stmt: ast.stmt):
-    """The statement list of ``root`` (nested blocks included, nested functions not) that holds
-    ``stmt``."""
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                if any(s is stmt for s in block):
-                    return block
-                todo.extend(s for s in block if s.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                       ast.ClassDef, ast.Lambda))
-    return None
 
 
 def _seed(r: Reuse):
