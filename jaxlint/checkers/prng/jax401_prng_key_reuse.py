@@ -145,11 +145,10 @@ class PrngKeyReuse(Rule):
         for r in ka.reuses() if ka is not None else ():
             if r.reason == "again" and r.first is not None and compared_together(r.fn, r.first, r.use):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
-            if r.reason == "again" and r.first is not None and (_discarded(r.first) or _discarded(r.use)):
-                continue    # numbers drawn only to wait on (``normal(key, ()).block_until_ready()``): none used
             if r.reason == "again" and r.first is not None and _no_live_pair(m, r):
-                # ``variables = model.init(key, x)`` replaced by loaded weights before any use: the
-                # reuse starts at the first consumer whose result is read, if another one follows
+                # numbers nobody reads (``normal(key, ()).block_until_ready()``; ``variables =
+                # model.init(key, x)`` replaced by loaded weights): the reuse starts at the first
+                # consumer whose result is read, if another one follows
                 later = sorted((u for u in (r.sites or []) if u.line > r.use.line and not _dead_result(m, r.fn, u)),
                                key=lambda u: u.line)
                 if _dead_result(m, r.fn, r.use) or not later:
@@ -245,9 +244,11 @@ def _no_live_pair(m: SemanticModel, r: Reuse) -> bool:
 
 
 def _dead_result(m: SemanticModel, fn, u) -> bool:
-    """What the consumer ``u`` made is never used: its statement binds plain names only, and the
-    statements after it in the same block rebind every one of them before anything reads it
-    (``model_vars = model.init(key, x)`` then ``model_vars = pickle.load(f)``)."""
+    """What the consumer ``u`` made is never used: a sampler's numbers thrown away (``_discarded``),
+    or a statement binding plain names only that the statements after it in the same block rebind
+    before anything reads them (``model_vars = model.init(key, x)`` then ``model_vars = pickle.load(f)``)."""
+    if _discarded(u):
+        return True
     stmt = getattr(u, "stmt", None) if u is not None else None
     if stmt.__class__ is not ast.Assign or fn is None:
         return False
