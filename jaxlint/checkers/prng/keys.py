@@ -291,18 +291,8 @@ class KeyAnalysis:
         if got is not None:
             return got
         memo[k] = True   # recursion guard: assume it draws
-        got = False
-        todo = [fn]      # and the closures that read it (``def loss_fn(params): ... rngs={"dropout": key}``)
-        while todo and not got:
-            scope = todo.pop()
-            interp = Interpreter(self, scope, {param}, None)
-            for call in scope.of_type(ast.Call):
-                if any(isinstance(arg, ast.Name) and arg.id == param and (kind != "call" or draws)
-                       for arg, kind, _data, _callee, _ident, draws in interp.call_info(call)):
-                    got = True
-                    break
-            todo.extend(c for c in scope.children if param not in c.locals)
-        memo[k] = got
+        # (and the closures that read it: ``def loss_fn(params): ... rngs={"dropout": key}``)
+        got = memo[k] = self._drawn_in(fn, param, closure=False)
         return got
 
     def closure_draws(self, fn: Function, name: str) -> bool:
@@ -315,21 +305,24 @@ class KeyAnalysis:
             return got
         memo[k] = False
         text_ok = any(n.__class__ is ast.Name and n.id == name for n in ast.walk(fn.node))
-        got = False
-        if text_ok and name not in fn.locals:
-            todo = [fn]
-            while todo and not got:
-                scope = todo.pop()
-                interp = Interpreter(self, scope, {name}, None)
-                for call in scope.of_type(ast.Call):
-                    if any(isinstance(arg, ast.Name) and arg.id == name and (kind != "call" or draws)
-                           and not getattr(arg, "jaxlint_closure", False)
-                           for arg, kind, _data, _callee, _ident, draws in interp.call_info(call)):
-                        got = True
-                        break
-                todo.extend(c for c in scope.children if name not in c.locals)
-        memo[k] = got
+        got = memo[k] = text_ok and name not in fn.locals and self._drawn_in(fn, name, closure=True)
         return got
+
+    def _drawn_in(self, fn: Function, name: str, closure: bool) -> bool:
+        """Some call of ``fn``, or of a function nested in it that does not rebind ``name``, draws
+        from the key ``name`` (a sampler, a split, or a consumer known to draw takes it); with
+        ``closure``, not counting arguments marked as read from an enclosing scope."""
+        todo = [fn]
+        while todo:
+            scope = todo.pop()
+            interp = Interpreter(self, scope, {name}, None)
+            for call in scope.of_type(ast.Call):
+                if any(isinstance(arg, ast.Name) and arg.id == name and (kind != "call" or draws)
+                       and not (closure and getattr(arg, "jaxlint_closure", False))
+                       for arg, kind, _data, _callee, _ident, draws in interp.call_info(call)):
+                    return True
+            todo.extend(c for c in scope.children if name not in c.locals)
+        return False
 
     def param_reaches_unknown(self, fn: Function, param: str) -> bool:
         """``fn``'s parameter ``param`` is not a key there by any evidence, but reaches a call
