@@ -459,6 +459,13 @@ TRACE_ERRORS = {
 }
 CATCH_ALL_ERRORS = frozenset({"Exception", "BaseException"})
 
+# calls that return a record (a NamedTuple) of plain functions -- Haiku's transforms, whose
+# ``init``/``apply`` are the same function objects at every access, not bound methods
+PLAIN_FUNCTION_RECORDS = frozenset({
+    "haiku.transform", "haiku.transform_with_state", "haiku.without_apply_rng", "haiku.without_state",
+    "haiku.multi_transform", "haiku.multi_transform_with_state",
+})
+
 # Pallas kernels write through mutable refs (``o_ref[...] = x``)
 PALLAS_PREFIX = "jax.experimental.pallas"
 # calls whose function argument (the first) receives refs for its parameters, not arrays:

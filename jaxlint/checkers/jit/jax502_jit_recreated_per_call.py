@@ -488,14 +488,6 @@ def _fresh_expr(m, e: ast.expr, scope: Function, loop: Optional[ast.AST], depth:
     return None
 
 
-# what Haiku's transforms return: a record (a NamedTuple) of plain functions, ``init`` and
-# ``apply`` -- not bound methods, so ``jax.jit(net.apply)`` wraps the same function every time
-_PLAIN_FUNCTION_RECORDS = frozenset({
-    "haiku.transform", "haiku.transform_with_state", "haiku.without_apply_rng", "haiku.without_state",
-    "haiku.multi_transform", "haiku.multi_transform_with_state",
-})
-
-
 def _plain_functions_record(m: SemanticModel, name: ast.Name, scope: Function) -> bool:
     """``name`` is bound once to what a Haiku transform returns (through ``hk.without_apply_rng``
     and the like)."""
@@ -503,7 +495,7 @@ def _plain_functions_record(m: SemanticModel, name: ast.Name, scope: Function) -
     v = m.single_value(name.id, home) if home is not None else None
     if not isinstance(v, ast.Call) or not isinstance(v.func, (ast.Name, ast.Attribute)):
         return False
-    return m.qualname(v.func, home) in _PLAIN_FUNCTION_RECORDS
+    return m.qualname(v.func, home) in K.PLAIN_FUNCTION_RECORDS
 
 
 def _called_once_at_top(idx: CallIndex, scope: Function) -> bool:
