@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional
+import re
+from typing import Iterator, List, Optional
 
 from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS
@@ -26,7 +27,11 @@ class GlobalWriteUnderTrace(TracedCodeRule):
     jitted function itself, or in the jitted function around a scan body) are
     fine and not flagged, nor is an enclosing-scope counter the enclosing
     function asserts on (`assert num_traces == 1`): a test counting traces
-    wants the trace-time effect.
+    wants the trace-time effect. For the same reason an integer counter bumped
+    by a literal (`TRACES["n"] += 1`) that the traced function reads nowhere
+    else, and whose name or key says it counts traces or compilations (or that
+    untraced code prints or asserts with words that say so:
+    `print("compiles =", COUNT["n"])`), is reported only in the strict profile.
 
     ## Why is this bad?
     In PyTorch the body of your training step runs on every call, so
@@ -77,7 +82,10 @@ class GlobalWriteUnderTrace(TracedCodeRule):
                     continue
                 msg = (f"`{w.describe()}` {what} inside {fn.trace_description()}; it runs once at trace time, "
                        f"not on every call — thread the state through arguments and return values")
-                yield ctx.finding(self, w.node, msg, confidence=fn.confidence)
+                strict = None
+                if _trace_counter(m, fn, w):
+                    strict = "an integer counter that says it counts traces or compilations: the trace-time effect is the point"
+                yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
     @staticmethod
     def _outer_write(facts: PurityFacts, fn: Function, w: Write, g, n) -> Optional[str]:
@@ -149,6 +157,76 @@ class GlobalWriteUnderTrace(TracedCodeRule):
         if w.kind == "item" and not isinstance(w.node, ast.AugAssign) and _memo(fn, root.id):
             return None   # memoization: ``if key not in CACHE: CACHE[key] = ...``
         return f"mutates {owner} `{root.id}`"
+
+
+# words that say a counter counts traces or compilations (``TRACES["n"]``, ``num_compiles``,
+# ``print("compiles =", COUNT["n"])``): the counter's name, its key, or the text it is shown with
+TRACE_COUNT_WORDS = frozenset({"trace", "traces", "traced", "tracing", "retrace", "retraces", "retraced",
+                               "retracing", "compile", "compiles", "compiled", "compiling", "compilation",
+                               "compilations", "recompile", "recompiles", "recompilation", "recompilations"})
+
+
+def _words(text: str) -> List[str]:
+    """``num_traces`` -> num, traces; ``traceCount`` -> trace, count; ``"compiles ="`` -> compiles."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1_\2", text)
+    return [t for t in re.split(r"[^A-Za-z]+", text.lower()) if t]
+
+
+def _says_traces(text: str) -> bool:
+    return any(t in TRACE_COUNT_WORDS for t in _words(text))
+
+
+def _trace_counter(m: SemanticModel, fn: Function, w: Write) -> bool:
+    """Is ``w`` a deliberate trace counter: an integer literal added to a name, an item or a
+    class attribute (``TRACES["n"] += 1``, ``global n_compiles; n_compiles += 1``) that the
+    traced function reads nowhere else, whose name or key says it counts traces or
+    compilations, or that untraced code shows or asserts with text that says so
+    (``print("compiles =", COUNT["n"])``)?  It exists to count how often JAX traces the
+    function: running once per trace is what it measures."""
+    node = w.node
+    if isinstance(node, ast.AugAssign):
+        if not isinstance(node.op, ast.Add):
+            return False
+        step = node.value
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) \
+            and isinstance(node.value.op, ast.Add) and ast.dump(node.value.left) == ast.dump(node.targets[0]):
+        step = node.value.right
+    else:
+        return False
+    if not (isinstance(step, ast.Constant) and type(step.value) is int and step.value > 0):
+        return False
+    target, root = w.target, w.root
+    if not (target is root or _subscript_chain(target) or isinstance(target, ast.Attribute)):
+        return False
+    # read nowhere else in the traced function (the increment's own target aside)
+    own = {id(x) for x in ast.walk(target)}
+    for x in fn.of_type(ast.Name):
+        if x.id == root.id and id(x) not in own:
+            return False
+    texts = [root.id]
+    if isinstance(target, ast.Attribute):
+        texts.append(target.attr)
+    e = target
+    while isinstance(e, ast.Subscript):
+        if isinstance(e.slice, ast.Constant) and isinstance(e.slice.value, str):
+            texts.append(e.slice.value)
+        e = e.value
+    if any(_says_traces(t) for t in texts):
+        return True
+    # shown or asserted outside traced code with words that say so
+    for node in ast.walk(m.tree):
+        if not isinstance(node, (ast.Call, ast.Assert, ast.JoinedStr)):
+            continue
+        if not any(isinstance(x, ast.Name) and x.id == root.id and isinstance(x.ctx, ast.Load)
+                   for x in ast.walk(node)):
+            continue
+        scope = m.scope_of(node)
+        if scope is not None and scope.under_trace:
+            continue
+        if any(isinstance(x, ast.Constant) and isinstance(x.value, str) and _says_traces(x.value)
+               for x in ast.walk(node)):
+            return True
+    return False
 
 
 def _asserted(scope: Function, name: str) -> bool:
