@@ -25,10 +25,11 @@ class FlaxMissingRngs(Rule):
     iteration of a training loop without being split or folded first: also a
     key a loss function reads from the enclosing function whose loop runs it
     (a closure over `dropout_rng`), a module-level key read by a step a loop
-    runs, a key kept on `self` that only `__init__` sets (read by a method
+    runs (also when the step hands it on to the loss function:
+    `jax.grad(loss_fn)(params, batch, dropout_rng)`), a key kept on `self` that only `__init__` sets (read by a method
     that a loop runs, or that a stateful step of the class runs -- one that
     rebinds `self.params` on every call --, directly or passed on to
-    `rngs`), a key split in the loop from a root the loop never advances
+    `rngs`, also through a step stored as `self._step = jax.jit(self._train_step)`), a key split in the loop from a root the loop never advances
     (`_, dropout_key = jax.random.split(root_key)`), and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
     loop or inside a step that a loop of this file calls.
 
@@ -214,41 +215,54 @@ class FlaxMissingRngs(Rule):
                     f"the step) per step and pass it in",
                     confidence=CERTAIN if not where else INFERRED)
                 continue
-            if not isinstance(v, ast.Name):
-                continue
-            owner = facts.binding_scope(v.id, site.scope)
-            if owner is None or owner is site.scope:
-                continue
-            outer = site.scope
+            for read, scope in _key_reads(facts, v, site.scope, 0):
+                got = self._outer_fixed(ctx, facts, site, need, read, scope, via=read is not v)
+                if got is not None:
+                    yield got
+                    break
+
+    def _outer_fixed(self, ctx: Context, facts: FlaxFacts, site: ApplySite, need, v: ast.Name,
+                     scope: Function, via: bool) -> Optional[Finding]:
+        """The finding when the key ``v`` (read in ``scope``) is read from an enclosing scope (the
+        module, or a function whose loop runs ``scope``) where a loop runs ``scope`` and nothing
+        rebinds the key."""
+        m = ctx.model
+        inst = site.instance.name
+        if True:
+            owner = facts.binding_scope(v.id, scope)
+            if owner is None or owner is scope:
+                return None
+            outer = scope
             while outer.parent is not None and outer.parent is not owner:
                 outer = outer.parent
             if outer.parent is not owner:
-                continue
+                return None
             if any(v.id in f.globals_declared for f in m.functions if f is not owner):
-                continue     # rebound through ``global``/``nonlocal``
+                return None     # rebound through ``global``/``nonlocal``
             if owner.is_module:
                 if len(m.bindings(v.id, owner)) != 1:
-                    continue
+                    return None
                 got = _loop_running(facts, outer, 0) or \
                     (_loop_running_method(facts, outer) if outer.cls is not None else None)
                 if got is None:
-                    continue
+                    return None
                 caller, loop = got
             else:
                 loop = next((lp for call, caller, _ in facts.call_sites(outer) if caller is owner
                              for lp in [_enclosing_loop(owner, call)] if lp is not None), None)
                 if loop is None:
-                    continue
+                    return None
                 caller = owner
                 if _stores(loop, v.id):
-                    continue
+                    return None
             source = (f"`{outer.name}` reads the module-level `{v.id}`, which nothing rebinds" if owner.is_module
                       else f"`{outer.name}` reads it from `{owner.name}`, which never splits or folds it in the loop")
-            yield ctx.finding(
+            passed = f", and passes it on to `rngs={{{need.name!r}: ...}}`" if via else ""
+            return ctx.finding(
                 self, v,
                 f"dropout key `{v.id}` is the same on every iteration of the loop in `{caller.name}` (line "
-                f"{loop.lineno}): {source}; {need.what} of `{inst}` applies the same mask every step",
-                confidence=CERTAIN if caller is owner else INFERRED)
+                f"{loop.lineno}): {source}{passed}; {need.what} of `{inst}` applies the same mask every step",
+                confidence=CERTAIN if caller is owner and not via else INFERRED)
 
     @staticmethod
     def _constant_key(ctx: Context, v: ast.expr, scope: Function):
@@ -335,6 +349,25 @@ class FlaxMissingRngs(Rule):
                 f"{need.what} of `{site.instance.name}` applies the same mask every step; split or fold in "
                 f"the step first",
                 confidence=INFERRED if where else CERTAIN)
+
+
+def _key_reads(facts: FlaxFacts, v: ast.expr, scope: Function, depth: int):
+    """(name read, scope reading it): ``v`` itself, and, when ``v`` is a parameter that every
+    call of this file fills, the names those calls pass (three calls deep): a module-level key
+    a step hands to its loss function (``jax.grad(loss_fn)(params, x, dropout_rng)``)."""
+    if not isinstance(v, ast.Name):
+        return
+    yield v, scope
+    if depth >= 3:
+        return
+    owner = _param_owner(facts, v.id, scope)
+    if owner is None:
+        return
+    sources, paired = facts.param_sources(owner, v.id)
+    if paired:
+        return
+    for expr, where in sources:
+        yield from _key_reads(facts, expr, where, depth + 1)
 
 
 def _names_bound(stmt: ast.Assign) -> Set[str]:

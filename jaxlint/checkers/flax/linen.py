@@ -23,6 +23,7 @@ from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
 from ...analysis import CallTarget, ClassInfo, Function, SemanticModel
 from ...analysis import knowledge as K
 from ..messages import short
+from ..pytree.boundary import stored_callable
 from .contracts import INIT_METHODS, MAPS_ARGUMENTS, Layer, layer_for
 from .evaluate import RAISES, ModuleEvaluator, Need
 from .variables import VariablesShapes
@@ -407,7 +408,8 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                 for call in fn.of_type(ast.Call):
                     if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
                         continue
-                    target = m.resolve_callable(call.func, fn) or self.instance_method(call.func, fn)
+                    target = m.resolve_callable(call.func, fn) or self.instance_method(call.func, fn) or \
+                        stored_callable(m, call.func, fn)
                     if target is None:
                         continue
                     self._call_sites.setdefault(id(target.function), []).append((call, fn, target))
