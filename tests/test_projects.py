@@ -355,3 +355,33 @@ def test_a_jupytext_notebook_is_teaching_material(tmp_path):
                                   "examples/train.py": body.replace("# %%\n", "")}, strict=True)
     got = {Path(rel).name: [x.profile for x in fs if x.code == "JAX401"] for rel, fs in found.items()}
     assert got == {"regression.py": ["strict"], "train.py": ["default"]}
+
+
+_EVAL_SETUP = ("import jax\nimport jax.numpy as jnp\n\n"
+               "def evaluator_setup(evaluate, params, key_e, n):\n"
+               "    evaluator = jax.pmap(evaluate, axis_name='device')\n"
+               "    key_e, *eval_keys = jax.random.split(key_e, n + 1)\n"
+               "    eval_keys = jnp.stack(eval_keys).reshape(n, -1)\n"
+               "    return evaluator, (params, eval_keys)\n")
+_EVAL_LOOP = ("import jax\nimport jax.numpy as jnp\nfrom pkg.evaluation import evaluator_setup\n\n"
+              "def run(evaluate, params, key, n, steps):\n"
+              "    key, key_e = jax.random.split(key)\n"
+              "    evaluator, (trained, eval_keys) = evaluator_setup(evaluate, params, key_e, n)\n"
+              "    USE\n"
+              "    for _ in range(steps):\n"
+              "        key_e, *eval_keys = jax.random.split(key_e, n + 1)\n"
+              "        evaluator(trained, jnp.stack(eval_keys))\n"
+              "    return trained\n")
+
+
+@pytest.mark.parametrize("used", [False, True])
+def test_a_setup_whose_derived_keys_are_thrown_away_repeats_nothing(tmp_path, used):
+    """Another module's `evaluator_setup` splits `key_e` and returns the keys it made in one
+    part of its result (its key summary records the path). The caller rebinds that part in the
+    loop before reading it: the setup's draw is dead and the loop's split repeats nothing anyone
+    saw (silent). When the caller evaluates with the setup's keys first, the loop's first split
+    gives the same keys again (JAX401)."""
+    loop = _EVAL_LOOP.replace("USE", "evaluator(trained, eval_keys)" if used else "pass")
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/evaluation.py": _EVAL_SETUP, "pkg/train.py": loop},
+                     strict=True)
+    assert [f.code for f in got["pkg/train.py"]] == (["JAX401"] if used else [])

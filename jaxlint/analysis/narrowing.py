@@ -18,6 +18,7 @@ from typing import Dict, Optional
 
 from . import knowledge as K
 from .kinds import CONTAINER, NOT_ARRAY, TRACED
+from .liveness import dead_after
 from .scopes import Function
 
 # isinstance types whose instances are Python values: the kind a narrowed load gets
@@ -108,6 +109,16 @@ class NarrowingMixin:
             if isinstance(b, list) and any(s is stmt for s in b):
                 return b
         return None
+
+    def dead_after(self, stmt: ast.stmt, fn: Function, names, to_end: bool = True) -> bool:
+        """What ``stmt`` bound to ``names`` is never read: each is rebound before any read on
+        every path after it, or (``to_end``) the function ends first (``liveness.dead_after``)."""
+        block = self.block_of(stmt, fn)
+        if block is None:
+            return False
+        closures = [c.node for c in fn.children]
+        exits = to_end and not fn.is_module
+        return dead_after(block, stmt, frozenset(names), exits, block is getattr(fn.node, "body", None), closures)
 
     def _isinstance_tests(self, test: ast.expr, fn: Function, positive: bool):
         """(name, kind) of the ``isinstance(name, T)`` facts ``test`` being true

@@ -9,6 +9,7 @@ from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from .crn import compared_together, reevaluated
 from .profiles import deliberate_basis
+from ...analysis.liveness import bound_names
 from .keys import Reuse, Use, rule_analysis
 from .naming import split_spelling, subkey_name
 from .vocabulary import RANDOM
@@ -71,6 +72,13 @@ class PrngKeyReuse(Rule):
     (draws, splits, folds, only stores, hands on), across modules. A method
     of an object whose class is unknown counts when every project method of
     that name draws from the key.
+
+    A draw whose result nobody reads repeats nothing: numbers thrown away
+    (`normal(key, ()).block_until_ready()`), names rebound before any read on
+    every path (`variables = model.init(key, x)` replaced by loaded weights),
+    and, for a project function, the parts of its result that its summary
+    says derive from the key (`_, (params, eval_keys) = setup(key)` with
+    `eval_keys` rebound before use: a later split of the same key is fine).
 
     **Profiles.** The default profile reports a reuse when both consumers
     are known to draw from the key, outside tests and teaching material.
@@ -145,13 +153,13 @@ class PrngKeyReuse(Rule):
         for r in ka.reuses() if ka is not None else ():
             if r.reason == "again" and r.first is not None and compared_together(r.fn, r.first, r.use):
                 continue    # common random numbers: both sides of a comparison get the same key on purpose
-            if r.reason == "again" and r.first is not None and _no_live_pair(m, r):
+            if r.reason == "again" and r.first is not None and _no_live_pair(m, r, ka):
                 # numbers nobody reads (``normal(key, ()).block_until_ready()``; ``variables =
                 # model.init(key, x)`` replaced by loaded weights): the reuse starts at the first
                 # consumer whose result is read, if another one follows
-                later = sorted((u for u in (r.sites or []) if u.line > r.use.line and not _dead_result(m, r.fn, u)),
+                later = sorted((u for u in (r.sites or []) if u.line > r.use.line and not _dead_result(m, r.fn, u, ka)),
                                key=lambda u: u.line)
-                if _dead_result(m, r.fn, r.use) or not later:
+                if _dead_result(m, r.fn, r.use, ka) or not later or not _straight(m, r.fn, r.use, later[0]):
                     continue
                 r.first, r.use = r.use, later[0]
             if _seed(r) is not None and m.in_test_code(r.fn):
@@ -234,45 +242,102 @@ def _discarded(u) -> bool:
     return e is u.call
 
 
-def _no_live_pair(m: SemanticModel, r: Reuse) -> bool:
+def _straight(m: SemanticModel, fn, a, b) -> bool:
+    """``a`` and ``b`` consume on one path: their statements share a block (a consumer in a
+    loop that rebinds the key and one after the loop see the same key only when the loop
+    runs zero times -- and then the first never ran)."""
+    fa, fb = getattr(a, "fn", None) or fn, getattr(b, "fn", None) or fn
+    if fa is not fb or a.stmt is None or b.stmt is None:
+        return False
+    block = m.block_of(a.stmt, fa)
+    return block is not None and block is m.block_of(b.stmt, fb)
+
+
+def _no_live_pair(m: SemanticModel, r: Reuse, ka) -> bool:
     """The reuse as recorded repeats nothing anyone reads: its later consumer's result is dead,
     or every consumer before it made a dead result."""
-    if _dead_result(m, r.fn, r.use):
+    if _dead_result(m, r.fn, r.use, ka):
         return True
     earlier = [u for u in (r.sites or [r.first]) if u is not r.use and u.line <= r.use.line] or [r.first]
-    return all(_dead_result(m, r.fn, u) for u in earlier)
+    return all(_dead_result(m, r.fn, u, ka) for u in earlier)
 
 
-def _dead_result(m: SemanticModel, fn, u) -> bool:
+def _dead_result(m: SemanticModel, fn, u, ka=None) -> bool:
     """What the consumer ``u`` made is never used: a sampler's numbers thrown away (``_discarded``),
-    or a statement binding plain names only that the statements after it in the same block rebind
-    before anything reads them (``model_vars = model.init(key, x)`` then ``model_vars = pickle.load(f)``)."""
+    or names bound by its statement that no path reads before rebinding them (``model_vars =
+    model.init(key, x)`` then ``model_vars = pickle.load(f)``).  For a call of a project function
+    whose key summary says which parts of its result derive from the key (``KeyAnalysis.outputs``),
+    only the names bound to those parts count (``_, _, (params, eval_keys) = setup(key)`` with
+    ``eval_keys`` rebound before any read); a statement that throws such a result away entirely
+    (``setup(key)`` alone) made nothing from the key."""
     if _discarded(u):
         return True
     stmt = getattr(u, "stmt", None) if u is not None else None
-    if stmt.__class__ is not ast.Assign or fn is None:
+    if fn is None or stmt is None:
+        return False
+    paths = _output_paths(m, fn, u, ka) if u.kind == "call" else None
+    if stmt.__class__ is ast.Expr and stmt.value is u.call:
+        return paths is not None
+    if stmt.__class__ is not ast.Assign or stmt.value is not u.call and paths is not None:
         return False
     names = set()
     for t in stmt.targets:
-        for n in ([t] if t.__class__ is ast.Name else getattr(t, "elts", [None])):
-            if n.__class__ is not ast.Name:
+        if paths is None:
+            if not all(n.__class__ is ast.Name for n in ([t] if t.__class__ is ast.Name else getattr(t, "elts", [None]))):
                 return False
-            names.add(n.id)
-    block = m.block_of(stmt, getattr(u, "fn", None) or fn)
-    if block is None:
-        return False
-    alive = set(names)
-    for later in block[block.index(stmt) + 1:]:
-        if any(n.__class__ is ast.Name and n.id in alive and n.ctx.__class__ is ast.Load for n in ast.walk(later)):
-            return False
-        if later.__class__ is ast.Assign:
-            for t in later.targets:
-                for n in ([t] if t.__class__ is ast.Name else getattr(t, "elts", [])):
-                    if n.__class__ is ast.Name:
-                        alive.discard(n.id)
-        if not alive:
-            return True
-    return False
+            names.update(bound_names(t))
+        else:
+            for p in paths:
+                sub = _at_path(t, p)
+                if sub is None:
+                    return False
+                names.update(bound_names(sub))
+    # (a result never read to the end of the function shows the draw dead only when nothing
+    # else of the consumer's can carry it: a sampler, or a call whose summary says so)
+    return m.dead_after(stmt, getattr(u, "fn", None) or fn, names, to_end=u.kind != "call" or paths is not None)
+
+
+def _output_paths(m: SemanticModel, fn, u, ka) -> Optional[list]:
+    """The paths of the called function's result that derive from the key ``u`` hands it
+    (``KeyAnalysis.outputs``, or the exported summary of another module's function), or None."""
+    call = u.call
+    if ka is None:
+        return None
+    target = m.resolve_callable(call.func, fn)
+    if target is not None:
+        if target.transforms:
+            return None
+        pairs, unknown = m.bind_arguments(target, call)
+        hit = [p for p, a in pairs if a is u.arg]
+        if unknown or len(hit) != 1:
+            return None
+        got = ka.outputs(target.function, hit[0])
+        return None if got is None else [tuple(p) for p in got]
+    q = m.qualname(call.func, fn) if call.func.__class__ in (ast.Name, ast.Attribute) else None
+    ext = m.external_facts(q)
+    if ext is None or "prng" not in ext:
+        return None
+    params = ext["params"]
+    bound = [params[i] for i, a in enumerate(call.args) if a is u.arg and i < len(params)
+             and not any(x.__class__ is ast.Starred for x in call.args[:i + 1])]
+    bound += [kw.arg for kw in call.keywords if kw.value is u.arg and kw.arg is not None]
+    outs = ext["prng"].get("outputs") or {}
+    if len(bound) != 1 or bound[0] not in outs:
+        return None
+    return [tuple(p) for p in outs[bound[0]]]
+
+
+def _at_path(t: ast.AST, path: tuple) -> Optional[ast.AST]:
+    """The part of an assignment target a result path lands in (the whole name when the
+    target does not unpack that deep: ``out = f(key)``); None at a starred element."""
+    for i in path:
+        if t.__class__ is ast.Name:
+            return t
+        if t.__class__ not in (ast.Tuple, ast.List) or any(e.__class__ is ast.Starred for e in t.elts) \
+                or i >= len(t.elts):
+            return None
+        t = t.elts[i]
+    return t
 
 
 def _seed(r: Reuse):

@@ -59,6 +59,7 @@ from .consumers import external_folds
 from .attrs import body_attribute_reuses, stored_key_reuses
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
+from .outputs import key_outputs
 from .states import Budget, Reuse, Use, mentions, target_names
 from .vocabulary import (CONTAINER_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FROM_SEED, SEED_KEYWORDS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
                          RANDOM_TERMINALS, RNG_KEYWORDS, WRAPPERS, constant_data, functions_mentioning,
@@ -76,6 +77,7 @@ class KeyAnalysis:
         self._keys: Dict[int, Set[str]] = {}
         self._folded: Dict[Tuple[int, str], bool] = {}
         self._forwards: Dict[Tuple[int, str], Optional[List[tuple]]] = {}
+        self._outputs: Dict[Tuple[int, str], Optional[List[tuple]]] = {}
         self._reuses: Optional[List[Reuse]] = None
         self._loop_bodies: Optional[Dict[int, Tuple[str, Optional[str], str]]] = None
         self._text = text if text is not None else getattr(model.source, "text", None)
@@ -383,6 +385,15 @@ class KeyAnalysis:
                 ext.extend(x for x in sub if x not in ext)
         return ext or None
 
+    def outputs(self, fn: Function, param: str, _depth: int = 0) -> Optional[List[tuple]]:
+        """The paths of ``fn``'s result that derive from its key parameter ``param``
+        (``outputs.key_outputs``), or None when the key may reach anything else."""
+        k = (id(fn), param)
+        if k not in self._outputs:
+            self._outputs[k] = None       # (recursion: unknown while being computed)
+            self._outputs[k] = key_outputs(self, fn, param, _depth)
+        return self._outputs[k]
+
     def splits(self, fn: Function, param: str) -> bool:
         """``fn`` derives keys from its parameter ``param`` with ``jax.random.split`` (the
         summary a caller needs: splitting that key again gives the same subkeys)."""
@@ -678,6 +689,9 @@ def export_key_params(model: SemanticModel) -> Dict[str, Dict[str, List[str]]]:
         via = {p: v for p in sorted(kp) if p not in out[name]["folded"] for v in [an.via(fn, p)] if v}
         if via:
             out[name]["via"] = via
+        outs = {p: o for p in sorted(kp) for o in [an.outputs(fn, p)] if o is not None}
+        if outs:
+            out[name]["outputs"] = {p: [list(t) for t in o] for p, o in outs.items()}
         stored = sorted(p for p in fn.param_nodes if is_key_like_name(p) and p not in kp and _only_stored(fn, p))
         if stored:
             out[name]["stored"] = stored
