@@ -104,8 +104,14 @@ def self_assignments(m: SemanticModel, attr: ast.Attribute, scope: Function):
     method = scope.enclosing_method()
     if method is None or method.cls is None or attr.value.id != method.self_name:
         return None
+    return class_self_assignments(method.cls, attr.attr)
+
+
+def class_self_assignments(cls, name: str):
+    """[(value, method, whole)] for every assignment to ``self.<name>`` in the methods of
+    ``cls``; None when some binding is not a plain assignment (``+=``, ``setattr``)."""
     out = []
-    for meth in method.cls.methods.values():
+    for meth in cls.methods.values():
         for node in meth.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call):
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
@@ -114,7 +120,7 @@ def self_assignments(m: SemanticModel, attr: ast.Attribute, scope: Function):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 for n in ast.walk(t):
-                    if isinstance(n, ast.Attribute) and n.attr == attr.attr and \
+                    if isinstance(n, ast.Attribute) and n.attr == name and \
                             isinstance(n.value, ast.Name) and n.value.id == meth.self_name:
                         if isinstance(node, ast.AugAssign) or node.value is None:
                             return None
@@ -126,12 +132,36 @@ def stored_callable(m: SemanticModel, f: ast.expr, scope: Function) -> Optional[
     """``self.step`` bound once, in a method of the class, to a callable of this module
     (``self.step = jax.jit(self._step)``): what that binding resolves to."""
     found = self_assignments(m, f, scope) if isinstance(f, ast.Attribute) else None
+    if found is None and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        # ``trainer.update(...)`` where ``trainer`` is bound once to ``Trainer(...)``, a plain
+        # class of this module, and ``__init__`` set ``self.update = jax.jit(self._update)``
+        cls = _instance_class(m, f.value, scope)
+        if cls is not None and f.attr not in cls.methods:
+            found = class_self_assignments(cls, f.attr)
     if not found or len(found) != 1 or not found[0][2]:
         return None
     value, meth, _ = found[0]
     if not isinstance(value, (ast.Call, ast.Attribute, ast.Name)):
         return None
     return m.resolve_callable(value, meth)
+
+
+def _instance_class(m: SemanticModel, e: ast.Name, scope: Function):
+    """The class of this module (not a Flax/NNX/Equinox module) that ``e`` is bound to an
+    instance of by its one binding (``trainer = Trainer(0.1)``)."""
+    owner = m.resolve_scope(e.id, scope)
+    if owner is None:
+        return None
+    bs = m.bindings(e.id, owner)
+    if len(bs) != 1 or bs[0].kind != "=" or bs[0].element is None:
+        return None
+    v = bs[0].element
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)) or m.qualname(v.func, owner) is not None:
+        return None
+    info = m.classes.get(v.func.id)
+    if info is None or info.module_kind is not None or m.resolve_scope(v.func.id, owner) is not m.module:
+        return None
+    return info
 
 
 def traced_params(m: SemanticModel, fn: Function, tr: K.Transform, tcall: Optional[ast.Call],

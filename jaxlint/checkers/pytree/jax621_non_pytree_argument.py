@@ -31,7 +31,10 @@ class NonPytreeArgument(Rule):
     (`self.state`) counts when every assignment to it in the class's methods
     is an instance of the class (a step -- jitted or not -- that returns a new
     one included), and `self.step = jax.jit(self._step)` is followed to the
-    method it jits. A loop that calls a step with a name bound to an
+    method it jits (also as `trainer.step(...)` on a name bound once to
+    `Trainer(...)`). A name rebound by the call itself
+    (`params, opt = update(params, grads, opt)`) is the instance its one
+    straight-line binding before the call made. A loop that calls a step with a name bound to an
     instance before the loop (and rebound only from that call) passes the
     instance on its first iteration. A class that defines `tree_flatten`/`tree_unflatten` but
     that nothing in the module registers is a plain class too. When a call
@@ -100,6 +103,12 @@ class NonPytreeArgument(Rule):
                 info, certain = plain.evidence(a, cr.scope)
                 if info is None:
                     info, certain = _first_iteration(m, plain, a, cr.scope, cr.call)
+                if info is None and isinstance(a, ast.Name):
+                    # ``opt = Adam(params)`` then ``params, opt = update(params, g, opt)``: the
+                    # one straight-line binding the argument sees is the instance
+                    value = m.reaching_value(a, cr.scope)
+                    if value is not None:
+                        info, certain = plain.evidence(value, cr.scope)
                 if info is None or id(cr.call) in seen:
                     continue
                 seen.add(id(cr.call))   # one finding per call: the first plain argument
