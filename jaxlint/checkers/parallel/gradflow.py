@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from ...analysis import Function, SemanticModel
+from ...analysis import CallTarget, Function, SemanticModel
 from ...analysis import knowledge as K
+from ..pytree.boundary import instance_class
 from .axes import REDUCING, call_arg, mentions_collective
 
 # gradient makers: qualified name -> index of the gradients in the result of the made
@@ -28,6 +29,8 @@ APPLY_METHODS: Dict[str, Tuple[str, int]] = {"apply_gradients": ("grads", 0)}
 # two arguments; ``dict.update`` takes one)
 TX_UPDATE = "update"
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path"})
+# array reductions a per-example gradient is averaged with on one device
+_REDUCING_ARRAY = frozenset({"jax.numpy.mean", "jax.numpy.sum", "jax.numpy.average"})
 
 
 class Origin:
@@ -111,16 +114,24 @@ class GradFlow:
             return
         made = self._body_grads(value) if isinstance(value, ast.Call) else None
         if made is not None:
-            # grads, _ = lax.scan(micro_step, zeros, batches): accumulated in a loop body
-            (index,) = made
-            for t in targets:
-                self._bind_grads(st, t, index)
+            # grads, _ = lax.scan(micro_step, zeros, batches): accumulated in a loop body;
+            # (grads, total) = lax.fori_loop(0, n, body, (zeros, 0.0)): one element of the carry
+            for path in made:
+                for t in targets:
+                    self._bind_path(st, t, path)
             return
         sub = self._helpers.get(id(value))
         if sub is not None:
             self._bind_returned(st, targets, sub)
             return
         origin = self._raw_in(value)
+        if origin is None:
+            # grads = grads + jax.grad(loss_fn)(params, xs[i]) / n;
+            # grads = jax.vmap(jax.grad(loss_fn), ...)(params, xs).mean(0): made inside the expression
+            made = self._made_inside(value)
+            if made is not None:
+                single = targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else None
+                origin = Origin(st, single)
         for t in targets:
             for name in _names(t):
                 if origin is not None:
@@ -143,6 +154,48 @@ class GradFlow:
                     self.raw[e.id] = Origin(st, e.id)
         elif isinstance(target, ast.Name):
             self.raw[target.id] = Origin(st, None)   # the (value, grads) pair
+
+    def _made_inside(self, value: ast.expr) -> Optional[ast.Call]:
+        """The gradient call (``jax.grad(f)(...)``, whole result) that ``value`` only does
+        arithmetic on: ``acc + jax.grad(f)(p, x) / n``, ``jax.vmap(jax.grad(f))(p, xs).mean(0)``,
+        ``jnp.mean(jax.vmap(jax.grad(f))(p, xs), axis=0)``, ``jax.tree.map(f, jax.grad(...)(...))``."""
+        m, fn = self.m, self.fn
+        e = value
+        if isinstance(e, ast.BinOp):
+            for n in ast.walk(e):
+                if isinstance(n, ast.Call) and self._maker(n.func, 0) == (None,):
+                    return n
+                if isinstance(n, ast.Call) and n is not e:
+                    # only arithmetic and gradient calls on the way
+                    if not (isinstance(n.func, ast.Attribute) or self._maker(n.func, 0) is not None):
+                        return None
+            return None
+        if not isinstance(e, ast.Call):
+            return None
+        inner: List[ast.expr] = []
+        if isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Call) and \
+                m.qualname(e.func, fn) is None:
+            inner = [e.func.value]                      # (...).mean(axis=0)
+        elif isinstance(e.func, (ast.Name, ast.Attribute)):
+            q = m.qualname(e.func, fn)
+            if q in _REDUCING_ARRAY or q in TREE_MAP or q == "jax.tree_util.tree_map":
+                inner = list(e.args)
+        for a in inner:
+            if isinstance(a, ast.Call) and self._maker(a.func, 0) == (None,):
+                return a
+        return None
+
+    def _bind_path(self, st: ast.stmt, target: ast.expr, path: Tuple[Optional[int], ...]) -> None:
+        """Bind the name ``path`` leads to in ``target`` (``()``: the whole target)."""
+        for i in path:
+            if i is None:
+                break
+            if not isinstance(target, (ast.Tuple, ast.List)) or i >= len(target.elts) or \
+                    any(isinstance(e, ast.Starred) for e in target.elts):
+                return
+            target = target.elts[i]
+        if isinstance(target, ast.Name):
+            self.raw[target.id] = Origin(st, target.id)
 
     def _maker(self, func: ast.expr, depth: int) -> Optional[Tuple[Optional[int]]]:
         """Is ``func`` a gradient function (``jax.grad(f)``, a name bound to one)?  Returns
@@ -168,11 +221,11 @@ class GradFlow:
                 return self._maker(bound, depth + 1)
         return None
 
-    def _body_grads(self, call: ast.Call) -> Optional[Tuple[Optional[int]]]:
+    def _body_grads(self, call: ast.Call) -> Optional[List[Tuple[int, ...]]]:
         """``lax.scan``/``fori_loop``/``while_loop``/``map`` whose body (a function of this
-        module) returns gradients it makes (micro-batch accumulation): ``(index,)``, where
-        they are in the loop's result (the carry: position 0 of what ``scan`` returns, the
-        whole result of the others)."""
+        module) returns gradients it makes (micro-batch accumulation): the paths to them in
+        the loop's result (the carry: position 0 of what ``scan`` returns, the whole result of
+        the others; in a carry tuple ``(acc, total)``, the elements holding them)."""
         m, fn = self.m, self.fn
         if self.depth >= MAX_HELPER_DEPTH or not isinstance(call.func, (ast.Name, ast.Attribute)):
             return None
@@ -196,6 +249,8 @@ class GradFlow:
         rets = [body.node.body] if body.is_lambda else [r.value for r in body.of_type(ast.Return)]
         if not rets:
             return None
+        prefix: Tuple[int, ...] = (carry_out,) if carry_out is not None else ()
+        paths: Optional[Set[Tuple[int, ...]]] = None
         for v in rets:
             if v is None:
                 return None
@@ -205,7 +260,11 @@ class GradFlow:
                 v = v.elts[carry_out]
             if sub._raw_in(v) is None or sub._syncs(v):
                 return None
-        return (carry_out,)
+            # a carry tuple (acc, total): the elements that hold the gradients
+            here = {prefix + (i,) for i, e in enumerate(v.elts) if sub._raw_in(e) is not None} \
+                if isinstance(v, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in v.elts) else {prefix}
+            paths = here if paths is None or paths == here else {prefix}
+        return sorted(paths or {prefix})
 
     def _syncs(self, value: ast.expr) -> bool:
         """``value`` passes something through a reducing collective (directly, in a
@@ -219,10 +278,23 @@ class GradFlow:
                     # ``jl_utils.tree_psum(grads, axis_name="i")``: a helper this module cannot see into,
                     # given the mapped axis -- it may well reduce across it (unknown: silent)
                     return True
-                target = m.resolve_callable(n.func, fn)
+                target = self._callee(n.func)
                 if target is not None and _reaches_collective(m, target.function, set()):
                     return True
         return False
+
+    def _callee(self, func: ast.expr) -> Optional[CallTarget]:
+        """What a call of this module runs: a function or method the model resolves, or
+        ``updater.apply`` where ``updater`` is bound once to an instance of a plain class of
+        this module (its method, ``self`` bound)."""
+        m, fn = self.m, self.fn
+        target = m.resolve_callable(func, fn)
+        if target is None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            cls = instance_class(m, func.value, fn)
+            meth = m.class_method(cls, func.attr) if cls is not None else None
+            if meth is not None and not meth.is_staticmethod and not meth.decorators:
+                target = CallTarget(meth, 1)
+        return target
 
     def _raw_in(self, node: ast.AST) -> Optional[Origin]:
         for n in ast.walk(node):
@@ -238,6 +310,11 @@ class GradFlow:
     def _sinks(self, st: ast.stmt) -> None:
         if not self.raw:
             return
+        if isinstance(st, ast.Return) and st.value is not None:
+            # return w - lr * grads: a hand-written step on the parameters given
+            for e in (st.value.elts if isinstance(st.value, ast.Tuple) else [st.value]):
+                if self._param_step(e) and not self._syncs(e):
+                    self._report(self._raw_in(e.right), e)
         for node in _own_nodes(st):
             if isinstance(node, ast.Call):
                 arg = self._sink_arg(node)
@@ -245,6 +322,19 @@ class GradFlow:
                     continue
                 origin = self._raw_in(arg)
                 self._report(origin, node)
+
+    def _param_step(self, e: ast.expr) -> bool:
+        """``w - lr * g`` (``w + -lr * g``) where ``w`` is a parameter of this function and the
+        right side holds gradients."""
+        if not isinstance(e, ast.BinOp) or not isinstance(e.left, ast.Name) or \
+                e.left.id not in self.fn.param_nodes or e.left.id in self.raw:
+            return False
+        if isinstance(e.op, ast.Add):
+            if not any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) for n in ast.walk(e.right)):
+                return False
+        elif not isinstance(e.op, ast.Sub):
+            return False
+        return self._raw_in(e.right) is not None
 
     def _report(self, origin: Optional[Origin], sink: ast.Call, fn: Optional[Function] = None) -> None:
         if origin is not None and not any(u.origin is origin for u in self.found):
@@ -262,7 +352,7 @@ class GradFlow:
                 continue
             if m.qualname(node.func, fn) is not None:
                 continue
-            target = m.resolve_callable(node.func, fn)
+            target = self._callee(node.func)
             if target is None or target.function is fn or target.function.is_lambda or target.transforms:
                 continue
             if self._syncs(node):

@@ -19,12 +19,15 @@ class UnsynchronizedGradientsInPmap(Rule):
     Inside a function mapped over devices with `jax.pmap(..., axis_name=...)`,
     flags gradients (from `jax.grad` / `jax.value_and_grad`) that reach the
     optimizer update (`tx.update`, `optax.apply_updates`,
-    `state.apply_gradients`, or a hand-written `jax.tree.map(lambda p, g: p - lr * g, ...)`)
+    `state.apply_gradients`, a hand-written `jax.tree.map(lambda p, g: p - lr * g, ...)`,
+    or `return w - lr * grads` on a parameter of the step)
     without passing through `lax.pmean` / `lax.psum` over that axis -- also
-    gradients accumulated over micro-batches on the device (a Python loop, a
-    `lax.scan`/`fori_loop` body that makes them, per-example
-    `jax.vmap(jax.grad(...))`) and handed to a helper of the module that
-    applies them (reported at the helper's call in the mapped step); and, in a
+    gradients accumulated over micro-batches on the device (a Python loop, as
+    `acc + jax.grad(f)(...) / n` too, a `lax.scan`/`fori_loop` body that makes
+    them, also as one element of a carry tuple, per-example
+    `jax.vmap(jax.grad(...))` averaged with `.mean(0)`) and handed to a helper
+    of the module (a function, or a method of an object made once from a
+    class of the module) that applies them (reported at the helper's call in the mapped step); and, in a
     `jax.pmap` with no `axis_name` given a state replicated on every device
     (`flax.jax_utils.replicate`, `jax.device_put_replicated`), gradients that
     nothing can average (without the replicated state, one model per device
@@ -183,7 +186,7 @@ class UnsynchronizedGradientsInPmap(Rule):
     def _unsynced(self, ctx: Context, fn: Function, names: Tuple[str, ...], u: Unsynced) -> Finding:
         origin = u.origin
         where = _where(u)
-        what = short(where.func)
+        what = short(where.func) if isinstance(where, ast.Call) else short(where)
         grads = f"`{origin.name}`" if origin.name else "the gradients"
         pmapped = f"`{fn.qualname}` ({self._how(ctx, fn)})"
         where_fn = pmapped if u.fn is fn else f"`{u.fn.qualname}`, called from {pmapped},"

@@ -135,7 +135,7 @@ def stored_callable(m: SemanticModel, f: ast.expr, scope: Function) -> Optional[
     if found is None and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
         # ``trainer.update(...)`` where ``trainer`` is bound once to ``Trainer(...)``, a plain
         # class of this module, and ``__init__`` set ``self.update = jax.jit(self._update)``
-        cls = _instance_class(m, f.value, scope)
+        cls = instance_class(m, f.value, scope)
         if cls is not None and f.attr not in cls.methods:
             found = class_self_assignments(cls, f.attr)
     if not found or len(found) != 1 or not found[0][2]:
@@ -146,7 +146,7 @@ def stored_callable(m: SemanticModel, f: ast.expr, scope: Function) -> Optional[
     return m.resolve_callable(value, meth)
 
 
-def _instance_class(m: SemanticModel, e: ast.Name, scope: Function):
+def instance_class(m: SemanticModel, e: ast.Name, scope: Function):
     """The class of this module (not a Flax/NNX/Equinox module) that ``e`` is bound to an
     instance of by its one binding (``trainer = Trainer(0.1)``)."""
     owner = m.resolve_scope(e.id, scope)
