@@ -69,8 +69,8 @@ def test_flag_columns_are_checked():
     with pytest.raises(ValueError):
         K._flags("JC....PSH.")        # a column missing
     with pytest.raises(ValueError):
-        K._flags("JX....PSH..")       # a letter in the wrong column
-    assert K._flags("JC....PSH..")["static_checked"] is True
+        K._flags("JX....PSH...")       # a letter in the wrong column
+    assert K._flags("JC....PSH...")["static_checked"] is True
 
 
 def test_derived_tables_follow_the_records():
@@ -78,6 +78,7 @@ def test_derived_tables_follow_the_records():
     assert "jax.grad" in K.GRAD_NAMES and "jax.vmap" not in K.GRAD_NAMES
     assert set(K.EAGER_TRANSFORMS) == {"jax.jvp", "jax.vjp", "jax.linearize", "jax.custom_jvp", "jax.custom_vjp"}
     assert set(K.INSPECTING_TRANSFORMS) == {"jax.eval_shape", "jax.make_jaxpr"}
+    assert set(K.VALUES_AS_GIVEN) == {"jax.custom_jvp", "jax.custom_vjp"}
     assert set(K.CACHING_FILTERS) == {"equinox.filter_jit", "equinox.filter_pmap"}
     assert set(K.STATIC_CHECKED) == {"jax.jit", "flax.nnx.jit", "jax.pmap"}
     assert {"jax.jit", "jax.vmap", "jax.lax.scan", "flax.nnx.jit"} <= set(K.INSTRUMENTED)
@@ -99,7 +100,7 @@ def test_derived_tables_follow_the_records():
 
 
 # ---------------------------------------------------------------- one row
-MY_JIT = K._T("mylib.my_jit", "jit", "JC....PS...", "jitted with", "mylib.my_jit",
+MY_JIT = K._T("mylib.my_jit", "jit", "JC....PS....", "jitted with", "mylib.my_jit",
               K._FUN, K._JIT_STATIC, K._NO_BODY, None, None)
 
 

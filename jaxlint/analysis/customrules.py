@@ -13,12 +13,14 @@ from .scopes import CERTAIN, Function, TraceContext
 
 class CustomRulesMixin:
     def _custom_rules(self) -> None:
-        """Rules of a ``custom_jvp``/``custom_vjp`` function run traced.
+        """Find the rules of each ``custom_jvp``/``custom_vjp`` function; they run traced
+        exactly when their function does (:meth:`_follow_custom_rules`).
 
         ``f.defvjp(fwd, bwd)``: ``fwd`` takes the primal's arguments (its
         ``nondiff_argnums`` stay static); ``bwd`` and ``@f.defjvp`` rules take
         the non-differentiable arguments first, then traced values.
         """
+        self._pending_rules: List[tuple] = []
         custom: Dict[int, List[int]] = {}
         for site in self.transform_sites:
             if site.target is not None and site.transform.name in ("jax.custom_jvp", "jax.custom_vjp"):
@@ -29,6 +31,8 @@ class CustomRulesMixin:
         if not custom:
             return
 
+        primals: Dict[int, Function] = {}
+
         def mark(rule: Function, node: ast.AST, nondiff: List[int], leading: bool) -> None:
             params = rule.params
             if leading:
@@ -36,8 +40,7 @@ class CustomRulesMixin:
             else:
                 static = {params[i] for i in nondiff if -len(params) <= i < len(params)}
             traced = set(rule.all_params()) - static
-            self._add_context(rule, TraceContext("jax.custom_vjp", CERTAIN, node, "a custom derivative rule"),
-                              traced, static)
+            self._pending_rules.append((primals[id(node)], rule, node, traced, static))
 
         for fn in self.functions:
             for call in fn.of_type(ast.Call):
@@ -47,6 +50,7 @@ class CustomRulesMixin:
                     if base is None or id(base.function) not in custom:
                         continue
                     nondiff = custom[id(base.function)]
+                    primals[id(call)] = base.function
                     rules = []
                     for i, a in enumerate(call.args[:2]):
                         tgt = self.resolve_callable(a, fn)
@@ -60,7 +64,20 @@ class CustomRulesMixin:
                     if isinstance(d, ast.Attribute) and d.attr in ("defjvp", "defvjp"):
                         base = self.resolve_callable(d.value, fn)
                         if base is not None and id(base.function) in custom:
+                            primals[id(d)] = base.function
                             mark(dec_fn, d, custom[id(base.function)], leading=True)
+
+    def _follow_custom_rules(self) -> bool:
+        """The derivative rules of a custom function that runs traced run traced too (JAX calls
+        them on the values the function is given); a rule's context is found again by
+        ``_rule_primal``.  True when a rule got its context now."""
+        changed = False
+        for primal, rule, node, traced, static in getattr(self, "_pending_rules", ()):
+            if primal.contexts and not any(c.node is node for c in rule.contexts):
+                self._add_context(rule, TraceContext("jax.custom_vjp", CERTAIN, node, "a custom derivative rule"),
+                                  traced, static)
+                changed = True
+        return changed
 
     def _record_residuals(self, fwd: Function, bwd: Function, nondiff: int) -> None:
         """``fwd`` returning ``out, (a, n, x.shape)`` (or a name bound once to that

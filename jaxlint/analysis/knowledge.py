@@ -81,6 +81,10 @@ class Transform:
     instrumented: bool      # the confirmation harness wraps it to record signatures
     mesh_axes: bool         # binds the axis names of a Mesh, not spelled at the call (shard_map)
     replicates: bool        # data-parallel replicas whose gradients are NOT reduced for you (pmap)
+    # adds no tracer of its own: the function (and its derivative rules) runs on the values
+    # its caller gives it -- traced exactly when a caller's trace calls it (custom_jvp/vjp;
+    # under an eager ``jax.grad`` its rules see concrete arrays)
+    values_as_given: bool
     # the named axis it binds: (keyword, positional index or None); None: binds no axis name
     axis_name: Optional[Tuple[str, Optional[int]]]
     # a gradient maker: index of the gradients in the made function's result (None: the
@@ -118,7 +122,8 @@ def _lax(body_arity: Optional[int], operands_from: Optional[int], carry_init: Op
 # the yes/no facts, one column each in a row's ``flags`` (its letter: yes, ``.``: no)
 FLAG_COLUMNS = (("J", "jit_like"), ("C", "caches_trace"), ("N", "inside_cached_trace"), ("E", "eager"),
                 ("I", "inspects"), ("D", "differentiates"), ("P", "prng_sees_through"),
-                ("S", "static_checked"), ("H", "instrumented"), ("M", "mesh_axes"), ("R", "replicates"))
+                ("S", "static_checked"), ("H", "instrumented"), ("M", "mesh_axes"), ("R", "replicates"),
+                ("G", "values_as_given"))
 
 
 def _flags(flags: str) -> Dict[str, bool]:
@@ -148,95 +153,95 @@ _BODY = "traced as the body of"
 TRANSFORMS: Dict[str, Transform] = {t.name: t for t in [
     # flags: J jit_like, C caches_trace, N inside_cached_trace, E eager, I inspects,
     #        D differentiates, P prng_sees_through, S static_checked, H instrumented,
-    #        M mesh_axes, R replicates
+    #        M mesh_axes, R replicates, G values_as_given
     #  _T(name, kind, flags, verb, label,
     #     where, static, body, axis_name, grad_output)
-    _T("jax.jit", "jit", "JC....PSH..", _JIT, "jax.jit",
+    _T("jax.jit", "jit", "JC....PSH...", _JIT, "jax.jit",
        _FUN, _JIT_STATIC, _NO_BODY, None, None),
-    _T("jax.pmap", "pmap", ".C....PSH.R", _PMAP, "jax.pmap",
+    _T("jax.pmap", "pmap", ".C....PSH.R.", _PMAP, "jax.pmap",
        _FUN, _PMAP_STATIC, _NO_BODY, ("axis_name", 1), None),
-    _T("jax.vmap", "vmap", "......P.H..", _VMAP, "jax.vmap",
+    _T("jax.vmap", "vmap", "......P.H...", _VMAP, "jax.vmap",
        _FUN, _NO_STATIC, _NO_BODY, ("axis_name", 3), None),
-    _T("jax.grad", "grad", ".....DP.H..", _DIFF, "jax.grad",
+    _T("jax.grad", "grad", ".....DP.H...", _DIFF, "jax.grad",
        _FUN, _NO_STATIC, _NO_BODY, None, (None, 0)),
-    _T("jax.value_and_grad", "grad", ".....DP.H..", _DIFF, "jax.value_and_grad",
+    _T("jax.value_and_grad", "grad", ".....DP.H...", _DIFF, "jax.value_and_grad",
        _FUN, _NO_STATIC, _NO_BODY, None, (1, 1)),
-    _T("jax.jacfwd", "grad", ".....DP.H..", _DIFF, "jax.jacfwd",
+    _T("jax.jacfwd", "grad", ".....DP.H...", _DIFF, "jax.jacfwd",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("jax.jacrev", "grad", ".....DP.H..", _DIFF, "jax.jacrev",
+    _T("jax.jacrev", "grad", ".....DP.H...", _DIFF, "jax.jacrev",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("jax.jacobian", "grad", ".....DP.H..", _DIFF, "jax.jacobian",
+    _T("jax.jacobian", "grad", ".....DP.H...", _DIFF, "jax.jacobian",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("jax.hessian", "grad", ".....DP.H..", _DIFF, "jax.hessian",
+    _T("jax.hessian", "grad", ".....DP.H...", _DIFF, "jax.hessian",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("jax.checkpoint", "trace", "..N...P.H..", _TRACE, "jax.checkpoint",
+    _T("jax.checkpoint", "trace", "..N...P.H...", _TRACE, "jax.checkpoint",
        _FUN, _ARGNUMS, _NO_BODY, None, None),
-    _T("jax.remat", "trace", "..N...P.H..", _TRACE, "jax.remat",
+    _T("jax.remat", "trace", "..N...P.H...", _TRACE, "jax.remat",
        _FUN, _ARGNUMS, _NO_BODY, None, None),
-    _T("jax.custom_jvp", "trace", "...E..P....", _TRACE, "jax.custom_jvp",
+    _T("jax.custom_jvp", "trace", "...E..P....G", _TRACE, "jax.custom_jvp",
        _FUN, _NONDIFF, _NO_BODY, None, None),
-    _T("jax.custom_vjp", "trace", "...E..P....", _TRACE, "jax.custom_vjp",
+    _T("jax.custom_vjp", "trace", "...E..P....G", _TRACE, "jax.custom_vjp",
        _FUN, _NONDIFF, _NO_BODY, None, None),
-    _T("jax.shard_map", "trace", "..N...P..M.", _TRACE, "jax.shard_map",
+    _T("jax.shard_map", "trace", "..N...P..M..", _TRACE, "jax.shard_map",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("jax.eval_shape", "trace", "....I.P....", _TRACE, "jax.eval_shape",
+    _T("jax.eval_shape", "trace", "....I.P.....", _TRACE, "jax.eval_shape",
        _FUN, _NO_STATIC, _CALLS_NOW, None, None),
-    _T("jax.make_jaxpr", "trace", "....I.P....", _TRACE, "jax.make_jaxpr",
+    _T("jax.make_jaxpr", "trace", "....I.P.....", _TRACE, "jax.make_jaxpr",
        _FUN, _JIT_STATIC, _NO_BODY, None, None),
-    _T("jax.jvp", "trace", "...E..P....", _TRACE, "jax.jvp",
+    _T("jax.jvp", "trace", "...E..P.....", _TRACE, "jax.jvp",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("jax.vjp", "trace", "...E..P....", _TRACE, "jax.vjp",
+    _T("jax.vjp", "trace", "...E..P.....", _TRACE, "jax.vjp",
        _FUN, _NO_STATIC, _CALLS_NOW, None, None),
-    _T("jax.linearize", "trace", "...E..P....", _TRACE, "jax.linearize",
+    _T("jax.linearize", "trace", "...E..P.....", _TRACE, "jax.linearize",
        _FUN, _NO_STATIC, _CALLS_NOW, None, None),
     # (jax.named_scope is not a transform)
-    _T("equinox.filter_jit", "filter", "JC....P.H..", _TRACE, "eqx.filter_jit",
+    _T("equinox.filter_jit", "filter", "JC....P.H...", _TRACE, "eqx.filter_jit",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("equinox.filter_grad", "filter", ".....DP.H..", _TRACE, "eqx.filter_grad",
+    _T("equinox.filter_grad", "filter", ".....DP.H...", _TRACE, "eqx.filter_grad",
        _FUN, _NO_STATIC, _NO_BODY, None, (None, 0)),
-    _T("equinox.filter_value_and_grad", "filter", ".....DP.H..", _TRACE, "eqx.filter_value_and_grad",
+    _T("equinox.filter_value_and_grad", "filter", ".....DP.H...", _TRACE, "eqx.filter_value_and_grad",
        _FUN, _NO_STATIC, _NO_BODY, None, (1, 1)),
-    _T("equinox.filter_vmap", "filter", "......P.H..", _TRACE, "eqx.filter_vmap",
+    _T("equinox.filter_vmap", "filter", "......P.H...", _TRACE, "eqx.filter_vmap",
        _FUN, _NO_STATIC, _NO_BODY, ("axis_name", None), None),
-    _T("equinox.filter_pmap", "filter", ".C....P.H.R", _TRACE, "eqx.filter_pmap",
+    _T("equinox.filter_pmap", "filter", ".C....P.H.R.", _TRACE, "eqx.filter_pmap",
        _FUN, _NO_STATIC, _NO_BODY, ("axis_name", None), None),
-    _T("equinox.filter_checkpoint", "filter", "......P....", _TRACE, "eqx.filter_checkpoint",
+    _T("equinox.filter_checkpoint", "filter", "......P.....", _TRACE, "eqx.filter_checkpoint",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("flax.nnx.jit", "jit", "JC....PSH..", _JIT, "nnx.jit",
+    _T("flax.nnx.jit", "jit", "JC....PSH...", _JIT, "nnx.jit",
        _FUN, _JIT_STATIC, _NO_BODY, None, None),
-    _T("flax.nnx.grad", "grad", ".....DP.H..", _DIFF, "nnx.grad",
+    _T("flax.nnx.grad", "grad", ".....DP.H...", _DIFF, "nnx.grad",
        _FUN, _NO_STATIC, _NO_BODY, None, (None, 0)),
-    _T("flax.nnx.value_and_grad", "grad", ".....DP.H..", _DIFF, "nnx.value_and_grad",
+    _T("flax.nnx.value_and_grad", "grad", ".....DP.H...", _DIFF, "nnx.value_and_grad",
        _FUN, _NO_STATIC, _NO_BODY, None, (1, 1)),
-    _T("flax.nnx.vmap", "vmap", "......P.H..", _VMAP, "nnx.vmap",
+    _T("flax.nnx.vmap", "vmap", "......P.H...", _VMAP, "nnx.vmap",
        _FUN, _NO_STATIC, _NO_BODY, ("axis_name", None), None),
-    _T("flax.nnx.scan", "trace", "..N...P.H..", _TRACE, "nnx.scan",
+    _T("flax.nnx.scan", "trace", "..N...P.H...", _TRACE, "nnx.scan",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("flax.nnx.remat", "trace", "..N...P....", _TRACE, "nnx.remat",
+    _T("flax.nnx.remat", "trace", "..N...P.....", _TRACE, "nnx.remat",
        _FUN, _NO_STATIC, _NO_BODY, None, None),
-    _T("flax.nnx.pmap", "pmap", ".C....P.H.R", _PMAP, "nnx.pmap",
+    _T("flax.nnx.pmap", "pmap", ".C....P.H.R.", _PMAP, "nnx.pmap",
        _FUN, _NO_STATIC, _NO_BODY, ("axis_name", 1), None),
-    _T("flax.linen.jit", "trace", "..N...P....", _TRACE, "nn.jit",
+    _T("flax.linen.jit", "trace", "..N...P.....", _TRACE, "nn.jit",
        _FUN, _JIT_STATIC, _NO_BODY, None, None),
-    _T("flax.linen.remat", "trace", "..N...P....", _TRACE, "nn.remat",
+    _T("flax.linen.remat", "trace", "..N...P.....", _TRACE, "nn.remat",
        _FUN, _ARGNUMS, _NO_BODY, None, None),
-    _T("flax.linen.checkpoint", "trace", "..N...P....", _TRACE, "nn.checkpoint",
+    _T("flax.linen.checkpoint", "trace", "..N...P.....", _TRACE, "nn.checkpoint",
        _FUN, _ARGNUMS, _NO_BODY, None, None),
     # structured control flow: bodies are always traced, even outside jit.
     #   _where(fun positions, fun keywords, list positions); _lax(arity, operands from, carry init, loop)
-    _T("jax.lax.scan", "body", ".C....P.H..", _BODY, "lax.scan",
+    _T("jax.lax.scan", "body", ".C....P.H...", _BODY, "lax.scan",
        _where((0,), ("f",), ()), _NO_STATIC, _lax(2, None, (0, 1), "first"), None, None),
-    _T("jax.lax.fori_loop", "body", ".C....P.H..", _BODY, "lax.fori_loop",
+    _T("jax.lax.fori_loop", "body", ".C....P.H...", _BODY, "lax.fori_loop",
        _where((2,), ("body_fun",), ()), _NO_STATIC, _lax(2, None, (1, 3), "all"), None, None),
-    _T("jax.lax.while_loop", "body", ".C....P.H..", _BODY, "lax.while_loop",
+    _T("jax.lax.while_loop", "body", ".C....P.H...", _BODY, "lax.while_loop",
        _where((0, 1), ("cond_fun", "body_fun"), ()), _NO_STATIC, _lax(1, None, (0, 2), "all"), None, None),
-    _T("jax.lax.cond", "body", ".C....P.H..", _BODY, "lax.cond",
+    _T("jax.lax.cond", "body", ".C....P.H...", _BODY, "lax.cond",
        _where((1, 2), ("true_fun", "false_fun"), ()), _NO_STATIC, _lax(None, 3, None, None), None, None),
-    _T("jax.lax.switch", "body", ".C....P.H..", _BODY, "lax.switch",
+    _T("jax.lax.switch", "body", ".C....P.H...", _BODY, "lax.switch",
        _where((), ("branches",), (1,)), _NO_STATIC, _lax(None, 2, None, None), None, None),
-    _T("jax.lax.map", "body", ".C....P.H..", _BODY, "lax.map",
+    _T("jax.lax.map", "body", ".C....P.H...", _BODY, "lax.map",
        _where((0,), ("f",), ()), _NO_STATIC, _lax(1, None, None, "none"), None, None),
-    _T("jax.lax.associative_scan", "body", ".C....P....", _BODY, "lax.associative_scan",
+    _T("jax.lax.associative_scan", "body", ".C....P.....", _BODY, "lax.associative_scan",
        _where((0,), ("fn",), ()), _NO_STATIC, _lax(2, None, None, None), None, None),
 ]}
 
@@ -346,6 +351,8 @@ JIT_NAMES = TransformNames(lambda t: t.jit_like)
 GRAD_NAMES = TransformNames(lambda t: t.differentiates)
 # transforms whose Python body runs on every call unless an enclosing function is staged
 EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
+# transforms that add no tracer of their own: their function runs on the values it is given
+VALUES_AS_GIVEN = TransformNames(lambda t: t.values_as_given)
 # transforms that trace once on purpose to inspect a function (shapes, jaxprs)
 INSPECTING_TRANSFORMS = TransformNames(lambda t: t.inspects)
 # Equinox filters that cache their trace like jit/pmap

@@ -382,6 +382,12 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         params = fn.params[target.bound_positional:]
         static = self._declared_static(target, tr, call, params) | self._unpassed_defaults(target, node, call, scope)
         candidates = self._candidates(target, params, static)
+        if tr.values_as_given:
+            # (``custom_vjp``: no tracer of its own -- the function is traced when a caller's
+            # trace calls it, its ``nondiff_argnums`` stay what the caller passes: static)
+            fn.static_params |= static
+            self.__dict__.setdefault("_given_values", set()).add(id(fn))
+            return
         traced = self._traced_params(tr, call, fn, params, static, candidates, scope) - static
         ctx = TraceContext(tr.name, CERTAIN, node, self._describe_transform(tr, node, call))
         # nested transforms (jax.jit(jax.grad(f))): the outer one traces everything
@@ -564,9 +570,17 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         self._stages_cache = {}
         self._primal_cache = {}
 
+    def _gets_concrete_values(self, callee: Function, caller: Function) -> bool:
+        """``callee`` adds no tracer of its own (``custom_vjp``) and ``caller`` runs only under
+        differentiation applied outside any staging trace: JAX hands a custom derivative
+        function the primal values -- concrete arrays -- so nothing of it is traced here."""
+        given = self.__dict__.get("_given_values")
+        return bool(given) and id(callee) in given and self.concrete_primal(caller)
+
     def _propagate(self) -> None:
         for _round in range(20):
             changed = self._reach_callees()
+            changed = self._follow_custom_rules() or changed
             self._forget_values()
             for fn in list(self.functions):
                 if not fn.contexts:
@@ -598,6 +612,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 if target is None or target.transforms or target.function is fn:
                     continue
                 callee = target.function
+                if self._gets_concrete_values(callee, fn):
+                    continue
                 if not callee.contexts:
                     self._add_context(callee, TraceContext(
                         "call", INFERRED, call, f"called from {fn.display()} (line {call.lineno})", fn), set())
@@ -736,7 +752,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     continue
                 target, call = applied
             callee = target.function
-            if callee is fn:
+            if callee is fn or self._gets_concrete_values(callee, fn):
                 continue
             pairs, _ = self.bind_arguments(target, call)
             traced = set()
