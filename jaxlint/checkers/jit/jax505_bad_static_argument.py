@@ -9,6 +9,7 @@ from ...analysis import knowledge as K
 from .calls import JIT_NAMES, call_index
 from ..base import Context, Finding, Rule, register
 from ..messages import short
+from ..pytree.boundary import class_self_assignments, instance_class
 
 # transforms whose static arguments must be hashable and exist
 _STATIC_TRANSFORMS = K.STATIC_CHECKED
@@ -55,7 +56,10 @@ class BadStaticArgument(Rule):
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
     learning rate, `lr = lr * decay`) or as a maximum over each batch
-    (`max(len(s) for s in batch)`) -- so it changes on every call (where the
+    (`max(len(s) for s in batch)`) -- or a `self.<attr>` that the method
+    passing it recomputes from its previous value after the call
+    (`self.tau = self.tau * 0.99`) while a loop of the module runs the method
+    on one object -- so it changes on every call (where the
     loop's bounds and the numbers are literals, the message says how many
     programs the loop builds; fewer than three distinct values are left
     alone); and `@jax.jit` applied directly to a method
@@ -120,10 +124,10 @@ class BadStaticArgument(Rule):
     # iteration raises nothing: it recompiles, which JAX502's compile counting shows)
     confirm = ("trace-error", "ValueError: static_argnums", "ValueError: static_argnames",
                "ValueError: Non-hashable static arguments", "TypeError: as an abstract array")
-    unconfirmable = (("compiles a new program for every new value", "a static value that changes on every "
-                      "iteration recompiles and raises nothing: no runtime check for this shape yet"),
-                     ("compiles it again for every new value", "a static value that changes on every "
-                      "iteration recompiles and raises nothing: no runtime check for this shape yet"))
+    # a static value that changes on every iteration raises nothing: a run of the program shows the
+    # function traced again for each new value (jaxlint.confirm's `recompiles`)
+    confirm_shapes = (("compiles a new program for every new value", "recompiles"),
+                      ("compiles it again for every new value", "recompiles"))
     summary = "static argument that is unhashable, changes every loop iteration, or names no parameter; non-static `self`"
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
@@ -293,7 +297,7 @@ class BadStaticArgument(Rule):
                     continue
                 loop = _changing_in_loop(ctx, a, cs.scope, call)
                 if loop is None:
-                    change = _derived_change(ctx, a, cs.scope, call)
+                    change = _derived_change(ctx, a, cs.scope, call) or _changed_per_call(ctx, a, cs.scope, call)
                     if change is None:
                         continue
                     how, programs = change
@@ -821,6 +825,76 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
         got = _classify(ctx, a, loop, scope, None, [], None)
         if got is not None:
             return got
+    return None
+
+
+def _changed_per_call(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
+    """(how it changes, the programs it builds) for ``self.tau`` passed as a static argument by
+    a method that, after the call, rebinds ``self.tau`` from its own previous value
+    (``self.tau = self.tau * 0.99``), the method being run by a loop of this module on an
+    object made once (``agent = Agent()`` ... ``for episode in range(100): agent.update()``):
+    every call of the method passes a new value."""
+    m = ctx.model
+    key = _key(a)
+    method = scope.enclosing_method()
+    if key is None or not isinstance(a, ast.Attribute) or method is None or method is not scope or \
+            method.cls is None or method.name in ("__init__", "setup", "__post_init__") or \
+            a.value.id != method.self_name:
+        return None
+    binds = _attribute_bindings(scope, key)
+    if not binds or len(binds) != 1 or _enclosing_loops(scope, call):
+        return None
+    upd = binds[0]
+    if upd.lineno <= call.lineno or any(_inside(lp, upd) for lp in scope.of_type(ast.For, ast.While, ast.AsyncFor)):
+        return None
+    value = _bound_value(upd)
+    if not _keeps_changing(value, key) or \
+            any(isinstance(n, ast.Name) and n.id != a.value.id and n.id in scope.param_nodes
+                for n in ast.walk(value)):
+        return None
+    # assigned elsewhere only in the constructor (its starting value)
+    others = [(meth, v) for v, meth, _ in (class_self_assignments(method.cls, a.attr) or [])
+              if meth is not method]
+    if any(meth.name not in ("__init__", "setup", "__post_init__") for meth, _ in others):
+        return None
+    runner = _loop_calling_method(m, method)
+    if runner is None:
+        return None
+    loop, caller = runner
+    shown = f" (`{short(upd, 40)}`)"
+    programs = ""
+    rng = _range_values(loop, caller, m)
+    if rng is not None and len(others) == 1 and len(rng) <= _MAX_SIMULATED:
+        try:
+            v = _evaluate(others[0][1], {}, others[0][0])
+            values = []
+            for _ in rng:
+                values.append(v)
+                v = _evaluate(value, {key: v}, scope)
+            programs = _programs(values, rng)
+            if len(set(values)) < _FEW_PROGRAMS:
+                return None
+        except _Unknown:
+            programs = ""
+    if not programs and not _step_loop(loop) and rng is None:
+        return None
+    return (f"is recomputed from its previous value on every call of `{method.name}`{shown}, which the loop at "
+            f"line {loop.lineno} runs", programs)
+
+
+def _loop_calling_method(m: SemanticModel, method: Function):
+    """(loop, scope): a loop of this module whose body calls ``obj.<method>()`` on a name bound
+    once to an instance of the method's class."""
+    for fn in m.functions:
+        for c in fn.of_type(ast.Call):
+            f = c.func
+            if not (isinstance(f, ast.Attribute) and f.attr == method.name and isinstance(f.value, ast.Name)):
+                continue
+            if instance_class(m, f.value, fn) is not method.cls:
+                continue
+            loops = _enclosing_loops(fn, c)
+            if loops:
+                return loops[0], fn
     return None
 
 
