@@ -355,6 +355,20 @@ class KindsMixin:
         called from traced code follow their callers)."""
         return not self._traced_only_by(fn, "_stages_cache", lambda tr: tr.kind in ("grad", "vmap") or tr.eager)
 
+    def _compile_time_eval(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` runs in the body of ``with jax.ensure_compile_time_eval():`` (JAX computes
+        operations on concrete values there at once, even while tracing)."""
+        spans = self._memo("_eval_spans").get(id(fn))
+        if spans is None:
+            spans = []
+            for w in fn.of_type(ast.With):
+                if any(i.context_expr.__class__ is ast.Call
+                       and self.qualname(i.context_expr.func, fn) in K.COMPILE_TIME_EVAL for i in w.items):
+                    spans.append((w.body[0].lineno, w.end_lineno))
+            self._memo("_eval_spans")[id(fn)] = spans
+        line = getattr(node, "lineno", None)
+        return any(a <= line <= b for a, b in spans) if spans and line is not None else False
+
     def _traced_only_by(self, fn: Function, memo: str, accept) -> bool:
         """``fn`` is traced, and every trace of it and of the functions around it is a
         transform ``accept(record)`` takes, applied outside any trace -- or, for a helper,
@@ -656,8 +670,9 @@ class KindsMixin:
         if q in K.ARRAY_FUNCTIONS or (q.startswith(K.ARRAY_MODULES) and q not in K.NON_ARRAY):
             if q.startswith(K.PYTREE_FUNCTIONS_PREFIX):
                 return self._args_traced(call, fn)
-            if fn.under_trace and not self.stages_constants(fn):
-                # under grad/vmap alone an operation on constants runs eagerly
+            if fn.under_trace and (not self.stages_constants(fn) or self._compile_time_eval(call, fn)):
+                # under grad/vmap alone an operation on constants runs eagerly; so it does in
+                # ``with jax.ensure_compile_time_eval():`` under any trace
                 return JAX | self._args_traced(call, fn)
             return JAX | (TRACED if fn.under_trace else 0)
         if q in K.NUMPY_CONVERSIONS:

@@ -351,6 +351,9 @@ JIT_NAMES = TransformNames(lambda t: t.jit_like)
 GRAD_NAMES = TransformNames(lambda t: t.differentiates)
 # transforms whose Python body runs on every call unless an enclosing function is staged
 EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
+# context managers under which JAX computes operations on concrete values at once, even
+# while tracing (``with jax.ensure_compile_time_eval(): c = jnp.mean(table)`` is concrete)
+COMPILE_TIME_EVAL = frozenset({"jax.ensure_compile_time_eval", "jax.core.eval_context"})
 # transforms that add no tracer of their own: their function runs on the values it is given
 VALUES_AS_GIVEN = TransformNames(lambda t: t.values_as_given)
 # transforms that trace once on purpose to inspect a function (shapes, jaxprs)
