@@ -26,7 +26,12 @@ class FlaxMissingRngs(Rule):
     key a loss function reads from the enclosing function whose loop runs it
     (a closure over `dropout_rng`), a module-level key read by a step a loop
     runs (also when the step hands it on to the loss function:
-    `jax.grad(loss_fn)(params, batch, dropout_rng)`), a key kept on `self` that only `__init__` sets (read by a method
+    `jax.grad(loss_fn)(params, batch, dropout_rng)`, or a loop passes it to the
+    step: `train_step(state, batch, DROPOUT_RNG)`), a key kept in a field of
+    the training state (`rngs={"dropout": state.dropout_rng}`) that the step
+    hands back unchanged (`state.apply_gradients(...)` with no new
+    `dropout_rng`) to a loop that rebinds the state only from the step's
+    result, a key kept on `self` that only `__init__` sets (read by a method
     that a loop runs, or that a stateful step of the class runs -- one that
     rebinds `self.params` on every call --, directly or passed on to
     `rngs`, also through a step stored as `self._step = jax.jit(self._train_step)`), a key split in the loop from a root the loop never advances
@@ -220,6 +225,63 @@ class FlaxMissingRngs(Rule):
                 if got is not None:
                     yield got
                     break
+            else:
+                got = self._state_field(ctx, facts, site, need, v)
+                if got is not None:
+                    yield got
+
+    def _state_field(self, ctx: Context, facts: FlaxFacts, site: ApplySite, need, v: ast.expr) -> Optional[Finding]:
+        """``rngs={"dropout": state.dropout_rng}`` in a step whose every return hands the state
+        back through ``state.apply_gradients(...)``/``state.replace(...)`` without a new
+        ``dropout_rng``, run by a loop that rebinds the state only from the step's result:
+        the field never changes, the same key every step."""
+        if not (isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name)):
+            return None
+        attr, pname = v.attr, v.value.id
+        step = _param_owner(facts, pname, site.scope)
+        if step is None or step.is_module or step.cls is not None:
+            return None
+        rets = [r.value for r in step.of_type(ast.Return) if _own_return(step, r)]
+        if not rets or any(r is None for r in rets):
+            return None
+        tuple_ret = isinstance(rets[0], ast.Tuple)
+        index = None
+        for r in rets:
+            if isinstance(r, ast.Tuple) != tuple_ret:
+                return None
+            elts = r.elts if tuple_ret else [r]
+            at = [i for i, e in enumerate(elts) if _threads_state(e, pname, attr)]
+            if len(at) != 1 or (index is not None and at[0] != index):
+                return None
+            index = at[0]
+        for call, caller, target in facts.call_sites(step):
+            pairs, _ = ctx.model.bind_arguments(target, call)
+            arg = next((a for p, a in pairs if p == pname), None)
+            if not isinstance(arg, ast.Name):
+                continue
+            loop = _enclosing_loop(caller, call)
+            if loop is None:
+                continue
+            stmt = _statement_of(loop, call)
+            if not isinstance(stmt, ast.Assign) or stmt.value is not call or len(stmt.targets) != 1:
+                continue
+            t = stmt.targets[0]
+            got = t.elts[index] if tuple_ret and isinstance(t, ast.Tuple) and index < len(t.elts) else \
+                (t if not tuple_ret else None)
+            if not (isinstance(got, ast.Name) and got.id == arg.id):
+                continue
+            if any(isinstance(n, ast.Name) and n.id == arg.id and isinstance(n.ctx, ast.Store)
+                   and n is not got for n in ast.walk(loop)):
+                continue    # the loop rebinds the state some other way (a new key put in)
+            return ctx.finding(
+                self, v,
+                f"dropout key `{short(v)}` is a field of the state that `{step.name}` hands back unchanged "
+                f"(`{pname}.apply_gradients`/`replace` without a new `{attr}`), and the loop in "
+                f"`{caller.name}` (line {loop.lineno}) feeds the state back: the same key every step; "
+                f"{need.what} of `{site.instance.name}` applies the same mask every step; split it in the "
+                f"step and return `{pname}.replace({attr}=new_key)`",
+                confidence=INFERRED)
+        return None
 
     def _outer_fixed(self, ctx: Context, facts: FlaxFacts, site: ApplySite, need, v: ast.Name,
                      scope: Function, via: bool) -> Optional[Finding]:
@@ -232,6 +294,16 @@ class FlaxMissingRngs(Rule):
             owner = facts.binding_scope(v.id, scope)
             if owner is None or owner is scope:
                 return None
+            here = _enclosing_loop(scope, v) if via and owner.is_module else None
+            if here is not None and not _stores(here, v.id) and len(m.bindings(v.id, owner)) == 1 and \
+                    not any(v.id in f.globals_declared for f in m.functions):
+                # for ...: train_step(state, batch, DROPOUT_RNG): the module-level key, read in the loop
+                return ctx.finding(
+                    self, v,
+                    f"dropout key `{v.id}` is the same on every iteration of the loop in `{scope.name}` (line "
+                    f"{here.lineno}): the module-level `{v.id}`, which nothing rebinds, is passed on to "
+                    f"`rngs={{{need.name!r}: ...}}`; {need.what} of `{inst}` applies the same mask every step",
+                    confidence=INFERRED)
             outer = scope
             while outer.parent is not None and outer.parent is not owner:
                 outer = outer.parent
@@ -368,6 +440,42 @@ def _key_reads(facts: FlaxFacts, v: ast.expr, scope: Function, depth: int):
         return
     for expr, where in sources:
         yield from _key_reads(facts, expr, where, depth + 1)
+
+
+def _own_return(fn: Function, r: ast.Return) -> bool:
+    """``r`` returns from ``fn`` itself, not from a function nested in it."""
+    return any(n is r for stmt in fn.node.body for n in _walk_own(stmt))
+
+
+def _walk_own(node: ast.AST):
+    yield node
+    for c in ast.iter_child_nodes(node):
+        if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield from _walk_own(c)
+
+
+# the methods of a Flax TrainState (a struct dataclass) that return a copy, the other fields kept
+_STATE_COPIES = frozenset({"apply_gradients", "replace"})
+
+
+def _threads_state(e: ast.expr, pname: str, attr: str) -> bool:
+    """``state``, ``state.apply_gradients(grads=g)``, ``state.replace(...).apply_gradients(...)``:
+    a copy of the parameter ``pname`` whose field ``attr`` no call replaces."""
+    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _STATE_COPIES:
+        if any(k.arg == attr or k.arg is None for k in e.keywords):
+            return False
+        e = e.func.value
+    return isinstance(e, ast.Name) and e.id == pname
+
+
+def _statement_of(loop: ast.stmt, node: ast.AST) -> Optional[ast.stmt]:
+    """The statement of ``loop``'s body (at any depth) that holds ``node``."""
+    best = None
+    for n in ast.walk(loop):
+        if isinstance(n, ast.stmt) and n is not loop and any(x is node for x in ast.walk(n)):
+            if best is None or (n.lineno, n.col_offset) >= (best.lineno, best.col_offset):
+                best = n
+    return best
 
 
 def _names_bound(stmt: ast.Assign) -> Set[str]:
