@@ -6,6 +6,7 @@ from typing import Iterator, List, Set
 from ...analysis import CERTAIN, ClassInfo, Function, SemanticModel
 from ..base import Context, Finding, Rule, register
 from ..messages import short
+from .linen import flax_facts
 
 # methods in which a linen module may still set its own attributes
 _UNFROZEN = frozenset({"setup", "__post_init__", "__init__", "__setattr__"})
@@ -17,7 +18,8 @@ class FlaxModuleAttributeAssignment(Rule):
     ## What it does
     Flags `self.x = ...` (and `self.x += ...`) inside a method of a Flax linen
     `nn.Module` other than `setup`: in `__call__`, in an `@nn.compact` method,
-    or in any helper method that is not only called from `setup`.
+    in a method `apply(..., method=Cls.encode)` (or `method="encode"`) runs,
+    or in any helper method they call that is not only called from `setup`.
 
     ## Why is this bad?
     In PyTorch, `forward` may stash things on the module: `self.last_hidden =
@@ -65,12 +67,14 @@ class FlaxModuleAttributeAssignment(Rule):
             if info.module_kind != "linen":
                 continue
             from_setup = self._setup_helpers(ctx, info)
+            applied = self._applied_methods(ctx, info)
             for name, fn in info.methods.items():
                 if name in _UNFROZEN or name in from_setup or fn.is_staticmethod or fn.is_lambda:
                     continue
                 # only methods that run bound, under ``init``/``apply`` (an unbound module is not
-                # frozen yet): ``__call__``, ``@nn.compact`` methods and what they call
-                if not fn.is_traced:
+                # frozen yet): ``__call__``, ``@nn.compact`` methods and what they call, and the
+                # methods ``apply(..., method=...)`` runs
+                if not fn.is_traced and name not in applied:
                     continue
                 if any(m.qualname(d, fn.parent) in ("classmethod", "staticmethod") for d in fn.decorators):
                     continue
@@ -91,6 +95,42 @@ class FlaxModuleAttributeAssignment(Rule):
                         f"`setup`, so `init`/`apply` raise `SetAttributeFrozenModuleError`; use a local, "
                         f"define it in `setup`, or keep it in a variable (`self.variable`/`self.sow`)",
                         confidence=CERTAIN, end_node=attrs[-1])
+
+    @staticmethod
+    def _applied_methods(ctx: Context, info: ClassInfo) -> Set[str]:
+        """Methods an ``apply``/``init`` of an instance of ``info`` in this module runs by
+        ``method=Cls.name`` or ``method="name"``, and those they call on ``self``."""
+        names: Set[str] = set()
+        for site in flax_facts(ctx.model).apply_sites():
+            inst = site.instance
+            kw = site.keyword("method")
+            if kw is None or inst is None or inst.info is not info:
+                continue
+            v = kw.value
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                names.add(v.value)
+            elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id == info.name:
+                names.add(v.attr)
+        if not names:
+            return names
+        return names | FlaxModuleAttributeAssignment._called_on_self(ctx, info, [n for n in names])
+
+    @staticmethod
+    def _called_on_self(ctx: Context, info: ClassInfo, start: List[str]) -> Set[str]:
+        """Methods called (transitively) through ``self.name(...)`` from the methods ``start``."""
+        m = ctx.model
+        out: Set[str] = set()
+        todo: List[Function] = [f for f in (m.class_method(info, n) for n in start) if f is not None]
+        while todo:
+            fn = todo.pop()
+            for call in fn.of_type(ast.Call):
+                f = call.func
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == fn.self_name:
+                    callee = m.class_method(info, f.attr)
+                    if callee is not None and f.attr not in out:
+                        out.add(f.attr)
+                        todo.append(callee)
+        return out
 
     @staticmethod
     def _setup_helpers(ctx: Context, info: ClassInfo) -> Set[str]:
