@@ -385,3 +385,25 @@ def test_a_setup_whose_derived_keys_are_thrown_away_repeats_nothing(tmp_path, us
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/evaluation.py": _EVAL_SETUP, "pkg/train.py": loop},
                      strict=True)
     assert [f.code for f in got["pkg/train.py"]] == (["JAX401"] if used else [])
+
+
+_VMAP_SOLVER = ("import jax.numpy as jnp\n\n"
+           "def step(v, a, n_nodes, dt):\n"
+           "    return inner(v, a, n_nodes) * dt\n\n"
+           "def inner(v, a, n_nodes):\n"
+           "    return v + jnp.ones(n_nodes) * a\n")
+_VMAP_STEPPER = ("from jax import vmap\nfrom pkg.solver import step\n\n"
+            "def advance(v, a, kwargs, dt):\n"
+            "    nones = [None] * len(kwargs)\n"
+            "    f = vmap(step, in_axes=AXES)\n"
+            "    return f(v, a, *kwargs.values(), dt)\n")
+
+
+def test_vmap_axes_after_a_starred_part_are_unknown(tmp_path):
+    """`vmap(step, in_axes=(0, 0, *nones, None))` in another module: the arguments after the
+    starred part cannot be paired with their axes, so `n_nodes` is not known to be mapped and
+    its shape use is silent (the single-file twin with the axes spelled out reports it:
+    tests/fixtures/JAX202/vmap_starred_axes.py)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/solver.py": _VMAP_SOLVER,
+                                "pkg/stepper.py": _VMAP_STEPPER.replace("AXES", "(0, 0, *nones, None)")})
+    assert [f.code for f in got["pkg/solver.py"]] == []

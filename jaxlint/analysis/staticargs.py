@@ -69,6 +69,12 @@ class StaticArgsMixin:
         elts = literal_elements(axes)
         if elts is not None:
             nums = nums + [i for i, ax in enumerate(elts) if isinstance(ax, ast.Constant) and ax.value is None]
+        elif isinstance(axes, (ast.Tuple, ast.List)):
+            # ``in_axes=(0, 0, *nones, None)``: after the starred part nobody can say which
+            # argument is mapped -- unknown, so not traced by the transform
+            head = [i for i, e in enumerate(axes.elts) if isinstance(e, ast.Starred)][0]
+            nums = nums + [i for i, ax in enumerate(axes.elts[:head]) if isinstance(ax, ast.Constant)
+                           and ax.value is None] + list(range(head, _MAX_ARITY))
         if tr.kind == "grad":
             # ``jax.jacrev(f)(x, hyper)``: only ``argnums`` (default 0) are differentiated;
             # the other arguments reach ``f`` as they are (the callee's arity is unknown

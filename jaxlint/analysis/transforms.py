@@ -12,6 +12,7 @@ some traced call site passes a traced value into it.
 from __future__ import annotations
 
 import ast
+import itertools
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
@@ -427,7 +428,12 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 return set(candidates)
             return {params[i] for i in idx if -len(params) <= i < len(params)}
         if kind == "vmap":
-            elts = literal_elements(self.vmap_in_axes(tr, call))
+            axes = self.vmap_in_axes(tr, call)
+            elts = literal_elements(axes)
+            if elts is None and isinstance(axes, (ast.Tuple, ast.List)):
+                # ``in_axes=(0, 0, *nones, None)``: the axes after a starred part pair with
+                # parameters nobody can name here -- those are unknown, not mapped
+                elts = list(itertools.takewhile(lambda e: not isinstance(e, ast.Starred), axes.elts))
             if elts is not None:
                 return {p for p, ax in zip(params, elts)
                         if not (isinstance(ax, ast.Constant) and ax.value is None)}
