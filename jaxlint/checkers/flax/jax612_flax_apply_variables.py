@@ -19,7 +19,9 @@ class FlaxApplyVariables(Rule):
     ## What it does
     Flags `model.apply(params, ...)` (and `state.apply_fn(params, ...)`) where
     `params` is the inner parameter dict — bound from `model.init(...)["params"]`,
-    `variables["params"]`, or `state.params` of a `TrainState` created with
+    `variables["params"]` (or `variables.get("params")`), a factory of the file
+    that returns it (`params, opt_state = init(key)`, also before a loop that
+    rebinds them from the step's results), or `state.params` of a `TrainState` created with
     `params=variables["params"]` — instead of the variables dict
     `{"params": params}` -- also through `jax.vmap(model.apply, ...)` over a stack
     of inner dicts, with `method=...`, or kept on `self` by a trainer; the mirror

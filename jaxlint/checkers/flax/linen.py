@@ -120,7 +120,14 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         if scope is None:
             return None
         bs = self.model.bindings(name, scope)
-        if len(bs) != 1 or bs[0].kind != "=" or not bs[0].path or len(bs[0].path) != 1 or \
+        if len(bs) != 1:
+            return None
+        return self.unpacked_binding(bs[0], scope)
+
+    def unpacked_binding(self, b, scope: Function) -> Optional[Tuple[ast.expr, Function]]:
+        """``unpacked_value`` for one binding ``b`` of a name of ``scope``."""
+        bs = [b]
+        if bs[0].kind != "=" or not bs[0].path or len(bs[0].path) != 1 or \
                 not isinstance(bs[0].value, ast.Call):
             return None
         call = bs[0].value

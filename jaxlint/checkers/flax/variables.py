@@ -43,6 +43,9 @@ class VariablesShapes:
             return None, True
         if isinstance(e, ast.Call):
             f = e.func
+            if isinstance(f, ast.Attribute) and f.attr == "get" and len(e.args) == 1 and not e.keywords \
+                    and const_str(e.args[0]) == "params":
+                return INNER, True      # variables.get("params"), as variables["params"]
             if isinstance(f, ast.Attribute) and f.attr in INIT_METHODS:
                 if self.instance(f.value, fn) is not None or len(e.args) >= 2:
                     return FULL, True
@@ -88,7 +91,9 @@ class VariablesShapes:
                     if b.path and self._passed_back(b.value, b.path, e.id, scope):
                         continue
                     # ``model, params = init_model(key)``: what the factory returns there
-                    got = self.unpacked_value(e.id, scope) if len(bindings) == 1 else None
+                    # (``params, opt_state = init(key)`` before a loop that passes them back: that
+                    # binding, the others being the step's own results)
+                    got = self.unpacked_binding(b, scope)
                     if got is not None:
                         s, loc = self.shape(got[0], got[1], _depth + 1, _seen)
                         if s is not None:
