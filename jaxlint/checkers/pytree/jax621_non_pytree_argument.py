@@ -36,7 +36,11 @@ class NonPytreeArgument(Rule):
     (`params, opt = update(params, grads, opt)`) is the instance its one
     straight-line binding before the call made. A loop that calls a step with a name bound to an
     instance before the loop (and rebound only from that call) passes the
-    instance on its first iteration. A class that defines `tree_flatten`/`tree_unflatten` but
+    instance on its first iteration. A list, tuple or dict display (or a
+    list comprehension) that constructs such instances is flagged too: JAX
+    flattens the container and meets the objects as leaves. A `lax` loop
+    flagged for its initial carry does not also get a finding for what its
+    body returns (it raises on the carry first). A class that defines `tree_flatten`/`tree_unflatten` but
     that nothing in the module registers is a plain class too. When a call
     of a function is flagged for its argument, its returns are not flagged
     again (the call raises before returning).
@@ -109,18 +113,24 @@ class NonPytreeArgument(Rule):
                     value = m.reaching_value(a, cr.scope)
                     if value is not None:
                         info, certain = plain.evidence(value, cr.scope)
+                what = "is a plain"
+                if info is None:
+                    # ``[Layer(w) for w in ws]``, ``{"model": Cfg()}``: a container JAX flattens,
+                    # whose leaves are plain objects
+                    info, certain = _contained(m, plain, a, cr.scope)
+                    what = "holds a plain"
                 if info is None or id(cr.call) in seen:
                     continue
                 seen.add(id(cr.call))   # one finding per call: the first plain argument
                 flagged.add(id(cr.function))
                 yield self._plain(ctx, a, info, certain,
-                                  f"`{short(a)}` is a plain `{info.name}` object passed as traced argument `{p}` "
+                                  f"`{short(a)}` {what} `{info.name}` object passed as traced argument `{p}` "
                                   f"of `{cr.function.qualname}` ({cr.transform.verb} `{cr.transform.label}`): "
                                   f"JAX only sees through pytrees and raises `TypeError`", f"make `{p}` static")
-        yield from self._lax(ctx, plain)
+        yield from self._lax(ctx, plain, flagged)
         yield from self._returns(ctx, plain, flagged)
 
-    def _lax(self, ctx: Context, plain) -> Iterator[Finding]:
+    def _lax(self, ctx: Context, plain, flagged) -> Iterator[Finding]:
         m = ctx.model
         for scope in m.functions:
             for call in scope.of_type(ast.Call):
@@ -128,6 +138,14 @@ class NonPytreeArgument(Rule):
                     info, certain = plain.evidence(a, scope)
                     if info is None:
                         continue
+                    # the call raises on its operand before any body runs: the bodies' returns
+                    # are not flagged again
+                    for b in call.args:
+                        if isinstance(b, (ast.Name, ast.Attribute, ast.Lambda)):
+                            t = m.resolve_callable(b, scope) if not isinstance(b, ast.Lambda) else None
+                            fn = t.function if t is not None else m.function_for_def(b)
+                            if fn is not None:
+                                flagged.add(id(fn))
                     yield self._plain(ctx, a, info, certain,
                                       f"`{short(a)}` is a plain `{info.name}` object passed to `{short(call.func)}`, "
                                       f"whose carry and operands must be pytrees of arrays (JAX raises `TypeError`)",
@@ -188,6 +206,41 @@ def _returned(value: Optional[ast.expr]) -> List[ast.expr]:
     if isinstance(value, (ast.Tuple, ast.List)):
         return [e for e in value.elts if not isinstance(e, ast.Starred)]
     return [value]
+
+
+def _contained(m: SemanticModel, plain, a: ast.expr, scope: Function, depth: int = 0):
+    """(class, certain) when ``a`` is a list/tuple/dict display or a list comprehension (or a
+    name bound once to one) holding a plain instance: JAX flattens the container and meets the
+    object as a leaf."""
+    if depth > 2:
+        return None, True
+    if isinstance(a, ast.Name):
+        owner = m.resolve_scope(a.id, scope)
+        if owner is None:
+            return None, True
+        bs = m.bindings(a.id, owner)
+        if len(bs) != 1 or bs[0].kind != "=" or bs[0].element is None or \
+                not isinstance(bs[0].element, (ast.List, ast.Tuple, ast.Dict, ast.ListComp)):
+            return None, True
+        return _contained(m, plain, bs[0].element, owner, depth + 1)
+    if isinstance(a, (ast.List, ast.Tuple)):
+        elts = [e for e in a.elts if not isinstance(e, ast.Starred)]
+    elif isinstance(a, ast.Dict):
+        elts = [v for k, v in zip(a.keys, a.values) if k is not None]
+    elif isinstance(a, ast.ListComp):
+        elts = [a.elt] if isinstance(a.elt, ast.Call) else []
+    else:
+        return None, True
+    for e in elts:
+        if isinstance(e, ast.Call):
+            info, certain = plain.evidence(e, scope)
+            if info is not None:
+                return info, certain
+        elif isinstance(e, (ast.List, ast.Tuple, ast.Dict)):
+            got = _contained(m, plain, e, scope, depth + 1)
+            if got[0] is not None:
+                return got
+    return None, True
 
 
 def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
