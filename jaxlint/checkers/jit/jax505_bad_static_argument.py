@@ -56,7 +56,9 @@ class BadStaticArgument(Rule):
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
     learning rate, `lr = lr * decay`) or as a maximum over each batch
-    (`max(len(s) for s in batch)`) -- or a `self.<attr>` that the method
+    (`max(len(s) for s in batch)`) -- or a new instance of a class of the
+    module that hashes by identity (no `__eq__`/`__hash__`:
+    `run(x, cfg=Config(3))` in a loop), or a `self.<attr>` that the method
     passing it recomputes from its previous value after the call
     (`self.tau = self.tau * 0.99`) while a loop of the module runs the method
     on one object -- so it changes on every call (where the
@@ -242,6 +244,52 @@ class BadStaticArgument(Rule):
             return False
         return True
 
+    def _fresh_object(self, ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
+        """(class, loop) when ``a`` constructs, on every iteration of a loop around ``call``
+        (directly, or through a name the loop body binds once to the construction), an instance
+        of a class of this module that hashes by identity: no decorator, no metaclass, only
+        plain bases of this module or ``object``, no ``__eq__``/``__hash__``."""
+        m = ctx.model
+        loops = _enclosing_loops(scope, call)
+        if not loops:
+            return None
+        value = a
+        if isinstance(a, ast.Name):
+            binds = _bindings(scope, a.id)
+            if not binds or len(binds) != 1 or not isinstance(binds[0], ast.Assign) or \
+                    not _inside(loops[0], binds[0]) or binds[0].lineno > call.lineno:
+                return None
+            value = binds[0].value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)) or \
+                m.qualname(value.func, scope) is not None or m.resolve_scope(value.func.id, scope) is not m.module:
+            return None
+        info = m.classes.get(value.func.id)
+        if info is None or not self._identity_hashed(ctx, info, set()):
+            return None
+        n = _literal_iterations(loops[0], scope, m)
+        if n is not None and n < ctx.settings.unrolled_loop_threshold:
+            return None     # a few programs
+        return info, loops[0]
+
+    def _identity_hashed(self, ctx: Context, info: ClassInfo, seen: Set[int]) -> bool:
+        m = ctx.model
+        if id(info) in seen or info.module_kind is not None or info.node.decorator_list or info.node.keywords:
+            return False
+        seen.add(id(info))
+        if {"__eq__", "__hash__", "__new__", "__init_subclass__"} & set(info.methods):
+            return False
+        if any(isinstance(st, (ast.Assign, ast.AnnAssign)) and any(
+                isinstance(t, ast.Name) and t.id in ("__hash__", "__eq__")
+                for t in (st.targets if isinstance(st, ast.Assign) else [st.target])) for st in info.node.body):
+            return False
+        for b in info.node.bases:
+            if m.qualname(b, info.scope) == "object":
+                continue
+            if isinstance(b, ast.Name) and b.id in m.classes and self._identity_hashed(ctx, m.classes[b.id], seen):
+                continue
+            return False
+        return True
+
     def _registered(self, ctx: Context, name: str) -> bool:
         """A pytree registration call names the class (the names, collected once per model:
         asked per jitted method, a scan of every call each time was quadratic)."""
@@ -299,6 +347,18 @@ class BadStaticArgument(Rule):
                 if loop is None:
                     change = _derived_change(ctx, a, cs.scope, call) or _changed_per_call(ctx, a, cs.scope, call)
                     if change is None:
+                        fresh = self._fresh_object(ctx, a, cs.scope, call)
+                        if fresh is not None:
+                            info, lp = fresh
+                            n = _literal_iterations(lp, cs.scope, ctx.model)
+                            count = f": the loop builds {n} programs" if n is not None else ""
+                            msg = (f"`{short(a, 30)}` is a new `{info.name}` object on every iteration of the "
+                                   f"loop at line {lp.lineno}, and `{info.name}` defines no `__eq__`/`__hash__` (it "
+                                   f"hashes by identity): as static argument `{p}` of {fn.display()} every call "
+                                   f"misses the compilation cache and compiles again{count}; build it once before "
+                                   f"the loop, or make it a `@dataclass(frozen=True)`")
+                            yield ctx.finding(self, a, msg)
+                            break
                         continue
                     how, programs = change
                     msg = (f"`{short(a, 30)}` {how}, but is static argument `{p}` of {fn.display()}: JAX "
