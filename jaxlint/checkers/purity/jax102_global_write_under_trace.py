@@ -83,7 +83,7 @@ class GlobalWriteUnderTrace(TracedCodeRule):
                 msg = (f"`{w.describe()}` {what} inside {fn.trace_description()}; it runs once at trace time, "
                        f"not on every call — thread the state through arguments and return values")
                 strict = None
-                if _trace_counter(m, fn, w):
+                if trace_counter(m, fn, w):
                     strict = "an integer counter that says it counts traces or compilations: the trace-time effect is the point"
                 yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
@@ -176,13 +176,14 @@ def _says_traces(text: str) -> bool:
     return any(t in TRACE_COUNT_WORDS for t in _words(text))
 
 
-def _trace_counter(m: SemanticModel, fn: Function, w: Write) -> bool:
+def trace_counter(m: SemanticModel, fn: Function, w: Write) -> bool:
     """Is ``w`` a deliberate trace counter: an integer literal added to a name, an item or a
     class attribute (``TRACES["n"] += 1``, ``global n_compiles; n_compiles += 1``) that the
     traced function reads nowhere else, whose name or key says it counts traces or
     compilations, or that untraced code shows or asserts with text that says so
     (``print("compiles =", COUNT["n"])``)?  It exists to count how often JAX traces the
-    function: running once per trace is what it measures."""
+    function: running once per trace is what it measures.  (Public: the same holds for a
+    counter on ``self``, which JAX105 reports.)"""
     node = w.node
     if isinstance(node, ast.AugAssign):
         if not isinstance(node.op, ast.Add):
@@ -198,11 +199,17 @@ def _trace_counter(m: SemanticModel, fn: Function, w: Write) -> bool:
     target, root = w.target, w.root
     if not (target is root or _subscript_chain(target) or isinstance(target, ast.Attribute)):
         return False
-    # read nowhere else in the traced function (the increment's own target aside)
+    # read nowhere else in the traced function (the increment's own target aside): the name, or
+    # for an attribute (``self.num_traces``, ``Model.num_traces``) that attribute of the root
     own = {id(x) for x in ast.walk(target)}
-    for x in fn.of_type(ast.Name):
-        if x.id == root.id and id(x) not in own:
-            return False
+    if isinstance(target, ast.Attribute):
+        for x in fn.of_type(ast.Attribute):
+            if x.attr == target.attr and isinstance(x.value, ast.Name) and x.value.id == root.id and id(x) not in own:
+                return False
+    else:
+        for x in fn.of_type(ast.Name):
+            if x.id == root.id and id(x) not in own:
+                return False
     texts = [root.id]
     if isinstance(target, ast.Attribute):
         texts.append(target.attr)
