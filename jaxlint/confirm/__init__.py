@@ -145,7 +145,7 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
             summary.command_rc = run_harness(opts.command, jobs, by_id, ccfg, timeout, device, done,
                                              progress=progress, task=task, command_timeout=opts.command_timeout)
         else:
-            run_jobs(jobs, timeout, device, done, opts.max_workers, memory_mb=ccfg.memory_limit)
+            run_with_main(jobs, results, timeout, device, done, opts.max_workers, ccfg.memory_limit)
     finally:
         if progress is not None:
             progress.stop()
@@ -158,6 +158,54 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
         summary.tests = _test_folder(results)
     summary.wall_s = time.perf_counter() - t0
     return summary
+
+
+RANK = {"confirmed": 2, "not-confirmed": 1, "unreached": 0}
+
+
+def run_with_main(jobs, results, timeout: float, device, done, max_workers=None, memory_mb=None) -> None:
+    """Plain ``--confirm``: each module's worker first; then, for a module with an ``if __name__ ==
+    "__main__":`` block and findings not confirmed that way, a second worker that runs the block as
+    ``python FILE`` would, with the harness probes (:mod:`jaxlint.confirm.mainrun`).  The stronger
+    verdict wins (the run's inputs are the program's own); an unreached finding keeps both reasons."""
+    from .mainrun import has_main_block
+    from .runner import JobOutcome, run_jobs
+    sources = {os.path.abspath(r.path): r.source for r in results if r.findings and r.source is not None}
+    first: Dict[int, tuple] = {}
+
+    def keep(job, outcome):
+        first[id(job)] = (job, outcome)
+    run_jobs(jobs, timeout, device, keep, max_workers, memory_mb=memory_mb)
+    mains = []
+    for job in jobs:
+        outcome = first.get(id(job), (job, None))[1]
+        src = sources.get(os.path.abspath(job["path"]))
+        text = getattr(src, "text", None) if src is not None else None
+        if outcome is None or job.get("notebook") or not has_main_block(text or ""):
+            continue
+        todo = [t for t in job["targets"]
+                if (outcome.results.get(t["id"]) or {}).get("status") != "confirmed"]
+        if todo:
+            mains.append(dict(job, targets=todo, mode="main", main_budget=max(5.0, min(20.0, 0.3 * timeout)),
+                              per_finding=max(5.0, min(30.0, 0.5 * timeout)), origin=id(job)))
+    second: Dict[int, JobOutcome] = {}
+
+    def keep_main(job, outcome):
+        second[job["origin"]] = outcome
+    if mains:
+        run_jobs(mains, timeout, device, keep_main, max_workers, memory_mb=memory_mb)
+    for job in jobs:
+        outcome = first.get(id(job), (job, None))[1] or JobOutcome()
+        main = second.get(id(job))
+        for tid, r in list((main.results if main is not None else {}).items()):
+            old = outcome.results.get(tid)
+            if old is None or RANK.get(r.get("status"), 0) > RANK.get(old.get("status"), 0):
+                outcome.results[tid] = r
+            elif old.get("status") == "unreached" and r.get("reason"):
+                old["reason"] = f"{old.get('reason', '')}; running the module's `__main__` block: {r['reason']}"
+        if outcome.device is None and main is not None:
+            outcome.device = main.device
+        done(job, outcome)
 
 
 def _test_folder(results) -> Optional[str]:

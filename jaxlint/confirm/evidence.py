@@ -28,7 +28,9 @@ class Confirmer:
                  step_records: Optional[Dict[str, dict]] = None,
                  run_errors: Optional[List[ErrorInfo]] = None,
                  phase: Callable[[str], None] = lambda s: None,
-                 harness_only: bool = False, guard: Optional[Callable] = None):
+                 harness_only: bool = False, guard: Optional[Callable] = None,
+                 trace_records: Optional[Dict[str, list]] = None, run_name: str = "the command",
+                 observer=None):
         self.job = job
         self.module = module
         self.emit = emit
@@ -39,6 +41,9 @@ class Confirmer:
         self.step_records = step_records or {}
         self.run_errors = run_errors or []
         self.harness_only = harness_only
+        self.trace_records = trace_records      # qual -> (call line, avals, statics) per trace of the run
+        self.run_name = run_name
+        self.observer = observer                # runobs.RunObserver: what the run showed at the flagged calls
         self.guard = guard
         self._entries: Dict[str, object] = {}
         self._inputs: Dict[str, object] = {}
@@ -155,7 +160,7 @@ class Confirmer:
                 return [inp]
             if self.harness_only:
                 raise NoInputs(f"`{qual}` was not called (through an instrumented transform or eagerly) "
-                               f"during the command")
+                               f"during {self.run_name}")
             if info.get("declared") is not None:
                 return [inputs_from_spec(info["declared"])]
             if not info.get("candidates"):
@@ -327,6 +332,12 @@ class Confirmer:
                 return v
         if t.get("unreached"):
             return unreached(t["unreached"])
+        if strategy_of(t) == "recompiles":
+            return recompile_verdict(t, self.trace_records, self.run_name)
+        if self.observer is not None:
+            v = self.observer.verdict(t, self.run_name)
+            if v is not None:
+                return v
         if strategy_of(t) not in STRATEGIES:
             return unreached(f"no runtime check for {t['code']} yet")
         if t.get("module_level"):
@@ -337,6 +348,39 @@ class Confirmer:
         if not t["entries"]:
             return unreached("no entry point: the flagged code is not in a function reachable by getattr")
         return None
+
+
+def recompile_verdict(t: dict, records: Optional[Dict[str, list]], run_name: str) -> dict:
+    """JAX505, a static value that changes from call to call: the traces the program's own run made
+    of the function called at the finding's line.  Confirmed when two of them had the same traced
+    shapes and dtypes and differed only in static values -- each new value compiled a new program,
+    which nothing but the static value explains.  Only a run of the program shows it."""
+    if records is None:
+        return unreached("a static value that changes on every call recompiles and raises nothing: only a run of "
+                         "the program shows it (the module's `__main__` block, or `jaxlint confirm -- COMMAND`)")
+    lo, hi = t["line"], t.get("end_line") or t["line"]
+    best = None
+    for qual, lst in sorted(records.items()):
+        here = [r for r in lst if r[0] is not None and lo <= r[0] <= hi]
+        if not here:
+            continue
+        by_avals: Dict[tuple, list] = {}
+        for _, avals, statics in here:
+            by_avals.setdefault(tuple(avals), []).append(tuple(statics))
+        for avals, statics in by_avals.items():
+            distinct = list(dict.fromkeys(statics))
+            if len(distinct) >= 2 and (best is None or len(statics) > best[2]):
+                best = (qual, distinct, len(statics), len(here))
+    if best is None:
+        return unreached(f"{run_name} made no two traces of the function called at line {t['line']} that differ only "
+                         f"in static values")
+    qual, distinct, n, total = best
+    changed = [i for i in range(len(distinct[0])) if len({d[i] for d in distinct if len(d) > i}) > 1]
+    shown = ", ".join(" / ".join(d[i] for d in distinct[:3]) + (" / ..." if len(distinct) > 3 else "")
+                      for i in changed[:2]) or ", ".join(repr(d) for d in distinct[:3])
+    return confirmed(f"{run_name} traced and compiled `{qual}` {n} times from the call at line {t['line']} with the "
+                     f"same traced shapes and dtypes and {len(distinct)} different static values ({shown}): each new "
+                     f"value compiles a new program")
 
 
 def _failure(group: Group):

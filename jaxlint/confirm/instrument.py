@@ -103,15 +103,21 @@ class _Loader(importlib.abc.Loader):
         return getattr(self._inner, name)
 
 
-def install() -> None:
-    global _PLAN, _installed
+def install(plan: Optional[dict] = None, at_exit: bool = True) -> None:
+    """Instrument this process for the plan in ``JAXLINT_CONFIRM_PLAN`` (harness mode), or for
+    ``plan`` (a worker running a module's ``__main__`` block; it confirms when the run ends,
+    not at exit: ``at_exit=False``)."""
+    global _PLAN, _installed, _AT_EXIT
     if _installed:
         return
-    path = os.environ.get("JAXLINT_CONFIRM_PLAN")
-    if not path:
-        return
-    with open(path, encoding="utf-8") as fh:
-        _PLAN = json.load(fh)
+    if plan is None:
+        path = os.environ.get("JAXLINT_CONFIRM_PLAN")
+        if not path:
+            return
+        with open(path, encoding="utf-8") as fh:
+            plan = json.load(fh)
+    _PLAN = plan
+    _AT_EXIT = at_exit
     for i, job in enumerate(_PLAN["jobs"]):
         real = os.path.realpath(job["path"])
         _FILES[real] = i
@@ -141,6 +147,10 @@ def install() -> None:
 
 _EAGER: Dict[str, list] = {}      # flagged module name -> its module-level entry functions
 _JAX_READY = []
+_AT_EXIT = True
+# (path, qualname) -> one record per trace of a flagged function the program's transform made:
+# (line of the call in the flagged file that led to it, abstract traced arguments, static values)
+_TRACES: Dict[Tuple[str, str], list] = {}
 
 
 def _transform_modules() -> Dict[str, list]:
@@ -177,7 +187,8 @@ def _on_jax_ready() -> None:
     _JAX_READY.append(True)
     from jax import monitoring
     monitoring.register_event_duration_secs_listener(_on_compile)
-    atexit.register(_finish)
+    if _AT_EXIT:
+        atexit.register(_finish)
 
 
 def _spying(real, t):
@@ -277,6 +288,7 @@ def _spy_for(fun):
     @functools.wraps(fun)
     def spy(*args, **kwargs):
         _record_signature(key, fun, args, kwargs)
+        _record_trace(key, args, kwargs)
         try:
             return fun(*args, **kwargs)
         except BaseException as exc:
@@ -320,6 +332,46 @@ def _record_signature(key, fun, args, kwargs, arrays: bool = False) -> None:
                 lst.append((fun, inp, desc))
     except Exception:
         pass
+
+
+def _record_trace(key, args, kwargs) -> None:
+    """One trace of ``key`` by the program's transform (the spy runs only while JAX traces): the
+    line of the flagged file that called into the transform, the traced arguments' abstract
+    values and the other (static) values, so that a function compiled again for each new static
+    value shows it (JAX505)."""
+    try:
+        if "jax" not in sys.modules or len(_TRACES.get(key, ())) >= 64:
+            return
+        import jax
+        Tracer = jax.core.Tracer
+        leaves = jax.tree_util.tree_leaves((args, kwargs), is_leaf=lambda x: x is None)
+        if not any(isinstance(x, Tracer) for x in leaves):
+            return
+        avals, statics = [], []
+        for x in leaves:
+            if isinstance(x, Tracer):
+                avals.append((tuple(x.aval.shape), str(x.aval.dtype)))
+            else:
+                statics.append(_static_text(x))
+        line = None
+        f = sys._getframe(2)
+        while f is not None:
+            if f.f_code.co_filename != __file__ and _plan_path(f.f_code.co_filename) == key[0]:
+                line = f.f_lineno
+                break
+            f = f.f_back
+        with _LOCK:
+            _TRACES.setdefault(key, []).append((line, tuple(avals), tuple(statics)))
+    except Exception:
+        pass
+
+
+def _static_text(x) -> str:
+    try:
+        text = repr(x)
+    except Exception:
+        text = f"<{type(x).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _record_error(path: str, exc: BaseException) -> None:
@@ -411,6 +463,16 @@ def _module_for(real: str):
         f = getattr(mod, "__file__", None)
         if f and os.path.realpath(f) == real:
             return mod
+    # a script run as `python script.py`: Python deletes `__main__.__file__` once the script has
+    # run, before atexit; its own functions still say where they were defined
+    main = sys.modules.get("__main__")
+    for v in list(vars(main).values()) if main is not None else ():
+        code = getattr(inspect.unwrap(v), "__code__", None) if callable(v) else None
+        try:
+            if code is not None and os.path.realpath(code.co_filename) == real:
+                return main
+        except Exception:
+            continue
     return None
 
 
@@ -437,7 +499,6 @@ def _finish() -> None:
     out_path = os.path.join(_PLAN["out_dir"], f"result-{os.getpid()}.jsonl")
     try:
         import jax
-        from .evidence import Confirmer
         out = open(out_path, "a", encoding="utf-8")
 
         def emit(rec):
@@ -446,10 +507,27 @@ def _finish() -> None:
         dev = jax.devices()[0]
         emit({"event": "device", "device_kind": dev.device_kind, "backend": jax.default_backend(),
               "platform": dev.platform, "jax": jax.__version__})
-        timeout = float(_PLAN.get("timeout") or 60)
+        confirm_recorded(lambda v: emit({"event": "result", **v}))
+        out.close()
+    except BaseException as exc:  # never turn the user's exit into a crash
+        try:
+            sys.stderr.write(f"jaxlint confirm: confirmation in the harness failed: {type(exc).__name__}: {exc}\n")
+        except Exception:
+            pass
+
+
+def confirm_recorded(result, modules: Optional[Dict[str, object]] = None, run_name: str = "the command",
+                     observer=None) -> None:
+    """Confirm the findings of every flagged module of the plan with what the run recorded;
+    ``result(verdict)`` for each.  ``modules``: realpath -> module object, where the run's
+    module is not one ``sys.modules`` names by its file (a ``__main__`` block run by a worker)."""
+    import contextlib as _ctx
+    from .evidence import Confirmer
+    timeout = float(_PLAN.get("timeout") or 60)
+    if True:
         for i, job in enumerate(_PLAN["jobs"]):
             real = os.path.realpath(job["path"])
-            module = _module_for(real)
+            module = (modules or {}).get(real) or _module_for(real)
             if module is None:
                 continue
             sigs = {q: [(fun, inp) for fun, inp, _ in lst] for (p, q), lst in _SIGNATURES.items() if p == real}
@@ -461,13 +539,9 @@ def _finish() -> None:
                             "seconds": rec["seconds"]}
                 if rec["inputs"] is not None and q not in sigs:
                     sigs[q] = [(rec["call"], rec["inputs"])]
-            with contextlib.redirect_stdout(io.StringIO()):   # re-traced prints are ours, not the run's
-                Confirmer(job, module, lambda v: emit({"event": "result", **v}), signatures=sigs,
+            traces = {q: list(lst) for (p, q), lst in _TRACES.items() if p == real}
+            with _ctx.redirect_stdout(io.StringIO()):   # re-traced prints are ours, not the run's
+                Confirmer(job, module, result, signatures=sigs,
                           step_records=steps, run_errors=_ERRORS.get(real, []), harness_only=True,
-                          guard=lambda: _alarm(timeout)).run()
-        out.close()
-    except BaseException as exc:  # never turn the user's exit into a crash
-        try:
-            sys.stderr.write(f"jaxlint confirm: confirmation in the harness failed: {type(exc).__name__}: {exc}\n")
-        except Exception:
-            pass
+                          guard=lambda: _alarm(timeout), trace_records=traces, run_name=run_name,
+                          observer=observer).run()

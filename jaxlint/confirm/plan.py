@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from ..analysis import CERTAIN, Function, SemanticModel, SourceFile
 from ..analysis import knowledge as K
 from . import callsites, synth
-from .rules import declaration, raises_args, unconfirmable_reason
+from .rules import declaration, raises_args, shape_declaration, unconfirmable_reason
 from .specs import ConfirmConfig
 
 # jaxtyping dtype annotations -> dtype ("key" for PRNG keys)
@@ -561,10 +561,12 @@ def _axis_sites(model: SemanticModel, fn: Function) -> List[dict]:
         if site.target is None or site.target.function is not fn:
             continue
         binds, names = site_axis(model, site)
-        if not binds or not names:
+        if not binds and site.transform.replicates:
+            rec = {"kind": "pmap", "names": [None]}     # `@jax.pmap` with no axis name: mapped all the same
+        elif not binds or not names:
             continue
-        kind = "pmap" if site.transform.replicates else "vmap"
-        rec = {"kind": kind, "names": list(names)}
+        else:
+            rec = {"kind": "pmap" if site.transform.replicates else "vmap", "names": list(names)}
         if rec not in out:
             out.append(rec)
     return out
@@ -908,7 +910,7 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
              "names": _names_in_span(by_line, f.line, f.end_line), "entries": [], "extra": {},
              "via": via_lines(model, fn)}
         chain = entry_chain(model, fn)
-        decl = t["confirm"] = declaration(f.code)
+        decl = t["confirm"] = shape_declaration(f.code, f.message) or declaration(f.code)
         why = unconfirmable_reason(f.code, f.message)
         if why is not None:
             t["unreached"] = why
@@ -916,6 +918,10 @@ def plan_file(source: SourceFile, findings: Sequence, cfg: ConfirmConfig, start_
         step = (args or ["caller"])[0] if strategy == "compiles" else None
         if step == "caller":
             steps = _callers(model, f.line)
+            # the step the finding names ("its caller `Trainer.step` is not jitted"), never another
+            # caller's compilations (a constructor's warm-up call, an evaluation loop)
+            named = [s for s in steps if f"`{s.qualname}`" in f.message]
+            steps = named or steps
             t["extra"]["jit_name"] = _jit_target_name(model, f.line)
             t["extra"]["steps"] = [_addressable(s) for s in steps]
             chain = steps

@@ -19,6 +19,10 @@ flagged line (a Flax module's ``__call__``): the line must be one frame of
 the traceback, not the innermost one; ``"rngs=same-rng"`` / ``"mutable=updates-kept"`` name
 the check for a flagged call passing that keyword (a shape that raises nothing: the same dropout
 key every step, the updated collection discarded).  ``pmap-sync`` takes no arguments.
+A rule whose findings come in shapes that need different evidence names them in ``confirm_shapes``
+(message fragment, strategy): JAX505's static value that changes on every call is ``recompiles``
+(only a run of the program shows it: the traces it made of the function, same shapes, new static
+values).
 The strategies themselves live in :mod:`jaxlint.confirm.strategies` (worker side); the planner copies each
 finding's declaration into its target, so the worker needs no registry.
 """
@@ -41,6 +45,7 @@ STRATEGY_NAMES: Dict[str, str] = {
     "unrolled-loop": "equations / compile seconds vs the trip count",
     "raises": "the flagged call raises the predicted error (a frame of the traceback is the line)",
     "pmap-sync": "the pmapped step on several devices: replicated parameters drift apart; unbound axis names",
+    "recompiles": "a run of the program traced the called function again for each new static value, same shapes",
 }
 
 # strategies that need sys.setprofile during the base trace
@@ -77,6 +82,19 @@ def declaration(code: str) -> Optional[dict]:
     if name not in STRATEGY_NAMES:
         raise ValueError(f"{code}: unknown confirmation strategy {name!r}")
     return {"strategy": name, "args": args}
+
+
+def shape_declaration(code: str, message: str) -> Optional[dict]:
+    """The evidence for one shape of a rule's findings (``Rule.confirm_shapes``: (message fragment,
+    strategy name) pairs), when the finding's message names that shape; else None (the rule's
+    ``confirm``)."""
+    from ..checkers import REGISTRY
+    for fragment, name in getattr(REGISTRY.get(code), "confirm_shapes", ()):
+        if fragment in message:
+            if name not in STRATEGY_NAMES:
+                raise ValueError(f"{code}: unknown confirmation strategy {name!r}")
+            return {"strategy": name, "args": []}
+    return None
 
 
 def unconfirmable_reason(code: str, message: str) -> Optional[str]:

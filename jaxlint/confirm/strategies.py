@@ -710,6 +710,14 @@ def s_compiles(t: dict, g: Group) -> dict:
                          f"no more than the whole step jitted ({whole})")
 
 
+def s_recompiles(t: dict, g: Group) -> dict:
+    """JAX505's static value that changes from call to call: judged from the traces a run of the
+    program made (``evidence.recompile_verdict``, before any entry is traced); tracing an entry with
+    inputs of ours shows nothing about the values the program passes."""
+    return unreached("a static value that changes on every call recompiles and raises nothing: only a run of the "
+                     "program shows it")
+
+
 STRATEGIES: Dict[str, Callable[[dict, Group], dict]] = {
     "trace-error": s_trace_error,
     "print": s_print,
@@ -723,5 +731,6 @@ STRATEGIES: Dict[str, Callable[[dict, Group], dict]] = {
     "compiles": s_compiles,
     "raises": s_raises,
     "pmap-sync": s_pmap_sync,
+    "recompiles": s_recompiles,
 }
 assert set(R.STRATEGY_NAMES) == set(STRATEGIES)

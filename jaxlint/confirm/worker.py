@@ -158,6 +158,13 @@ def main(argv=None) -> int:
                   "reason": f"no {want} visible to JAX (default backend: {backend})"})
         return 0
 
+    if job.get("mode") == "main":       # run the module's `__main__` block (see mainrun.py)
+        from .mainrun import run_main
+        run_main(job, emit, phase, float(job.get("main_budget") or 20), float(job.get("per_finding") or 20))
+        emit({"event": "done"})
+        out.close()
+        return 0
+
     from .evidence import Confirmer, _run_error_verdict, import_failure_verdicts
     from .session import ErrorInfo
 

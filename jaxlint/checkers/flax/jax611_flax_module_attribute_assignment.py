@@ -59,7 +59,8 @@ class FlaxModuleAttributeAssignment(Rule):
     `setup`, or a variable collection depends on what the code means.
     """
 
-    confirm = ("trace-error", "SetAttributeFrozenModuleError")
+    # a submodule built and assigned outside `setup`/`@compact` raises AssignSubModuleError at the line
+    confirm = ("trace-error", "SetAttributeFrozenModuleError", "AssignSubModuleError")
     summary = "`self.x = ...` in a Flax linen module method other than `setup` raises: linen modules are frozen"
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:

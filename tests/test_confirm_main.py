@@ -1,0 +1,146 @@
+"""Confirmation through the module's `__main__` block (issues 19 and 22): code only a script's
+`if __name__ == "__main__":` block drives is run as `python FILE` runs it, with the harness
+probes, and judged by what the program itself did.
+
+Each ``# main: TAG`` line of ``confirm_fixtures/cf_main_*.py`` gets a finding built here (the
+rule's code and a message of the shape the real rule writes) and must come out as stated."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jaxlint.analysis import SourceFile
+from jaxlint.checkers import Finding
+from jaxlint.confirm import ConfirmOptions, confirm_results
+from jaxlint.confirm.mainrun import has_main_block
+from jaxlint.confirm.specs import ConfirmConfig
+from jaxlint.engine import FileResult
+
+FX = Path(__file__).resolve().parent / "confirm_fixtures"
+TAG = re.compile(r"#\s*main:\s*([\w-]+)")
+
+RECOMPILE = ("JAX505", "`t` changes on every iteration of the loop but is static argument `temperature` of "
+                       "`soften`: JAX compiles a new program for every new value (one per distinct value)")
+UNHASHABLE = ("JAX505", "`Settings()` is an instance of `Settings`, a `@dataclass` that is not frozen (its "
+                        "`__hash__` is None) passed to static argument `settings` of `scaled`: static arguments "
+                        "must be hashable (JAX raises `ValueError`)")
+SAME_KEY = ("JAX613", "dropout key `key` is the same on every iteration of this `for` loop; `nn.Dropout` of "
+                      "`Net` applies the same mask every step")
+DISCARDED = ("JAX614", "the updated `batch_stats` returned by `model.apply(..., mutable=['batch_stats'])` are "
+                       "discarded: BatchNorm's running statistics never change")
+FINDINGS = {
+    "cf_main_static.py": {"recompiles": [RECOMPILE], "fixed-static": [RECOMPILE], "shapes-change": [RECOMPILE],
+                          "unhashable": [UNHASHABLE]},
+    "cf_main_flax.py": {"stale": [SAME_KEY, DISCARDED], "fresh": [SAME_KEY, DISCARDED]},
+    "cf_main_loop.py": {"forever": [RECOMPILE]},
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    results, made = [], {}
+    for name, tags in FINDINGS.items():
+        path = FX / name
+        src = SourceFile.from_path(str(path))
+        fs = []
+        for i, text in enumerate(src.text.splitlines(), 1):
+            m = TAG.search(text)
+            if m and m.group(1) in tags:
+                for code, msg in tags[m.group(1)]:
+                    f = Finding(code, "t", str(path), i, 0, i, 1, msg)
+                    made[(name, m.group(1), code)] = f
+                    fs.append(f)
+        results.append(FileResult(str(path), fs, source=src))
+    confirm_results(results, ConfirmConfig(root=str(FX)), ConfirmOptions(timeout=40, device="cpu"))
+    return {k: f.confirmation for k, f in made.items()}
+
+
+def _text(c):
+    return c.get("evidence") or c.get("reason")
+
+
+def test_the_main_guard_is_recognised():
+    assert has_main_block('import x\n\nif __name__ == "__main__":\n    main()\n')
+    assert has_main_block("if '__main__' == __name__:\n    main()\n")
+    assert not has_main_block("def main():\n    if __name__ == '__main__':\n        pass\n")
+    assert not has_main_block("x = 1\n")
+
+
+def test_a_static_value_that_changes_every_call_is_shown_by_the_traces_the_run_made(verdicts):
+    c = verdicts[("cf_main_static.py", "recompiles", "JAX505")]
+    assert c["status"] == "confirmed", c
+    assert "`__main__` block traced and compiled `soften` 4 times" in c["evidence"]
+    assert "same traced shapes" in c["evidence"]
+
+
+def test_a_static_value_that_stays_the_same_is_not_confirmed(verdicts):
+    c = verdicts[("cf_main_static.py", "fixed-static", "JAX505")]
+    assert c["status"] == "unreached", c
+
+
+def test_recompiles_that_new_shapes_explain_are_no_evidence_for_the_static_value(verdicts):
+    c = verdicts[("cf_main_static.py", "shapes-change", "JAX505")]
+    assert c["status"] == "unreached", c
+    assert "differ only in static values" in _text(c)
+
+
+def test_the_error_that_ends_the_main_block_confirms_its_finding(verdicts):
+    c = verdicts[("cf_main_static.py", "unhashable", "JAX505")]
+    assert c["status"] == "confirmed", c
+    assert "running the module's `__main__` block raised ValueError" in c["evidence"]
+
+
+def test_the_same_dropout_key_at_a_call_in_the_main_block(verdicts):
+    c = verdicts[("cf_main_flax.py", "stale", "JAX613")]
+    assert c["status"] == "confirmed", c
+    assert "drew the same 'dropout' key 3 times" in c["evidence"]
+    c = verdicts[("cf_main_flax.py", "fresh", "JAX613")]
+    assert c["status"] == "not-confirmed", c
+    assert "different key each time" in c["evidence"]
+
+
+def test_statistics_thrown_away_in_the_main_block(verdicts):
+    c = verdicts[("cf_main_flax.py", "stale", "JAX614")]
+    assert c["status"] == "confirmed", c
+    assert "every call was given the very same `batch_stats`" in c["evidence"]
+    c = verdicts[("cf_main_flax.py", "fresh", "JAX614")]
+    assert c["status"] == "not-confirmed", c
+    assert "changed between calls" in c["evidence"]
+
+
+def test_a_main_block_that_never_ends_is_stopped_and_what_it_did_counts(verdicts):
+    c = verdicts[("cf_main_loop.py", "forever", "JAX505")]
+    assert c["status"] == "confirmed", c
+    assert "different static values" in c["evidence"]
+
+
+STEPS = '''import jax
+import jax.numpy as jnp
+
+
+class Trainer:
+    def __init__(self, w):
+        self.w = w
+        self.update = jax.jit(lambda w, g: w - 0.1 * g)
+        self.w = self.update(self.w, jnp.zeros_like(w))
+
+    def evaluate(self, x):
+        return self.update(self.w, x)
+
+    def step(self, x):
+        g = jax.grad(lambda w: jnp.sum((x @ w) ** 2))(self.w)
+        self.w = self.update(self.w, g)
+'''
+
+
+def test_jax501_counts_the_compilations_of_the_step_the_finding_names(tmp_path):
+    from jaxlint.confirm.plan import plan_file
+    path = tmp_path / "steps.py"
+    path.write_text(STEPS)
+    src = SourceFile.from_path(str(path))
+    msg = ("`jax.jit` covers only the parameter update, but its caller `Trainer.step` is not jitted and runs "
+           "differentiation eagerly every step; jit the whole step instead")
+    job, _ = plan_file(src, [Finding("JAX501", "t", str(path), 8, 0, 8, 1, msg)], ConfirmConfig(root=str(tmp_path)), 0)
+    assert job["targets"][0]["extra"]["steps"] == ["Trainer.step"]
