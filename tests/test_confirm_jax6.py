@@ -167,17 +167,24 @@ def run(x):
 '''
 
 
-def test_a_finding_its_evidence_cannot_show_is_declared_unconfirmable():
-    """JAX505's recompiling static value raises nothing: confirmation must call it unreached (with
-    the rule's reason), never not-confirmed from a run that could not tell; the unhashable static
-    value keeps its trace-error evidence."""
+def test_a_recompiling_static_value_is_judged_by_the_traces_a_run_made():
+    """JAX505's recompiling static value raises nothing: its evidence is the traces a run of the
+    program made (``recompiles``), never a verdict from tracing an entry with inputs of ours; the
+    unhashable static value keeps its trace-error evidence."""
     from jaxlint.analysis import SourceFile
-    from jaxlint.confirm.rules import unconfirmable_reason
+    from jaxlint.confirm.evidence import recompile_verdict
+    from jaxlint.confirm.rules import declaration, shape_declaration
     from jaxlint.engine import lint_source
     found = [f for f in lint_source(SourceFile("case.py", _RECOMPILES)) if f.code == "JAX505"]
-    by_line = {f.line: unconfirmable_reason(f.code, f.message) for f in found}
-    assert by_line[17] is not None and "raises nothing" in by_line[17]
-    assert by_line[25] is None
+    by_line = {f.line: shape_declaration(f.code, f.message) for f in found}
+    assert by_line[17] == {"strategy": "recompiles", "args": []}
+    assert by_line[25] is None and declaration("JAX505")["strategy"] == "trace-error"
+    t = {"line": 17, "end_line": 17}
+    assert recompile_verdict(t, None, "x")["status"] == "unreached"      # no run: nothing to judge by
+    recs = {"step": [(17, (((4,), "float32"),), ("0.1",)), (17, (((4,), "float32"),), ("0.2",))]}
+    assert recompile_verdict(t, recs, "the run")["status"] == "confirmed"
+    shapes = {"step": [(17, (((4,), "float32"),), ("0.1",)), (17, (((5,), "float32"),), ("0.2",))]}
+    assert recompile_verdict(t, shapes, "the run")["status"] == "unreached"   # new shapes explain it
 
 
 def test_instance_mutations_are_not_judged_by_comparing_arguments():
