@@ -144,3 +144,36 @@ def test_jax501_counts_the_compilations_of_the_step_the_finding_names(tmp_path):
            "differentiation eagerly every step; jit the whole step instead")
     job, _ = plan_file(src, [Finding("JAX501", "t", str(path), 8, 0, 8, 1, msg)], ConfirmConfig(root=str(tmp_path)), 0)
     assert job["targets"][0]["extra"]["steps"] == ["Trainer.step"]
+
+
+CTOR = '''import jax
+
+
+class Sampler:
+    def __init__(self, seed, label):
+        self.label = label
+        self.key = jax.random.key(seed)
+
+    def draw(self, n: int):
+        a = jax.random.normal(self.key, (n,))
+        b = jax.random.normal(self.key, (n,))
+        return a + b
+
+
+def build():
+    return Sampler(0, "replay")
+'''
+
+
+def test_a_class_is_constructed_with_the_arguments_its_module_gives_it(tmp_path):
+    path = tmp_path / "sampler.py"
+    path.write_text(CTOR)
+    src = SourceFile.from_path(str(path))
+    msg = ("PRNG key `self.key` is reused: already consumed by `jax.random.normal` on line 10, then by "
+           "`jax.random.normal`")
+    f = Finding("JAX401", "t", str(path), 11, 0, 11, 1, msg)
+    confirm_results([FileResult(str(path), [f], source=src)], ConfirmConfig(root=str(tmp_path)),
+                    ConfirmOptions(timeout=60, device="cpu"))
+    c = f.confirmation
+    assert c["status"] == "confirmed", c
+    assert "KeyReuseError" in c["evidence"]

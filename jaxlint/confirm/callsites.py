@@ -115,6 +115,34 @@ def call_site_specs(model: SemanticModel, fn: Function) -> Tuple[Dict[str, dict]
     return best, line
 
 
+def ctor_call_specs(model: SemanticModel, cls, init: Function) -> Tuple[Dict[str, dict], Optional[int]]:
+    """Specs for the constructor parameters of ``cls`` from the module's own ``Cls(...)`` call whose
+    arguments can be sized best: the values the program constructs it with, as Python values (a
+    constructor's arguments are not traced)."""
+    from ..analysis.scopes import CallTarget
+    consts = module_ints(model)
+    best: Dict[str, dict] = {}
+    line = None
+    target = CallTarget(init, 1)        # `self` is bound by the call
+    for scope in model.functions:
+        for call in scope.of_type(ast.Call):
+            if not (isinstance(call.func, ast.Name) and call.func.id == cls.name):
+                continue
+            if model.lookup_function(cls.name, scope) is not None:
+                continue        # the name is a function here, not the class
+            pairs, unknown = model.bind_arguments(target, call)
+            if unknown:
+                continue
+            got = {}
+            for p, a in pairs:
+                sp = sized_spec(model, a, scope, consts, static=True)
+                if sp is not None:
+                    got[p] = sp
+            if len(got) > len(best):
+                best, line = got, call.lineno
+    return best, line
+
+
 # ------------------------------------------------------------ the entry to suggest
 def toml_value(spec: dict) -> str:
     from .specs import describe

@@ -638,7 +638,11 @@ def _ctor_info(model: SemanticModel, cls, cfg: ConfirmConfig, module: Optional[s
     e["ctor_params"] = _param_info(model, init, cfg) if init is not None else _field_params(model, cls, cfg)
     if init is not None:       # unannotated constructor parameters: from their uses in __init__
         uses = synth.param_uses(model, init)
+        given = callsites.ctor_call_specs(model, cls, init)[0] if e["ctor"] is None else {}
         for p in e["ctor_params"]:
+            if p["name"] in given and not p["has_default"] and p["kind"] not in ("var", "varkw"):
+                p["ann"] = given[p["name"]]     # the values the module constructs it with
+                continue
             if p["ann"] is None and not p["has_default"] and p["name"] in uses and uses[p["name"]].known:
                 try:
                     p["ann"] = synth.spec_of(uses[p["name"]], 1, cfg.dim_size, False, p["name"])
