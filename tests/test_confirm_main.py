@@ -177,3 +177,51 @@ def test_a_class_is_constructed_with_the_arguments_its_module_gives_it(tmp_path)
     c = f.confirmation
     assert c["status"] == "confirmed", c
     assert "KeyReuseError" in c["evidence"]
+
+
+SUBMODULES = '''import jax.numpy as jnp
+import flax.linen as nn
+
+
+class Pick(nn.Module):
+    @nn.compact
+    def __call__(self, h, sel):
+        return h[sel].sum()
+
+
+class Masked(nn.Module):
+    @nn.compact
+    def __call__(self, ids):
+        h = nn.Embed(50, 8)(ids)
+        return Pick()(h, ids != 0)
+
+
+class Gathered(nn.Module):
+    @nn.compact
+    def __call__(self, ids):
+        h = nn.Embed(50, 8)(ids)
+        return Pick()(h, jnp.arange(2))
+'''
+
+
+def test_a_submodule_is_reached_through_the_modules_that_build_it(tmp_path):
+    """`Pick` alone gets a mask of ours (integers: it traces cleanly); the parents that build it run it
+    with what they compute -- a comparison (boolean: JAX raises) or integer positions (clean)."""
+    path = tmp_path / "pick.py"
+    path.write_text(SUBMODULES)
+    src = SourceFile.from_path(str(path))
+    f = Finding("JAX204", "t", str(path), 8, 0, 8, 1, "boolean mask `sel` indexes a traced array inside `Pick.__call__`")
+    confirm_results([FileResult(str(path), [f], source=src)], ConfirmConfig(root=str(tmp_path)),
+                    ConfirmOptions(timeout=60, device="cpu"))
+    c = f.confirmation
+    assert c["status"] == "confirmed", c
+    assert "NonConcreteBooleanIndexError" in c["evidence"] and "ids=int32" in c["evidence"]
+
+    lookalike = tmp_path / "pick_ok.py"
+    i, j = SUBMODULES.index("class Masked"), SUBMODULES.index("class Gathered")
+    lookalike.write_text(SUBMODULES[:i] + SUBMODULES[j:])
+    src = SourceFile.from_path(str(lookalike))
+    f = Finding("JAX204", "t", str(lookalike), 8, 0, 8, 1, "boolean mask `sel` indexes a traced array")
+    confirm_results([FileResult(str(lookalike), [f], source=src)], ConfirmConfig(root=str(tmp_path)),
+                    ConfirmOptions(timeout=60, device="cpu"))
+    assert f.confirmation["status"] == "not-confirmed", f.confirmation

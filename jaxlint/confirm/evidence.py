@@ -257,6 +257,7 @@ class Confirmer:
             if verdict is None:
                 reasons: List[str] = []
                 first_unreached = None
+                tentative = None
                 suggest = None
                 claim = R.claims_tracing(t.get("confirm"))
                 helpers = [q for q in t["entries"] if claim and not self._real_trace(q)]
@@ -282,6 +283,13 @@ class Confirmer:
                                     break       # other inputs fail the same way: they are not the cause
                                 seen_failures.add(sig)
                                 continue
+                            if v["status"] == "not-confirmed" and group.inputs.source == "synthesized" and \
+                                    qual != t["entries"][-1]:
+                                # inputs of ours ran the line cleanly; a caller further out runs it with
+                                # the values the program gives it (a mask its caller computes as a
+                                # comparison): its verdict is stronger, this one stands otherwise
+                                tentative = tentative or v
+                                break
                             verdict = v
                             break
                     except (Unresolved, NoInputs) as exc:
@@ -289,6 +297,10 @@ class Confirmer:
                         continue
                     if verdict is not None:
                         break
+                if verdict is not None and verdict["status"] != "confirmed" and tentative is not None:
+                    verdict = tentative
+                if verdict is None and tentative is not None:
+                    verdict = tentative
                 if verdict is None and first_unreached is not None:
                     verdict = first_unreached
                     if suggest:

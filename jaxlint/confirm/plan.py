@@ -335,6 +335,34 @@ def entry_chain(model: SemanticModel, fn: Optional[Function]) -> List[Function]:
                     isinstance(c.func, ast.Attribute) and c.func.attr in ("apply", "init", "init_with_output")
                     for c in other.of_type(ast.Call)):
                 out.append(other)
+    if fn is not None and fn.cls is not None and fn.cls.module_kind:
+        # a submodule's method is also reached through the modules of this file that build it
+        # (`pool = ValidTokenPool(...)` in a parent's `__call__`/`setup`): the parent's `__call__` runs
+        # it with the values the program computes for it
+        for parent in _parent_modules(model, fn.cls):
+            call = model.class_method(parent, "__call__")
+            if call is not None and call not in out and _addressable(call):
+                out.append(call)
+    return out
+
+
+def _parent_modules(model: SemanticModel, cls, depth: int = 2) -> list:
+    """Module classes of this file that construct ``cls`` in one of their methods (nearest first)."""
+    out: list = []
+    frontier = [cls]
+    for _ in range(depth):
+        nxt = []
+        for other in model.functions:
+            parent = other.cls
+            if parent is None or not parent.module_kind or parent in out or parent in frontier or parent is cls:
+                continue
+            names = {c.name for c in frontier}
+            if any(isinstance(c.func, ast.Name) and c.func.id in names for c in other.of_type(ast.Call)):
+                out.append(parent)
+                nxt.append(parent)
+        frontier = nxt
+        if not frontier:
+            break
     return out
 
 

@@ -46,6 +46,8 @@ SEQ_METHODS = {"append", "extend", "insert", "index", "count"}
 SHAPE_FUNCS = {"zeros", "ones", "empty", "full", "arange", "eye", "identity", "linspace", "tri"}
 INT_ARG_FUNCS = {"one_hot": 0, "take": 1, "take_along_axis": 1, "bincount": 0, "segment_sum": 1}
 MATMUL_FUNCS = {"dot", "matmul", "inner", "outer", "tensordot", "vdot", "einsum"}
+# layers whose input is integer ids (an embedding table's lookup): `nn.Embed(v, d)(tokens)`
+INT_INPUT_LAYERS = {"flax.linen.Embed", "flax.nnx.Embed", "equinox.nn.Embedding", "haiku.Embed"}
 RANDOM_SHAPE_ARG = 1       # jax.random.normal(key, shape)
 
 
@@ -424,6 +426,12 @@ class _Reader:
             return True
         return any(k.arg == "shape" and k.value is arg for k in call.keywords)
 
+    def _int_layer(self, fn: Function, func: ast.AST) -> bool:
+        """``func`` is an embedding layer (``nn.Embed(...)``, or a name bound once to one here)."""
+        if isinstance(func, ast.Name):
+            func = self.m.single_value(func.id, fn)
+        return isinstance(func, ast.Call) and (self.m.call_qualname(func, fn) or "") in INT_INPUT_LAYERS
+
     def _call_use(self, fn: Function, call: ast.Call, arg: ast.AST, u: Use, keyword: Optional[str] = None) -> None:
         if call.func is arg:
             u.callable = True
@@ -454,6 +462,9 @@ class _Reader:
             return
         if self._is_shape_arg(call, arg) or (keyword == "shape"):
             u.static = "int"
+            return
+        if pos == 0 and self._int_layer(fn, call.func):
+            u.array, u.dtype = True, u.dtype or "int32"
             return
         if short in INT_ARG_FUNCS and pos == INT_ARG_FUNCS[short] and (q.startswith("jax.") or "." not in q):
             u.array, u.dtype = True, "int32"
