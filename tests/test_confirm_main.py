@@ -225,3 +225,14 @@ def test_a_submodule_is_reached_through_the_modules_that_build_it(tmp_path):
     confirm_results([FileResult(str(lookalike), [f], source=src)], ConfirmConfig(root=str(tmp_path)),
                     ConfirmOptions(timeout=60, device="cpu"))
     assert f.confirmation["status"] == "not-confirmed", f.confirmation
+
+
+def test_running_main_blocks_can_be_turned_off(tmp_path):
+    from jaxlint.confirm.specs import SpecError, load_confirm_config
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint.confirm]\nrun-main = false\n")
+    assert load_confirm_config(str(tmp_path / "pyproject.toml")).run_main is False
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint.confirm]\nrun-main = 1\n")
+    with pytest.raises(SpecError):
+        load_confirm_config(str(tmp_path / "pyproject.toml"))
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxlint.confirm]\n")
+    assert load_confirm_config(str(tmp_path / "pyproject.toml")).run_main is True

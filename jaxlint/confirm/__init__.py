@@ -67,7 +67,9 @@ def warning(timeout: float, command: Optional[Sequence[str]] = None) -> str:
         return ("jaxlint: confirm runs your command with JAX instrumentation and then traces the flagged "
                 "functions inside it; your code runs as usual.\n")
     return (f"jaxlint: --confirm imports your modules (their top-level code runs) and traces the flagged "
-            f"functions with JAX, in one subprocess per module ({timeout:g} s timeout each).\n")
+            f"functions with JAX, in one subprocess per module ({timeout:g} s timeout each); a module whose "
+            f"findings need it also runs its `if __name__ == \"__main__\":` block for up to "
+            f"{main_budget(timeout):g} s ([tool.jaxlint.confirm] run-main = false turns that off).\n")
 
 
 def _confirmation(result: dict, device: Optional[dict]) -> dict:
@@ -145,7 +147,8 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
             summary.command_rc = run_harness(opts.command, jobs, by_id, ccfg, timeout, device, done,
                                              progress=progress, task=task, command_timeout=opts.command_timeout)
         else:
-            run_with_main(jobs, results, timeout, device, done, opts.max_workers, ccfg.memory_limit)
+            run_with_main(jobs, results, timeout, device, done, opts.max_workers, ccfg.memory_limit,
+                          run_main=getattr(ccfg, "run_main", True))
     finally:
         if progress is not None:
             progress.stop()
@@ -163,7 +166,14 @@ def confirm_results(results, ccfg: ConfirmConfig, opts: ConfirmOptions, settings
 RANK = {"confirmed": 2, "not-confirmed": 1, "unreached": 0}
 
 
-def run_with_main(jobs, results, timeout: float, device, done, max_workers=None, memory_mb=None) -> None:
+def main_budget(timeout: float) -> float:
+    """Seconds a module's `__main__` block may run before it is stopped (the rest of the worker's
+    time goes to confirming with what it recorded)."""
+    return max(5.0, min(20.0, 0.3 * timeout))
+
+
+def run_with_main(jobs, results, timeout: float, device, done, max_workers=None, memory_mb=None,
+                  run_main: bool = True) -> None:
     """Plain ``--confirm``: each module's worker first; then, for a module with an ``if __name__ ==
     "__main__":`` block and findings not confirmed that way, a second worker that runs the block as
     ``python FILE`` would, with the harness probes (:mod:`jaxlint.confirm.mainrun`).  The stronger
@@ -181,12 +191,12 @@ def run_with_main(jobs, results, timeout: float, device, done, max_workers=None,
         outcome = first.get(id(job), (job, None))[1]
         src = sources.get(os.path.abspath(job["path"]))
         text = getattr(src, "text", None) if src is not None else None
-        if outcome is None or job.get("notebook") or not has_main_block(text or ""):
+        if not run_main or outcome is None or job.get("notebook") or not has_main_block(text or ""):
             continue
         todo = [t for t in job["targets"]
                 if (outcome.results.get(t["id"]) or {}).get("status") != "confirmed"]
         if todo:
-            mains.append(dict(job, targets=todo, mode="main", main_budget=max(5.0, min(20.0, 0.3 * timeout)),
+            mains.append(dict(job, targets=todo, mode="main", main_budget=main_budget(timeout),
                               per_finding=max(5.0, min(30.0, 0.5 * timeout)), origin=id(job)))
     second: Dict[int, JobOutcome] = {}
 

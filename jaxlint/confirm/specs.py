@@ -22,6 +22,7 @@ or ``path/to/file.py:function``) to a list (positional arguments) or a table
     timeout = 60                # seconds per module (finite, positive)
     memory-limit = 8192         # MiB per worker, its children included
     command-timeout = 1800      # seconds for the harness command
+    run-main = true             # plain --confirm may run a module's `if __name__ == "__main__":` block
     dim-size = 4
     dims = { batch = 8 }
     array-shape = [4]
@@ -54,7 +55,7 @@ _ARRAY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[([^\]]*)\]\s*$")
 _KEY = re.compile(r"^\s*key\s*(?:\[([^\]]*)\])?\s*$")
 
 SETTINGS = {"timeout", "device", "dim-size", "dims", "array-shape", "array-dtype", "memory-limit",
-            "command-timeout"}
+            "command-timeout", "run-main"}
 DEVICES = ("cpu", "gpu", "tpu")
 
 
@@ -67,6 +68,7 @@ class ConfirmConfig:
     timeout: float = 60.0               # seconds per module (a worker past it is killed)
     memory_limit: int = 8192            # MiB of resident memory per worker (and its children)
     command_timeout: float = 1800.0     # seconds for the harness command (`jaxlint confirm -- CMD`)
+    run_main: bool = True               # plain --confirm may run a module's `__main__` block (mainrun.py)
     device: Optional[str] = None
     dim_size: int = 4
     dims: Dict[str, int] = field(default_factory=dict)
@@ -212,6 +214,10 @@ def load_confirm_config(pyproject: Optional[str]) -> ConfirmConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise SpecError(f"{where}: {key} must be a positive (finite) number of seconds")
             setattr(cfg, key.replace("-", "_"), float(v))
+    if "run-main" in section:
+        if not isinstance(section["run-main"], bool):
+            raise SpecError(f"{where}: run-main must be true or false")
+        cfg.run_main = section["run-main"]
     if "memory-limit" in section:
         v = section["memory-limit"]
         if isinstance(v, bool) or not isinstance(v, int) or v < 64:
