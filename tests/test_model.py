@@ -71,7 +71,7 @@ def test_local_shadowing_parameter_is_not_the_module():
     ("import jax\ndef f(x): return x\ng = jax.vmap(f, in_axes=(0,))", "f"),
     ("import jax\n@jax.value_and_grad\ndef f(x): return x", "f"),
     ("import jax\n@jax.checkpoint\ndef f(x): return x", "f"),
-    ("import jax\n@jax.custom_jvp\ndef f(x): return x", "f"),
+    ("import jax\n@jax.custom_jvp\ndef f(x): return x\ng = jax.jit(f)", "f"),
     ("from functools import partial\nimport jax\n@partial(jax.jit, static_argnums=(1,))\ndef f(x, n): return x", "f"),
     ("import functools, jax\n@functools.partial(jax.jit, static_argnames='n')\ndef f(x, n): return x", "f"),
     ("import jax\ndef f(c, x): return c, x\ndef g(xs): return jax.lax.scan(f, 0, xs)", "f"),
@@ -89,6 +89,15 @@ def test_traced_contexts(src, qual):
     m = build(src)
     f = fn(m, qual)
     assert f.is_traced and f.confidence == CERTAIN
+
+
+@pytest.mark.parametrize("caller", ["", "y = jax.grad(f)(1.0)", "g = jax.jit(f)"])
+def test_custom_functions_are_traced_only_by_their_callers(caller):
+    """custom_jvp/custom_vjp add no tracer of their own: undecorated use, or an eager grad
+    (JAX hands the function and its rules the primal values), leaves them untraced; a jit of
+    it traces it."""
+    m = build("import jax\n@jax.custom_jvp\ndef f(x): return x\n" + caller)
+    assert fn(m, "f").is_traced == ("jit" in caller)
 
 
 def test_lambda_passed_to_jit_is_traced():
@@ -627,6 +636,10 @@ def test_custom_vjp_residual_python_values_stay_static():
             return (g * n,)
 
         f.defvjp(f_fwd, f_bwd)
+
+        @jax.jit
+        def loss_grad(x):
+            return jax.grad(lambda x: f(x).sum())(x)
     """)
     assert name_traced(m, "f_bwd", "x")
     assert not name_traced(m, "f_bwd", "n")

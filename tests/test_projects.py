@@ -407,3 +407,24 @@ def test_vmap_axes_after_a_starred_part_are_unknown(tmp_path):
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/solver.py": _VMAP_SOLVER,
                                 "pkg/stepper.py": _VMAP_STEPPER.replace("AXES", "(0, 0, *nones, None)")})
     assert [f.code for f in got["pkg/solver.py"]] == []
+
+
+_COEFFS = ("import jax.numpy as jnp\nimport numpy as np\n\n"
+           "def coeffs(x, y, use_jax=True):\n"
+           "    if use_jax:\n"
+           "        return jnp.diff(y) / jnp.diff(x)\n"
+           "    else:\n"
+           "        return np.abs(np.diff(y))\n")
+_SLOPES = ("import jax\nfrom pkg.interp import coeffs\n\n"
+           "@jax.jit\n"
+           "def slopes(x, y):\n"
+           "    return coeffs(x, yARGS)\n")
+
+
+@pytest.mark.parametrize("args", ["", ", use_jax=False", ", use_jax=True"])
+def test_else_branch_every_traced_call_keeps_truthy_is_untraced(tmp_path, args):
+    """Another module's jitted caller leaves `use_jax` at its default True (or passes True):
+    the NumPy `else` branch is never traced (silent); passed False, it is (JAX203)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/interp.py": _COEFFS,
+                                "pkg/fit.py": _SLOPES.replace("ARGS", args)})
+    assert [f.code for f in got["pkg/interp.py"]] == (["JAX203"] if "False" in args else [])

@@ -351,6 +351,9 @@ JIT_NAMES = TransformNames(lambda t: t.jit_like)
 GRAD_NAMES = TransformNames(lambda t: t.differentiates)
 # transforms whose Python body runs on every call unless an enclosing function is staged
 EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
+# decorators that cache a function on its arguments' hashes: no JAX array or tracer is
+# hashable, so the function's parameters always hold Python values
+ARGUMENT_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # context managers under which JAX computes operations on concrete values at once, even
 # while tracing (``with jax.ensure_compile_time_eval(): c = jnp.mean(table)`` is concrete)
 COMPILE_TIME_EVAL = frozenset({"jax.ensure_compile_time_eval", "jax.core.eval_context"})

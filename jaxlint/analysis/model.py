@@ -60,9 +60,10 @@ class Seed:
     param_kinds: Dict[str, int] = field(default_factory=dict, hash=False)
     description: str = ""
     transform: str = "project"
-    # the parameters every call behind this seed leaves falsy: (those it passes a falsy literal,
-    # ``debug=False``; those it passes a falsy literal or nothing, falsy when the callee's default
-    # is); () for a transform (its calls are unknown)
+    # the parameters every call behind this seed leaves falsy or truthy: (those it passes a falsy
+    # literal, ``debug=False``; those it passes a falsy literal or nothing, falsy when the callee's
+    # default is; the same two for truthy literals, ``use_jax=True``); () for a transform (its
+    # calls are unknown)
     untaken: tuple = ()
 
 

@@ -197,9 +197,10 @@ class NarrowingMixin:
         got = self.__dict__.get("_untraced_spans")
         if got is None:
             got = self._untraced_spans = [
-                (stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno)
+                (branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno)
                 for fn in self.functions if fn.contexts and (fn.defaults or self._has_guards(fn))
-                for stmt in fn.of_type(ast.If) if stmt.body and self.untraced_branch(stmt.body[0], fn)]
+                for stmt in fn.of_type(ast.If) for branch in (stmt.body, stmt.orelse)
+                if branch and self.untraced_branch(branch[0], fn)]
         return got
 
     def untraced_branch(self, node: ast.AST, fn: Function) -> bool:
@@ -222,6 +223,13 @@ class NarrowingMixin:
             if p is None or p not in fn.param_nodes:
                 continue
             if all(_call_omits(c, fn, p) for c in fn.contexts):
+                return True
+        for stmt, other in self.enclosing_branches(node, fn):
+            # ``if use_jax: ... else: <NumPy path>`` with every traced call leaving ``use_jax``
+            # truthy (``True`` passed, or its default): the ``else`` is never traced
+            test = stmt.test
+            if other is stmt.body and test.__class__ is ast.Name and test.id in fn.param_nodes \
+                    and all(_call_omits(c, fn, test.id, truthy=True) for c in fn.contexts):
                 return True
         return False
 
@@ -306,15 +314,18 @@ def _names_with_statements(stmt: ast.stmt):
                 stack.append((child, child if isinstance(child, ast.stmt) else owner))
 
 
-def _call_omits(ctx, fn: Function, p: str) -> bool:
+def _call_omits(ctx, fn: Function, p: str, truthy: bool = False) -> bool:
     """The traced call behind ``ctx`` leaves parameter ``p`` falsy: passes a falsy literal
-    (``debug=False``), or passes nothing for it and its default is a falsy literal.  A "call"
-    context of this module, or a "project" one (another module's calls, summarised in
-    ``ctx.untaken``: ``(passed a falsy literal by every call, left falsy if the default is)``)."""
-    default_falsy = _falsy_literal(fn.defaults.get(p))
+    (``debug=False``), or passes nothing for it and its default is a falsy literal (``truthy``:
+    the same for a truthy literal, ``use_jax=True``).  A "call" context of this module, or a
+    "project" one (another module's calls, summarised in ``ctx.untaken``: the parameters every
+    call passes a falsy literal, that or nothing, a truthy literal, that or nothing)."""
+    lit = _truthy_literal if truthy else _falsy_literal
+    default_falsy = lit(fn.defaults.get(p))
     if ctx.transform == "project":
-        literal, unless_default = ctx.untaken or (frozenset(), frozenset())
-        return p in literal or (default_falsy and p in unless_default)
+        untaken = ctx.untaken or (frozenset(),) * 4
+        lit_set, or_default = untaken[2:4] if truthy else untaken[0:2]
+        return p in lit_set or (default_falsy and p in or_default)
     call = ctx.node
     if ctx.transform != "call" or call.__class__ is not ast.Call:
         return False
@@ -322,15 +333,19 @@ def _call_omits(ctx, fn: Function, p: str) -> bool:
         return False
     for k in call.keywords:
         if k.arg == p:
-            return _falsy_literal(k.value)
+            return lit(k.value)
     if p in fn.kwonly:
         return default_falsy
     offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
     i = fn.params.index(p) - offset
     if i < len(call.args):
-        return i >= 0 and _falsy_literal(call.args[i])
+        return i >= 0 and lit(call.args[i])
     return default_falsy
 
 
 def _falsy_literal(e) -> bool:
     return e.__class__ is ast.Constant and e.value in (False, None, 0)
+
+
+def _truthy_literal(e) -> bool:
+    return e.__class__ is ast.Constant and e.value is not None and bool(e.value) and e.value is not Ellipsis

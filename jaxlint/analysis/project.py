@@ -548,8 +548,8 @@ class Project:
         for p, k in seed.param_kinds.items():
             kinds[p] = kinds.get(p, 0) | k
         # falsy only where every call leaves it falsy
-        untaken = (old.untaken[0] & seed.untaken[0], old.untaken[1] & seed.untaken[1]) \
-            if old.untaken and seed.untaken else (frozenset(), frozenset())
+        untaken = tuple(a & b for a, b in zip(old.untaken, seed.untaken)) \
+            if old.untaken and seed.untaken else (frozenset(),) * 4
         if traced == old.traced_params and kinds == old.param_kinds and untaken == old.untaken:
             return False
         per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform, untaken)
@@ -570,21 +570,24 @@ class Project:
             return target, Seed(name, frozenset(traced), {p: TRACED for p in traced},
                                 f"{out.caller} in {out.where}", out.transform)
         traced, kinds = set(), {}
-        passed, falsy = set(), set()
+        passed, falsy, truthy = set(), set(), set()
         for slot, kind in out.args:
             p = params[slot] if isinstance(slot, int) and slot < len(params) else slot
             passed.add(p)
             if kind & FALSY_ARG:
                 falsy.add(p)
-            kind &= ~FALSY_ARG
+            if kind & TRUTHY_ARG:
+                truthy.add(p)
+            kind &= ~(FALSY_ARG | TRUTHY_ARG)
             # only values the model knows to be arrays (or containers of them): the result of a call
             # it cannot see into is traced-but-unknown (a PartitionSpec, a config) and stays home
             if isinstance(p, str) and p in params and proven(kind) and kind & (ARRAYISH | CONTAINER):
                 traced.add(p)
                 kinds[p] = kinds.get(p, 0) | (kind & _KIND_BITS)
-        # (passed a falsy literal, left falsy when the callee's default is): see Seed.untaken
-        untaken = (frozenset(), frozenset()) if "*" in passed else \
-            (frozenset(falsy), frozenset(falsy | (set(params) - passed)))
+        # (passed a falsy literal, that or nothing; a truthy literal, that or nothing): see Seed.untaken
+        unpassed = set(params) - passed
+        untaken = (frozenset(),) * 4 if "*" in passed else \
+            (frozenset(falsy), frozenset(falsy | unpassed), frozenset(truthy), frozenset(truthy | unpassed))
         return target, Seed(name, frozenset(traced), kinds,
                             f"called from {out.caller} in {out.where}", "project", untaken)
 
@@ -663,13 +666,18 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
 
 
 # an argument's kind in an outgoing call also says when it is a falsy literal (``debug=False``)
+# or a truthy one (``use_jax=True``)
 FALSY_ARG = 64
+TRUTHY_ARG = 128
 
 
 def _arg_kind(model: SemanticModel, a: ast.AST, fn) -> int:
     k = model.kind(a, fn)
-    if a.__class__ is ast.Constant and a.value in (False, None, 0):
-        k |= FALSY_ARG
+    if a.__class__ is ast.Constant:
+        if a.value in (False, None, 0):
+            k |= FALSY_ARG
+        elif a.value is not Ellipsis and bool(a.value):
+            k |= TRUTHY_ARG
     return k
 
 

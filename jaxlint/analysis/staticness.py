@@ -64,6 +64,9 @@ STATIC_RULES: Tuple[StaticRule, ...] = (
                "every leaf of an argument that is not an array: a field of an argument (`method.batch_size`) "
                "is a tracer or a Python value, unknown without evidence", "kinds.KindsMixin._kind_attribute, "
                "tracedness.TracednessMixin.vouched_array"),
+    StaticRule("cached_params", "parameters of a function cached on its arguments (`@functools.lru_cache`, "
+               "`@functools.cache`): its arguments are hashed, and no JAX array or tracer is hashable",
+               "knowledge.ARGUMENT_CACHES, transforms.TransformsMixin._find_transforms"),
     StaticRule("axis_size", "`lax.psum(1, axis)`: the size of a mapped axis", "knowledge.AXIS_SIZE_REDUCTIONS"),
 )
 

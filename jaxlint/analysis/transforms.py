@@ -318,6 +318,10 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         for fn in self.functions:
             if fn.is_lambda or fn.is_module:
                 continue
+            if fn.decorators and self._cached_by_arguments(fn):
+                # ``functools.lru_cache``: its arguments are hashed, and no JAX array or tracer
+                # is hashable -- every parameter holds a Python value
+                fn.static_params |= set(fn.all_params()) - {fn.self_name}
             for dec in fn.decorators:
                 self._apply_decorator(dec, fn)
         # calls (anywhere, including module level and class bodies)
@@ -334,6 +338,15 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     self._mark(target, tr, call, call, scope)
         # custom_jvp/vjp rules: f.defjvp(rule) / f.defvjp(fwd, bwd)
         self._custom_rules()
+
+    def _cached_by_arguments(self, fn: Function) -> bool:
+        """``fn`` is decorated with a cache keyed on its arguments (``@functools.lru_cache``,
+        ``@lru_cache(maxsize=128)``, ``@functools.cache``)."""
+        for dec in fn.decorators:
+            f = dec.func if dec.__class__ is ast.Call else dec
+            if f.__class__ in (ast.Name, ast.Attribute) and self.qualname(f, fn.parent or fn) in K.ARGUMENT_CACHES:
+                return True
+        return False
 
     def _transform_funs(self, call: ast.Call, tr: K.Transform) -> List[ast.expr]:
         out: List[ast.expr] = []
@@ -389,6 +402,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             fn.static_params |= static
             self.__dict__.setdefault("_given_values", set()).add(id(fn))
             return
+        if tr.kind == "grad" and id(fn) in self.__dict__.get("_given_values", ()) and not scope.under_trace:
+            return      # ``jax.grad(custom_fn)`` outside a trace: its rules get the primal values
         traced = self._traced_params(tr, call, fn, params, static, candidates, scope) - static
         ctx = TraceContext(tr.name, CERTAIN, node, self._describe_transform(tr, node, call))
         # nested transforms (jax.jit(jax.grad(f))): the outer one traces everything
@@ -618,8 +633,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 if target is None or target.transforms or target.function is fn:
                     continue
                 callee = target.function
-                if self._gets_concrete_values(callee, fn):
-                    continue
+                if self._gets_concrete_values(callee, fn) or self._compile_time_eval(call, fn):
+                    continue     # (in ``ensure_compile_time_eval``: traced only if handed a tracer)
                 if not callee.contexts:
                     self._add_context(callee, TraceContext(
                         "call", INFERRED, call, f"called from {fn.display()} (line {call.lineno})", fn), set())
@@ -781,6 +796,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                         if new != old:
                             callee.param_kinds[p] = new
                             changed = True
+            if not traced and not sure and self._compile_time_eval(call, fn):
+                continue    # ``with jax.ensure_compile_time_eval():`` runs it on concrete values
             if target.transforms:
                 desc = f"called from {fn.display()}"
             else:
