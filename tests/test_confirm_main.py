@@ -98,7 +98,7 @@ def test_the_same_dropout_key_at_a_call_in_the_main_block(verdicts):
     assert "drew the same 'dropout' key 3 times" in c["evidence"]
     c = verdicts[("cf_main_flax.py", "fresh", "JAX613")]
     assert c["status"] == "not-confirmed", c
-    assert "different key each time" in c["evidence"]
+    assert "different key from one call to the next" in c["evidence"]
 
 
 def test_statistics_thrown_away_in_the_main_block(verdicts):
@@ -236,3 +236,34 @@ def test_running_main_blocks_can_be_turned_off(tmp_path):
         load_confirm_config(str(tmp_path / "pyproject.toml"))
     (tmp_path / "pyproject.toml").write_text("[tool.jaxlint.confirm]\n")
     assert load_confirm_config(str(tmp_path / "pyproject.toml")).run_main is True
+
+
+def test_same_key_means_the_same_from_one_call_to_the_next():
+    from jaxlint.confirm.runobs import same_key_verdict
+    t = {"line": 7, "end_line": 7}
+    where = ("dropout", ("Dropout_0",))
+    assert same_key_verdict(t, {where: [b"k", b"k", b"k"]}, "run")["status"] == "confirmed"
+    assert same_key_verdict(t, {where: [b"k", b"k"]}, "run")["status"] == "confirmed"
+    # training drew steps 0, 1, 2; an evaluation replayed steps 0 and 1: not the same key every step
+    v = same_key_verdict(t, {where: [b"0", b"1", b"2", b"0", b"1"]}, "run")
+    assert v["status"] == "not-confirmed"
+    assert same_key_verdict(t, {where: [b"0", b"0", b"1"]}, "run") is None
+
+
+def test_harness_mode_watches_the_flax_calls_of_a_script_it_runs(tmp_path):
+    import sys
+    path = FX / "cf_main_flax.py"
+    src = SourceFile.from_path(str(path))
+    fs = {}
+    for i, text in enumerate(src.text.splitlines(), 1):
+        m = TAG.search(text)
+        if m and m.group(1) in ("stale", "fresh"):
+            for code, msg in (SAME_KEY, DISCARDED):
+                fs[(m.group(1), code)] = Finding(code, "t", str(path), i, 0, i, 1, msg)
+    confirm_results([FileResult(str(path), list(fs.values()), source=src)], ConfirmConfig(root=str(FX)),
+                    ConfirmOptions(timeout=60, device="cpu", command=[sys.executable, str(path)]))
+    assert fs[("stale", "JAX613")].confirmation["status"] == "confirmed"
+    assert fs[("stale", "JAX614")].confirmation["status"] == "confirmed"
+    assert fs[("fresh", "JAX613")].confirmation["status"] == "not-confirmed"
+    assert fs[("fresh", "JAX614")].confirmation["status"] == "not-confirmed"
+    assert "the command ran the call at line" in fs[("stale", "JAX613")].confirmation["evidence"]

@@ -177,6 +177,7 @@ def _on_module(module) -> None:
                 setattr(mod, attr, _spying(real, t))
     if name == "flax.linen":
         _patch_linen_apply(module)
+        _observe_flax()
     if name in _EAGER:
         _spy_eager(module, _EAGER[name])
 
@@ -215,6 +216,26 @@ def _spying(real, t):
 
     wrapper._jaxlint_patched = True
     return wrapper
+
+
+_OBSERVERS: Dict[str, object] = {}       # realpath -> runobs.RunObserver (harness mode)
+
+
+def _observe_flax() -> None:
+    """Harness mode: watch the Flax calls at flagged lines while the command runs (the dropout keys
+    drawn, the statistics given and returned: runobs.py).  A worker running a `__main__` block
+    installs its own."""
+    if not _AT_EXIT or _OBSERVERS or _PLAN is None:
+        return
+    try:
+        from .runobs import RunObserver
+        for job in _PLAN["jobs"]:
+            real = os.path.realpath(job["path"])
+            obs = RunObserver(job, {job["path"], real})
+            if obs.rng or obs.stats:
+                _OBSERVERS[real] = obs.__enter__()
+    except Exception:
+        pass
 
 
 def _patch_linen_apply(linen) -> None:
@@ -466,11 +487,21 @@ def _module_for(real: str):
     # a script run as `python script.py`: Python deletes `__main__.__file__` once the script has
     # run, before atexit; its own functions still say where they were defined
     main = sys.modules.get("__main__")
-    for v in list(vars(main).values()) if main is not None else ():
-        code = getattr(inspect.unwrap(v), "__code__", None) if callable(v) else None
+    if main is None:
+        return None
+    try:
+        if sys.argv and sys.argv[0] and os.path.realpath(sys.argv[0]) == real:
+            return main
+    except Exception:
+        pass
+    for v in list(vars(main).values()):
         try:
-            if code is not None and os.path.realpath(code.co_filename) == real:
-                return main
+            fns = [v] if not isinstance(v, type) else \
+                [f for f in vars(v).values() if inspect.isfunction(f)] if v.__module__ == "__main__" else []
+            for f in fns:
+                code = getattr(inspect.unwrap(f), "__code__", None) if callable(f) else None
+                if code is not None and os.path.realpath(code.co_filename) == real:
+                    return main
         except Exception:
             continue
     return None
@@ -524,12 +555,18 @@ def confirm_recorded(result, modules: Optional[Dict[str, object]] = None, run_na
     import contextlib as _ctx
     from .evidence import Confirmer
     timeout = float(_PLAN.get("timeout") or 60)
+    for obs in _OBSERVERS.values():
+        try:
+            obs.__exit__(None, None, None)      # the run is over: its spies go before anything is re-traced
+        except Exception:
+            pass
     if True:
         for i, job in enumerate(_PLAN["jobs"]):
             real = os.path.realpath(job["path"])
             module = (modules or {}).get(real) or _module_for(real)
             if module is None:
                 continue
+            obs_here = observer if observer is not None else _OBSERVERS.get(real)
             sigs = {q: [(fun, inp) for fun, inp, _ in lst] for (p, q), lst in _SIGNATURES.items() if p == real}
             steps = {}
             for (p, q), rec in _STEPS.items():
@@ -544,4 +581,4 @@ def confirm_recorded(result, modules: Optional[Dict[str, object]] = None, run_na
                 Confirmer(job, module, result, signatures=sigs,
                           step_records=steps, run_errors=_ERRORS.get(real, []), harness_only=True,
                           guard=lambda: _alarm(timeout), trace_records=traces, run_name=run_name,
-                          observer=observer).run()
+                          observer=obs_here).run()

@@ -139,8 +139,7 @@ class RunObserver:
         """A verdict from what the run showed for ``t``, or None (nothing to judge by)."""
         from .group import confirmed, not_confirmed
         if t["id"] in self.draws:
-            from .running import _same_key_verdict
-            v = _same_key_verdict(t, self.draws[t["id"]], who)
+            v = same_key_verdict(t, self.draws[t["id"]], who)
             if v is not None:
                 return v
         calls = self.calls.get(t["id"])
@@ -157,3 +156,30 @@ class RunObserver:
                                  f"those it was given), yet every call was given the very same {cols}: the new "
                                  f"statistics are thrown away and the stored ones never change")
         return None
+
+
+def same_key_verdict(t: dict, draws: Dict[tuple, List[bytes]], who: str) -> Optional[dict]:
+    """The claim is "the same key every step": the draws of a stream, in the order the run made them,
+    stay the same from one call to the next.  Confirmed when every draw is the same key, or three
+    calls in a row drew the same one; not-confirmed when no two calls in a row did (a key drawn
+    again much later -- an evaluation replaying step 0's key -- is not the claim); else no verdict."""
+    from .group import confirmed, not_confirmed
+    rows = [(k, v) for k, v in draws.items() if len(v) >= 2]
+    if not rows:
+        return None
+    fresh = True
+    for (name, path), keys in rows:
+        run = best = 1
+        for a, b in zip(keys, keys[1:]):
+            run = run + 1 if a == b else 1
+            best = max(best, run)
+        if best >= 3 or len(set(keys)) == 1:
+            layer = "/".join(path) or "the module"
+            return confirmed(f"{who} ran the call at line {t['line']} {len(keys)} times, and `{layer}` drew the "
+                             f"same '{name}' key {best} times in a row: the same dropout mask every step")
+        fresh = fresh and best == 1
+    if fresh:
+        (name, _), keys = rows[0]
+        return not_confirmed(f"{who} ran the call at line {t['line']} {len(keys)} times, and its '{name}' stream "
+                             f"drew a different key from one call to the next")
+    return None
