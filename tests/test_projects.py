@@ -428,3 +428,22 @@ def test_else_branch_every_traced_call_keeps_truthy_is_untraced(tmp_path, args):
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/interp.py": _COEFFS,
                                 "pkg/fit.py": _SLOPES.replace("ARGS", args)})
     assert [f.code for f in got["pkg/interp.py"]] == (["JAX203"] if "False" in args else [])
+
+
+_COEFFS_HELPER = ("import jax.numpy as jnp\nimport numpy as np\n\n"
+                  "def coeffs(x, y, use_jax=True):\n"
+                  "    if use_jax:\n"
+                  "        return jnp.diff(y) / jnp.diff(x)\n"
+                  "    else:\n"
+                  "        return _coeffs_nojax(x, y)\n\n"
+                  "def _coeffs_nojax(x, y):\n"
+                  "    return np.sort(np.asarray(y))\n")
+
+
+@pytest.mark.parametrize("args", ["", ", use_jax=False"])
+def test_calls_in_a_branch_no_trace_takes_trace_nothing(tmp_path, args):
+    """The NumPy helper is called only from the `else` no traced call takes: it is not traced
+    code (silent); passed False, the jitted caller reaches it with tracers (JAX203)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/interp.py": _COEFFS_HELPER,
+                                "pkg/fit.py": _SLOPES.replace("ARGS", args)})
+    assert [f.code for f in got["pkg/interp.py"]] == (["JAX203"] if "False" in args else [])

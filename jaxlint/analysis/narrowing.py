@@ -203,6 +203,22 @@ class NarrowingMixin:
                 if branch and self.untraced_branch(branch[0], fn)]
         return got
 
+    def in_untraced_branch(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` (any node of ``fn``, a call say) lies in a branch :meth:`untraced_branch`
+        says no trace of ``fn`` takes, for the contexts ``fn`` has now: a call there hands
+        its callee nothing traced."""
+        if not fn.contexts or not (fn.defaults or self._has_guards(fn)) or not fn.of_type(ast.If):
+            return False
+        memo = self._memo("_untraced_lines")
+        key = (id(fn), len(fn.contexts))
+        spans = memo.get(key)
+        if spans is None:
+            spans = memo[key] = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno)
+                                 for stmt in fn.of_type(ast.If) for b in (stmt.body, stmt.orelse)
+                                 if b and self.untraced_branch(b[0], fn)]
+        line = getattr(node, "lineno", None)
+        return bool(spans) and line is not None and any(a <= line <= z for a, z in spans)
+
     def untraced_branch(self, node: ast.AST, fn: Function) -> bool:
         """Is ``node`` (in ``fn``) in the body of ``if flag:`` where ``flag`` is a parameter every
         traced call of ``fn`` leaves falsy -- passes ``False``/``None``/``0``, or nothing with such

@@ -648,6 +648,8 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
             q = model.call_qualname(call, fn)
             if q is None or q.startswith(_LIBRARY_PREFIXES) or K.transform_for(q) is not None:
                 continue
+            if model.in_untraced_branch(call, fn):
+                continue   # a branch no trace of ``fn`` takes: the call runs on no tracer
             if model.resolve_callable(call.func, fn) is not None:
                 continue   # a function of this module: the model handles it
             args: List[Tuple[object, int]] = []

@@ -633,7 +633,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 if target is None or target.transforms or target.function is fn:
                     continue
                 callee = target.function
-                if self._gets_concrete_values(callee, fn) or self._compile_time_eval(call, fn):
+                if self._gets_concrete_values(callee, fn) or self._compile_time_eval(call, fn) \
+                        or self.in_untraced_branch(call, fn):
                     continue     # (in ``ensure_compile_time_eval``: traced only if handed a tracer)
                 if not callee.contexts:
                     self._add_context(callee, TraceContext(
@@ -773,8 +774,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                     continue
                 target, call = applied
             callee = target.function
-            if callee is fn or self._gets_concrete_values(callee, fn):
-                continue
+            if callee is fn or self._gets_concrete_values(callee, fn) or self.in_untraced_branch(call, fn):
+                continue    # (a call in a branch no trace of ``fn`` takes hands its callee nothing)
             pairs, _ = self.bind_arguments(target, call)
             traced = set()
             sure = set()
