@@ -24,14 +24,15 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from . import knowledge as K
-from .scopes import Function
+from .scopes import _CHILD_FIELDS, _LEAVES, Function, _child_fields
 
 # attributes that are Python values on any array
 _STATIC_ATTRS = frozenset({"shape", "ndim", "size", "dtype"})
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
-           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
+_DEFS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+# scopes of their own inside an expression
+_NESTED = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 
 
 class _Rebinding:
@@ -51,36 +52,64 @@ class _Rebinding:
         for stmt in body:
             top = stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
                 and stmt.targets[0].__class__ is ast.Name
-            self._collect(stmt, stmt, top, stores, [])
+            self._statement(stmt, ((stmt.end_lineno, stmt.end_col_offset), top, stmt.value if top else None),
+                            stores, ())
         self.stores = {n: sorted(v, key=lambda t: t[0]) for n, v in stores.items() if len(v) > 1}
 
-    def _collect(self, n: ast.AST, stmt: ast.stmt, top: bool, stores: Dict[str, list], loops: List[set]) -> None:
-        """One walk: each binding of a name is recorded, and in every loop around it."""
-        t = n.__class__
-        if t is ast.Name:
-            if n.ctx.__class__ is not ast.Load:
-                stores.setdefault(n.id, []).append(((stmt.end_lineno, stmt.end_col_offset), top,
-                                                    stmt.value if top else None))
-                for names in loops:
-                    names.add(n.id)
-            return
-        if t in _NESTED:
-            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                # its name is a binding of this function; its body is not
-                stores.setdefault(n.name, []).append(((n.end_lineno, n.end_col_offset), False, None))
-                for names in loops:
-                    names.add(n.name)
+    # Each binding of a name is recorded with its statement's entry: (end position of the
+    # innermost statement around it, is a top-level plain assign, value).  Only a top-level
+    # statement can be a plain assign, so two bindings of one name in statements that end at
+    # the same place have equal entries, and the order of the walk does not matter.
+    def _statement(self, s: ast.stmt, entry: tuple, stores: Dict[str, list], loops: tuple) -> None:
+        t = s.__class__
+        if t in _DEFS:
+            # its name is a binding of this function; its body is not
+            stores.setdefault(s.name, []).append(entry)
+            for names in loops:
+                names.add(s.name)
             return
         if t in _LOOPS:
             names: set = set()
-            self.loops.append(((n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset), names))
-            loops = loops + [names]
-        for child in ast.iter_child_nodes(n):
-            if isinstance(child, ast.stmt):
-                ctop = child.__class__ is ast.Assign and False
-                self._collect(child, child, ctop, stores, loops)
-            else:
-                self._collect(child, stmt, top, stores, loops)
+            self.loops.append(((s.lineno, s.col_offset), (s.end_lineno, s.end_col_offset), names))
+            loops = loops + (names,)
+        self._walk(s, entry, stores, loops)
+
+    def _walk(self, root: ast.AST, entry: tuple, stores: Dict[str, list], loops: tuple) -> None:
+        """The bindings below ``root`` (its own children first): nested statements get their own
+        entry, nested scopes (lambdas, comprehensions) bind nothing here."""
+        fields_of = _CHILD_FIELDS
+        leaves = _LEAVES
+        Name, Load, stmt_type = ast.Name, ast.Load, ast.stmt
+        stack = [root]
+        pop, push = stack.pop, stack.append
+        first = True
+        while stack:
+            n = pop()
+            t = n.__class__
+            if first:
+                first = False
+            elif t is Name:
+                if n.ctx.__class__ is not Load:
+                    stores.setdefault(n.id, []).append(entry)
+                    for names in loops:
+                        names.add(n.id)
+                continue
+            elif t in _NESTED:
+                continue
+            elif isinstance(n, stmt_type):
+                self._statement(n, ((n.end_lineno, n.end_col_offset), False, None), stores, loops)
+                continue
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = _child_fields(t)
+            for field in fields:
+                v = getattr(n, field, None)
+                if v.__class__ is list:
+                    for x in v:
+                        if x.__class__ not in leaves:
+                            push(x)
+                elif v.__class__ not in leaves:
+                    push(v)
 
 
 class FlowMixin:

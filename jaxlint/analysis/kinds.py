@@ -55,6 +55,24 @@ def operate(*kinds: int) -> int:
 _ARRAY_VIEWS = frozenset({"T", "mT", "real", "imag", "at", "flat"})
 
 
+class _Growing(dict):
+    """A scope's name kinds while :meth:`KindsMixin.kinds` computes them: when each name last
+    grew (``clock``: the number of the binding evaluation under way), and the names the
+    evaluation under way has read (``reads``; None between evaluations)."""
+
+    __slots__ = ("grown_at", "clock", "reads")
+
+    def __init__(self, initial: Dict[str, int]):
+        super().__init__(initial)
+        self.grown_at: Dict[str, int] = {}
+        self.clock = 0
+        self.reads: Optional[set] = None
+
+    def __setitem__(self, name: str, k: int) -> None:
+        dict.__setitem__(self, name, k)
+        self.grown_at[name] = self.clock
+
+
 class KindsMixin:
     def kinds(self, fn: Function) -> Dict[str, int]:
         """Value kinds of the local names of ``fn`` (flow-insensitive)."""
@@ -68,14 +86,39 @@ class KindsMixin:
             if k:
                 kinds[p] = k
         bindings = self._bindings(fn)
-        for _ in range(12):
-            changed = False
-            for target, value, mode in bindings:
-                k = self._binding_kind(value, mode, fn)
-                if self._assign(target, k, kinds, fn, value, mode):
-                    changed = True
-            if not changed:
-                break
+        # Each pass evaluates the bindings whose inputs changed: a binding none of whose names
+        # read (from this table, however deep in its evaluation) grew since it was last
+        # evaluated would give the same kind again, and kinds only grow, so it changes nothing
+        # -- the passes (and when they stop) are those of evaluating every binding every time.
+        growing = _Growing(kinds)
+        fn._kinds = growing
+        last: List[Optional[tuple]] = [None] * len(bindings)   # (clock at its evaluation, names read)
+        try:
+            for _ in range(12):
+                changed = False
+                for i, (target, value, mode) in enumerate(bindings):
+                    seen = last[i]
+                    if seen is not None:
+                        start, read = seen
+                        grown = growing.grown_at
+                        for name in read:
+                            if grown.get(name, -1) >= start:
+                                break
+                        else:
+                            continue
+                    growing.clock += 1
+                    read = growing.reads = set()
+                    k = self._binding_kind(value, mode, fn)
+                    if self._assign(target, k, growing, fn, value, mode):
+                        changed = True
+                    growing.reads = None
+                    last[i] = (growing.clock, read)
+                if not changed:
+                    break
+        finally:
+            growing.reads = None
+            kinds = dict(growing)
+            fn._kinds = kinds
         for name in evidence:
             if name in kinds:
                 kinds[name] |= CONTAINER
@@ -333,9 +376,12 @@ class KindsMixin:
         s = self.resolve_scope(name, fn)
         if s is None:
             return 0
+        table = self.kinds(s)
+        if table.__class__ is _Growing and table.reads is not None:
+            table.reads.add(name)   # (being computed: what the binding evaluated now reads)
         if s.is_module:
-            return self.kinds(s).get(name, 0) & ~TRACED
-        return self.kinds(s).get(name, 0)
+            return table.get(name, 0) & ~TRACED
+        return table.get(name, 0)
 
     def kind(self, e: Optional[ast.AST], fn: Function) -> int:
         """The value kind of expression ``e`` evaluated in scope ``fn``: one
@@ -519,6 +565,10 @@ class KindsMixin:
         for op in e.ops:
             if op.__class__ in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
                 return 0
+        if any(c.__class__ is ast.Constant and c.value is None for c in (e.left, *e.comparators)):
+            # ``x != None``: an array's ``==``/``!=`` with None falls back to Python's identity
+            # test -- a Python bool, even on a tracer
+            return 0
         if self._is_str_constant(e.left, fn) or any(self._is_str_constant(c, fn) for c in e.comparators):
             # ``mode == "train"``, ``v.tag == MODE``: an array is never compared with a
             # string; the value is Python configuration

@@ -459,11 +459,25 @@ class ScopeIndex:
                         if xt is Name:
                             if x.ctx.__class__ is Store:
                                 add_local(x.id)
+                        elif xt is Attribute:
+                            # (an attribute chain is not indexed: only what it starts from is
+                            # visited, as if the chain had been pushed and popped)
+                            x = x.value
+                            while x.__class__ is Attribute:
+                                x = x.value
+                            if x.__class__ is not Name and x.__class__ not in leaves:
+                                push(x)
                         elif xt not in leaves:
                             push(x)
                 elif vt is Name:
                     if v.ctx.__class__ is Store:
                         add_local(v.id)
+                elif vt is Attribute:
+                    v = v.value
+                    while v.__class__ is Attribute:
+                        v = v.value
+                    if v.__class__ is not Name and v.__class__ not in leaves:
+                        push(v)
                 elif vt not in leaves:
                     push(v)
 

@@ -446,16 +446,19 @@ class TracednessMixin(NarrowingMixin):
                     return True
         return False
 
-    @staticmethod
-    def _used_as_array(fn: Function, name: str) -> bool:
+    def _used_as_array(self, fn: Function, name: str) -> bool:
         """``name`` is used like an array somewhere in ``fn``: an arithmetic operand, ``.shape``."""
-        for n in fn.walk():
-            t = n.__class__
-            if t is ast.BinOp:
-                for side in (n.left, n.right):
-                    if side.__class__ is ast.Name and side.id == name:
-                        return True
-            elif t is ast.Attribute and n.attr in K.ARRAY_ONLY_ATTRS and n.value.__class__ is ast.Name \
-                    and n.value.id == name:
-                return True
-        return False
+        memo = self._memo("_array_uses")
+        used = memo.get(id(fn))
+        if used is None:
+            # (one walk per function for every name asked about)
+            used = memo[id(fn)] = set()
+            for n in fn.walk():
+                t = n.__class__
+                if t is ast.BinOp:
+                    for side in (n.left, n.right):
+                        if side.__class__ is ast.Name:
+                            used.add(side.id)
+                elif t is ast.Attribute and n.attr in K.ARRAY_ONLY_ATTRS and n.value.__class__ is ast.Name:
+                    used.add(n.value.id)
+        return name in used

@@ -110,18 +110,31 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         (``self.env = GridEnv()`` in ``__init__``); None when it is stored more than once or never,
         or also changed another way (``self.<attr> += ...``, an annotated or unpacking store, a
         store into one of its attributes)."""
-        found = []
-        for m in cls.methods.values():
-            for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
-                targets = node.targets if node.__class__ is ast.Assign else [node.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if n.__class__ is ast.Attribute and n.attr == attr and n.value.__class__ is ast.Name \
-                                and n.value.id == m.self_name:
-                            if node.__class__ is not ast.Assign or n is not t:
-                                return None
-                            found.append((node.value, m))
-        return found[0] if len(found) == 1 else None
+        memo = self._memo("_self_stores")
+        stores = memo.get(id(cls))
+        if stores is None:
+            # one walk per class: attr -> [plain stores, the first one's (value, method), stored
+            # another way]
+            stores = memo[id(cls)] = {}
+            for m in cls.methods.values():
+                selfname = m.self_name
+                for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                    targets = node.targets if node.__class__ is ast.Assign else [node.target]
+                    for t in targets:
+                        for n in ast.walk(t):
+                            if n.__class__ is ast.Attribute and n.value.__class__ is ast.Name \
+                                    and n.value.id == selfname:
+                                got = stores.get(n.attr)
+                                if got is None:
+                                    got = stores[n.attr] = [0, None, False]
+                                if node.__class__ is not ast.Assign or n is not t:
+                                    got[2] = True
+                                else:
+                                    got[0] += 1
+                                    if got[1] is None:
+                                        got[1] = (node.value, m)
+        got = stores.get(attr)
+        return got[1] if got is not None and got[0] == 1 and not got[2] else None
 
     def _resolve_call_result(self, expr: ast.Call, scope: Function, _depth: int) -> Optional[CallTarget]:
         """The function a call returns: ``partial(f, ...)``, ``jax.jit(f)``, ``make_step(config)``."""
