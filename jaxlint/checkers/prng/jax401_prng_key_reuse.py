@@ -357,6 +357,9 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     if r.reason == "stored":
         return ("whether the method runs more than once on one object is not known here "
                 "(one call draws from the stored key once)")
+    if _aligned_permutations(r):
+        return ("one key permutes several arrays: the same permutation keeps their rows aligned "
+                "(the usual way to shuffle paired data)")
     for u in (r.first, r.use):
         if u is not None and u.kind == "call" and not u.draws:
             return f"{_consumer(u)} is not known to draw from the key (its effect on a key is unknown here)"
@@ -376,6 +379,38 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample" \
         and _seed(r) is None    # (teaching material shows that one seed gives one key on purpose)
     return deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
+
+
+def _aligned_permutations(r: Reuse) -> bool:
+    """``jax.random.permutation`` given one key for different arrays -- two of them
+    (``permutation(key, x), permutation(key, y)``), or a loop over the arrays (``[permutation(key,
+    a) for a in arrays]``): the same permutation of each keeps their rows aligned.  (The same
+    data permuted on every epoch repeats the shuffle: not this.)"""
+    uses = [u for u in (r.first, r.use) if u is not None]
+    if r.reason not in ("again", "loop") or not all(
+            u.kind == "sample" and u.callee.rsplit(".", 1)[-1] == "permutation" for u in uses):
+        return False
+    data = [_permuted(u.call) for u in uses]
+    if any(d is None for d in data):
+        return False
+    if r.reason == "again":
+        return len(data) == 2 and ast.dump(data[0]) != ast.dump(data[1])
+    loop_vars = set()
+    for node in ast.walk(r.fn.node):
+        if node.__class__ in (ast.For, ast.AsyncFor) and _within(r.use.call, node):
+            loop_vars.update(n.id for n in ast.walk(node.target) if n.__class__ is ast.Name)
+        elif node.__class__ in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp) \
+                and _within(r.use.call, node):
+            for g in node.generators:
+                loop_vars.update(n.id for n in ast.walk(g.target) if n.__class__ is ast.Name)
+    return any(n.__class__ is ast.Name and n.id in loop_vars for n in ast.walk(data[-1]))
+
+
+def _permuted(call: ast.Call) -> Optional[ast.AST]:
+    """The array (or size) ``jax.random.permutation(key, x)`` permutes."""
+    if len(call.args) > 1:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg == "x"), None)
 
 
 def _derives(ctx: Context, fn, u: Use) -> bool:
