@@ -37,7 +37,9 @@ class PrintUnderTrace(TracedCodeRule):
     code a log line inside a jitted or pmapped function is most often a
     deliberate trace-time diagnostic (it records the shapes and the static
     configuration each time the function is compiled), which the maintainer
-    means to run once per compilation.
+    means to run once per compilation. So is a `print` in test code: a test
+    often runs one function eagerly and then jitted, and the print is its
+    author's debugging aid.
 
     ## Example
     ```python
@@ -106,7 +108,8 @@ class PrintUnderTrace(TracedCodeRule):
                 msg = (f"{what} of traced value `{shown}` inside {fn.trace_description()} runs once at "
                        f"trace time and shows a tracer, not the value")
                 if q == "print":
-                    fix, strict = build_debug_print_fix(ctx, call, fn), None
+                    fix = build_debug_print_fix(ctx, call, fn)
+                    strict = TEST_BASIS if ctx.model.in_test_code(fn) else None
                 else:
                     fix, strict = build_logging_fix(ctx, call, fn), LOGGING_BASIS
                 yield ctx.finding(self, call, msg, confidence=fn.confidence, fix=fix, strict=strict)
@@ -129,6 +132,9 @@ class PrintUnderTrace(TracedCodeRule):
         return None
 
 
+# why a print in test code belongs to the strict profile
+TEST_BASIS = ("a print in test code is a debugging aid for the test's author (a test often runs the same "
+              "function eagerly and jitted), not output anyone relies on")
 # why a logging call of a traced value belongs to the strict profile
 LOGGING_BASIS = ("a log call in traced code is usually a deliberate trace-time diagnostic: it records "
                  "what is compiled, once per compilation")
