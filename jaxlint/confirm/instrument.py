@@ -560,6 +560,8 @@ def confirm_recorded(result, modules: Optional[Dict[str, object]] = None, run_na
             obs.__exit__(None, None, None)      # the run is over: its spies go before anything is re-traced
         except Exception:
             pass
+    with _LOCK:     # the run's traces, not those confirmation makes when it traces again
+        run_traces = {k: list(v) for k, v in _TRACES.items()}
     if True:
         for i, job in enumerate(_PLAN["jobs"]):
             real = os.path.realpath(job["path"])
@@ -576,7 +578,7 @@ def confirm_recorded(result, modules: Optional[Dict[str, object]] = None, run_na
                             "seconds": rec["seconds"]}
                 if rec["inputs"] is not None and q not in sigs:
                     sigs[q] = [(rec["call"], rec["inputs"])]
-            traces = {q: list(lst) for (p, q), lst in _TRACES.items() if p == real}
+            traces = {q: lst for (p, q), lst in run_traces.items() if p == real}
             with _ctx.redirect_stdout(io.StringIO()):   # re-traced prints are ours, not the run's
                 Confirmer(job, module, result, signatures=sigs,
                           step_records=steps, run_errors=_ERRORS.get(real, []), harness_only=True,
