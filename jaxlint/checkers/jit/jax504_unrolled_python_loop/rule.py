@@ -12,6 +12,9 @@ from ...base import Context, Finding, FixOffer, Rule, register, traced_functions
 from .rewrite import LoopFix, NoFix, carry_names
 from .trips import for_trip, while_trip
 
+# why a loop whose trip count is not known here belongs to the strict profile
+UNKNOWN_COUNT_BASIS = ("how many times the loop runs is not known here (a static argument or configuration "
+                       "value without a default): a few unrolled iterations cost little")
 # class-construction prefixes of layer libraries: a loop that builds or calls layers
 _LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
 
@@ -69,6 +72,16 @@ class UnrolledPythonLoop(Rule):
     temporaries of the body no longer exist after the loop. Loops with other
     statements (`if`, nested loops, an `append` that is not last) are reported
     without a fix.
+
+    ## Profiles
+    The default profile reports a loop whose trip count is known where it is
+    written (a literal, a module constant, or the default of the static
+    argument or field that bounds it), and a loop over the rows or the length
+    of a traced array (a sequence unrolled step by step). A loop bounded by a
+    static argument with no default or a configuration value goes to the
+    strict profile (`--strict`): how many copies it makes is not known here,
+    and on real code such loops are most often a handful of iterations (the
+    epochs of a small configuration, a block count chosen by the caller).
     """
 
     trace_dependent = True
@@ -120,8 +133,10 @@ class UnrolledPythonLoop(Rule):
                         fix = LoopFix(ctx, fn, loop, self.fix).build()
                     except NoFix:
                         fix = None
+                strict = UNKNOWN_COUNT_BASIS if trip.count is None and trip.kind == "static" \
+                    and not trip.array_length else None
                 yield ctx.finding(self, loop, msg, confidence=fn.confidence, fix=fix, end_node=loop.iter
-                                  if isinstance(loop, ast.For) else loop.test)
+                                  if isinstance(loop, ast.For) else loop.test, strict=strict)
 
     # ----------------------------------------------------------- the body
     @staticmethod

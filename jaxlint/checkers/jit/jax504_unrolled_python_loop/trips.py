@@ -10,6 +10,7 @@ a traced array) or return ``None`` when the loop is not one the rule reasons abo
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Optional, Tuple
 
@@ -31,13 +32,16 @@ _LAYER_COUNT = re.compile(r"layer|depth|block|stage|head|level", re.IGNORECASE)
 class Trip:
     """What a loop iterates over, as far as it is known when the code is written."""
 
-    __slots__ = ("count", "what", "kind", "bound")
+    __slots__ = ("count", "what", "kind", "bound", "array_length")
 
-    def __init__(self, kind: str, what: str, count: Optional[int] = None, bound: Optional[ast.expr] = None):
+    def __init__(self, kind: str, what: str, count: Optional[int] = None, bound: Optional[ast.expr] = None,
+                 array_length: bool = False):
         self.kind = kind      # literal | static | array
         self.what = what      # e.g. "`num_steps` (a static argument, 1000 by default)"
         self.count = count    # known trip count (or default), if any
         self.bound = bound    # the expression that bounds the count (``range``'s stop), if any
+        # the count is the length of a traced array (``range(xs.shape[1])``: a sequence's steps)
+        self.array_length = array_length
 
 
 # ---------------------------------------------------------------- for / while
@@ -88,7 +92,7 @@ def _range_trip(m: SemanticModel, fn: Function, call: ast.Call) -> Optional[Trip
         what = f"{text} ({desc}, {n} by default)"
     else:
         what = f"{text} ({desc})"
-    return Trip("static", what, n, stop)
+    return Trip("static", what, n, stop, array_length=desc.startswith(_ARRAY_LENGTH))
 
 
 def while_trip(m: SemanticModel, fn: Function, loop: ast.While) -> Optional[Trip]:
@@ -119,8 +123,46 @@ def while_trip(m: SemanticModel, fn: Function, loop: ast.While) -> Optional[Trip
     if cls is None:
         return None
     desc, default = cls
+    if default is None:
+        default = _stepped_count(m, fn, loop, counter.id, bound)
+        if default is not None:
+            what = f"{text} ({desc}, {default} steps by default)"
+            return Trip("static", what, default, bound)
     what = f"{text} ({desc}" + (f", {default} by default)" if default is not None else ")")
-    return Trip("static", what, default, bound)
+    return Trip("static", what, default, bound, array_length=desc.startswith(_ARRAY_LENGTH))
+
+
+def _number(m: SemanticModel, fn: Function, e: Optional[ast.expr]) -> Optional[float]:
+    """A literal number, or a static parameter's literal default (``dt=0.25``)."""
+    if isinstance(e, ast.Name) and e.id in fn.param_nodes and e.id in fn.static_params:
+        e = fn.defaults.get(e.id)
+    if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return float(e.value)
+    return None
+
+
+def _stepped_count(m: SemanticModel, fn: Function, loop: ast.While, counter: str,
+                   bound: ast.expr) -> Optional[int]:
+    """``t = 0.0; while t < t_end: ...; t += dt`` with the start, the bound's default and the
+    step all numbers known here: the number of iterations (``ceil((t_end - t0) / dt)``)."""
+    end = _number(m, fn, bound)
+    steps = [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.AugAssign)
+             and isinstance(n.target, ast.Name) and n.target.id == counter]
+    if end is None or len(steps) != 1 or not isinstance(steps[0].op, ast.Add):
+        return None
+    step = _number(m, fn, steps[0].value)
+    block = m.block_of(loop, fn)
+    if not step or step <= 0 or block is None:
+        return None
+    start = None
+    for st in block[:next(i for i, x in enumerate(block) if x is loop)]:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and st.targets[0].id == counter:
+            start = _number(m, fn, st.value)
+    if start is None:
+        return None
+    n = math.ceil((end - start) / step)
+    return n if 0 <= n <= 10 ** 7 else None
 
 
 def loop_info(m: SemanticModel, line: int, fn: Optional[Function]) -> Optional[dict]:
@@ -145,6 +187,9 @@ def loop_info(m: SemanticModel, line: int, fn: Optional[Function]) -> Optional[d
 
 
 # ------------------------------------------------------------------- bounds
+_ARRAY_LENGTH = "the length of traced array"
+
+
 def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
                   depth: int = 0) -> Optional[Tuple[str, Optional[int]]]:
     """A bound fixed at trace time but not in the code: a static argument, a module field, a
@@ -190,11 +235,11 @@ def _static_bound(m: SemanticModel, fn: Function, e: ast.expr,
     if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
         arr = e.value.value
         if traced_array(m, fn, arr) and _is_leading_axis(e.slice):
-            return f"the length of traced array `{short(arr)}`", None
+            return f"{_ARRAY_LENGTH} `{short(arr)}`", None
         return None
     if isinstance(e, ast.Call) and m.qualname(e.func, fn) == "len" and len(e.args) == 1:
         if traced_array(m, fn, e.args[0]):
-            return f"the length of traced array `{short(e.args[0])}`", None
+            return f"{_ARRAY_LENGTH} `{short(e.args[0])}`", None
     return None
 
 
