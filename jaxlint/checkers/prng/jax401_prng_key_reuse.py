@@ -358,8 +358,8 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
         return ("whether the method runs more than once on one object is not known here "
                 "(one call draws from the stored key once)")
     if _aligned_permutations(r):
-        return ("one key permutes several arrays: the same permutation keeps their rows aligned "
-                "(the usual way to shuffle paired data)")
+        return ("one key permutes (or picks from) several arrays: the same positions keep their rows "
+                "aligned (the usual way to shuffle or subsample paired data)")
     for u in (r.first, r.use):
         if u is not None and u.kind == "call" and not u.draws:
             return f"{_consumer(u)} is not known to draw from the key (its effect on a key is unknown here)"
@@ -381,20 +381,30 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     return deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
 
 
+# samplers that pick positions of the array they are given: one key picks the same positions
+# of every array of the same length
+_INDEX_SAMPLERS = frozenset({"permutation", "choice"})
+
+
 def _aligned_permutations(r: Reuse) -> bool:
-    """``jax.random.permutation`` given one key for different arrays -- two of them
-    (``permutation(key, x), permutation(key, y)``), or a loop over the arrays (``[permutation(key,
-    a) for a in arrays]``): the same permutation of each keeps their rows aligned.  (The same
-    data permuted on every epoch repeats the shuffle: not this.)"""
+    """``jax.random.permutation``/``choice`` given one key for different arrays -- two of them
+    (``permutation(key, x), permutation(key, y)``; ``choice(key, x0, (n,))``, ``choice(key, x1,
+    (n,))``), or a loop over the arrays (``[permutation(key, a) for a in arrays]``): the same
+    positions of each keep paired rows aligned.  (The same data permuted on every epoch repeats
+    the shuffle: not this.)"""
     uses = [u for u in (r.first, r.use) if u is not None]
-    if r.reason not in ("again", "loop") or not all(
-            u.kind == "sample" and u.callee.rsplit(".", 1)[-1] == "permutation" for u in uses):
+    names = {u.callee.rsplit(".", 1)[-1] for u in uses}
+    if r.reason not in ("again", "loop") or len(names) != 1 or not names <= _INDEX_SAMPLERS \
+            or not all(u.kind == "sample" for u in uses):
         return False
     data = [_permuted(u.call) for u in uses]
     if any(d is None for d in data):
         return False
     if r.reason == "again":
-        return len(data) == 2 and ast.dump(data[0]) != ast.dump(data[1])
+        rest = [ast.dump(ast.Tuple(elts=list(u.call.args[2:]) + [k.value for k in u.call.keywords if k.arg != "a"
+                                                                 and k.arg != "x"], ctx=ast.Load()))
+                for u in uses]
+        return len(data) == 2 and ast.dump(data[0]) != ast.dump(data[1]) and rest[0] == rest[1]
     loop_vars = set()
     for node in ast.walk(r.fn.node):
         if node.__class__ in (ast.For, ast.AsyncFor) and _within(r.use.call, node):
@@ -407,10 +417,11 @@ def _aligned_permutations(r: Reuse) -> bool:
 
 
 def _permuted(call: ast.Call) -> Optional[ast.AST]:
-    """The array (or size) ``jax.random.permutation(key, x)`` permutes."""
+    """The array (or size) ``jax.random.permutation(key, x)`` permutes, ``choice(key, a, ...)``
+    picks from."""
     if len(call.args) > 1:
         return call.args[1]
-    return next((k.value for k in call.keywords if k.arg == "x"), None)
+    return next((k.value for k in call.keywords if k.arg in ("x", "a")), None)
 
 
 def _derives(ctx: Context, fn, u: Use) -> bool:
