@@ -110,6 +110,57 @@ class NarrowingMixin:
                 return b
         return None
 
+    def reaching_attr_value(self, e: ast.Attribute, fn: Function) -> Optional[ast.expr]:
+        """The value of the one straight-line ``self.<attr> = value`` of ``fn`` that ``e``
+        (``self.<attr>`` read in ``fn``) sees: the last such store before it, in a block that
+        holds ``e``, with no other store of the attribute in a loop around ``e`` and no call
+        of a method of ``self`` in between (it could store another value); else None."""
+        selfname = fn.self_name
+        if selfname is None or e.value.__class__ is not ast.Name or e.value.id != selfname:
+            return None
+        at = (e.lineno, e.col_offset)
+        stores = [a for a in fn.of_type(ast.Assign) if len(a.targets) == 1
+                  and a.targets[0].__class__ is ast.Attribute and a.targets[0].attr == e.attr
+                  and a.targets[0].value.__class__ is ast.Name and a.targets[0].value.id == selfname]
+        before = [a for a in stores if (a.end_lineno, a.end_col_offset) < at]
+        if not before:
+            return None
+        store = max(before, key=lambda a: (a.lineno, a.col_offset))
+        block = self.block_of(store, fn)
+        if block is None:
+            return None
+        i = next(j for j, x in enumerate(block) if x is store)
+        if not any(x.lineno <= e.lineno <= (x.end_lineno or x.lineno) for x in block[i + 1:]):
+            return None     # (a store in a branch or loop the read is not in)
+        for loop in fn.of_type(ast.For, ast.While):
+            if loop.lineno <= e.lineno <= (loop.end_lineno or loop.lineno) and any(
+                    a is not store and loop.lineno <= a.lineno <= (loop.end_lineno or 0) for a in stores):
+                return None
+        for c in fn.of_type(ast.Call):
+            f = c.func
+            if f.__class__ is ast.Attribute and f.value.__class__ is ast.Name and f.value.id == selfname \
+                    and (store.lineno, store.col_offset) < (c.lineno, c.col_offset) < at \
+                    and self._may_store_attr(fn, f.attr, e.attr):
+                return None
+        return store.value
+
+    def _may_store_attr(self, fn: Function, method: str, attr: str, depth: int = 0) -> bool:
+        """``self.<method>(...)`` called from ``fn`` may rebind ``self.<attr>``: the method is not
+        one of the class's own, or it (or a method of the class it calls) stores the attribute."""
+        cls = fn.cls if fn.cls is not None else (fn.enclosing_method().cls if fn.enclosing_method() else None)
+        target = cls.methods.get(method) if cls is not None else None
+        if target is None or depth > 3:
+            return True
+        me = target.self_name
+        for n in ast.walk(target.node):
+            if n.__class__ is ast.Attribute and n.attr == attr and n.ctx.__class__ is ast.Store:
+                return True
+            if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.value.__class__ is ast.Name \
+                    and n.func.value.id == me and n.func.attr != method \
+                    and self._may_store_attr(target, n.func.attr, attr, depth + 1):
+                return True
+        return False
+
     def dead_after(self, stmt: ast.stmt, fn: Function, names, to_end: bool = True) -> bool:
         """What ``stmt`` bound to ``names`` is never read: each is rebound before any read on
         every path after it, or (``to_end``) the function ends first (``liveness.dead_after``)."""

@@ -98,6 +98,10 @@ class InPlaceArrayUpdate(Rule):
             return False   # an NNX Variable or a jax.Ref: `v[...] += 1` is its update API
         if isinstance(sl, ast.Constant) and sl.value is Ellipsis and not _made_here(m, base, fn):
             return False   # `x[...] = v`: the Variable/Ref idiom, on a value made elsewhere
+        if base.__class__ is ast.Attribute:
+            seen = m.reaching_attr_value(base, fn)
+            if seen is not None and not m.is_array(seen, fn):
+                return False   # ``self.cd = np.array(...)`` earlier in this method: what it writes into
         if not m.is_array(base, fn) or (fn.contexts and not m.vouched_array(base, fn)):
             return False
         # a pytree of arrays (a list of layer caches, a list's gradient) is traced too:
