@@ -55,10 +55,11 @@ from typing import Optional
 from . import knowledge as K
 from .kinds import CONTAINER, JAX, NOT_ARRAY, NUMPY, TRACED, UNSURE, proven
 from .narrowing import NarrowingMixin
-from .scopes import INFERRED, Function
+from .scopes import _LEAVES, INFERRED, Function
 
 
 # modules whose functions compute arrays, and array methods that compute on their receiver
+_SCOPE_DEFS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 _ARRAY_PREFIXES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 _LAYER_PREFIXES = K.LAYER_PREFIXES
 _ARRAY_RESULTS = frozenset({"optax.global_norm", "optax.safe_norm", "optax.tree_utils.tree_l2_norm"})
@@ -244,13 +245,25 @@ class TracednessMixin(NarrowingMixin):
             stack = list(body)
             for b in body:
                 got[id(b)] = None
+            pop, push, AST, leaves = stack.pop, stack.append, ast.AST, _LEAVES
             while stack:
-                n = stack.pop()
-                if n.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+                n = pop()
+                if n.__class__ in _SCOPE_DEFS:
                     continue
-                for c in ast.iter_child_nodes(n):
-                    got[id(c)] = n
-                    stack.append(c)
+                # (``ast.iter_child_nodes`` inlined: every child mapped, in its order; leaves --
+                # contexts, operators, constants -- have no children to visit)
+                for f in n._fields:
+                    v = getattr(n, f, None)
+                    if v.__class__ is list:
+                        for c in v:
+                            if isinstance(c, AST):
+                                got[id(c)] = n
+                                if c.__class__ not in leaves:
+                                    push(c)
+                    elif isinstance(v, AST):
+                        got[id(v)] = n
+                        if v.__class__ not in leaves:
+                            push(v)
             cache[id(fn)] = got
         return got
 
