@@ -4,7 +4,7 @@ import ast
 import re
 from typing import Iterator, List, Optional, Set, Tuple
 
-from ...analysis import Function, SemanticModel
+from ...analysis import JAX, NUMPY, Function, SemanticModel
 from ...analysis import knowledge as K
 from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, in_traced_code, jit_index
 from ...fixes.edits import SAFE, Edit, Fix
@@ -21,6 +21,10 @@ _EPOCH_NAME = re.compile(r"(?:^|_)epoch(?:$|_)")
 _CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # how many calls up a "called once per iteration of a loop" is followed
 _CALLER_DEPTH = 3
+# _config_sweep: the jitted function captures what a non-literal loop hands out
+VARIES = "varies"
+VARIES_BASIS = ("the function captures a value the loop hands out: each iteration may need its own program "
+                "anyway (a loop over configurations or parameter names); only one over data recompiles needlessly")
 # a loop over epochs/steps/batches (not over configurations, seeds or experiments)
 _PER_STEP_LOOP = re.compile(r"epoch|step|iter|batch|round|update|loader", re.IGNORECASE)
 
@@ -60,7 +64,11 @@ class JitRecreatedPerCall(Rule):
     iteration anyway: its shardings, static arguments or axes come from the
     loop variable (`jax.jit(stack, out_shardings=shardings[name])`), or, in a
     loop over a literal set of configurations, the function captures a value
-    the loop derives from them.
+    the loop derives from them. When the loop is over something else and the
+    function captures what it hands out (`for key in obj.params: jax.jit(lambda
+    p: f(**{key: p}))`), each iteration may need its own program anyway: that
+    finding is in the strict profile, unless the loop is over data (named like
+    batches or steps, or the captured value is an array).
 
     ## Example
     ```python
@@ -120,7 +128,8 @@ class JitRecreatedPerCall(Rule):
         kw = "while" if isinstance(loop, ast.While) else (
             "for" if isinstance(loop, (ast.For, ast.AsyncFor)) else "comprehension")
         where = f"`{kw}` loop" if kw != "comprehension" else "comprehension"
-        if what is not None and self._config_sweep(ctx, b, scope, loop):
+        sweep = self._config_sweep(ctx, b, scope, loop) if what is not None else False
+        if sweep is True:
             return None
         if _calls_rebuilt_function(b, loop):
             return None
@@ -134,7 +143,8 @@ class JitRecreatedPerCall(Rule):
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
-            return ctx.finding(self, b.site.node, msg, fix=fix)
+            strict = None if sweep is not VARIES else VARIES_BASIS
+            return ctx.finding(self, b.site.node, msg, fix=fix, strict=strict)
         if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
             if _bound_method(ctx.model, b.fun_expr, scope):
@@ -150,9 +160,12 @@ class JitRecreatedPerCall(Rule):
         return None
 
     @staticmethod
-    def _config_sweep(ctx: Context, b: JitBinding, scope: Function, loop: ast.AST) -> bool:
+    def _config_sweep(ctx: Context, b: JitBinding, scope: Function, loop: ast.AST):
         """A loop over a literal set of configurations whose values the jitted function
-        captures: each iteration needs its own program (a sweep, an autotuning loop)."""
+        captures: each iteration needs its own program (a sweep, an autotuning loop) -- True.
+        ``VARIES`` when the function captures a value the loop derives from an iterable that
+        is not literal (``for key in obj.params: jax.jit(lambda p: f(**{key: p}))``): whether
+        each iteration needs its own program depends on what the loop hands out."""
         m = ctx.model
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             return False
@@ -161,11 +174,10 @@ class JitRecreatedPerCall(Rule):
         if call is not None and any(kw.arg in _PROGRAM_KEYWORDS and _free_names(kw.value) & loop_vars
                                     for kw in call.keywords):
             return True   # ``jax.jit(f, out_shardings=sharding[name])``: a different program per iteration
-        if not _literal_iterable(m, loop.iter, scope):
-            return False
+        literal = _literal_iterable(m, loop.iter, scope)
         parent_call = b.site.node
-        if b.kind == "inline" and any(isinstance(c, ast.Call) and c.func is parent_call
-                                      and _free_names(c) & loop_vars for c in _walk_loop(loop)):
+        if literal and b.kind == "inline" and any(isinstance(c, ast.Call) and c.func is parent_call
+                                                  and _free_names(c) & loop_vars for c in _walk_loop(loop)):
             return True   # ``jax.jit(f)(arg)`` over a literal list of inputs: a trace per input anyway
         if b.kind == "def" and b.target is not None:
             captured = set()
@@ -184,7 +196,17 @@ class JitRecreatedPerCall(Rule):
                                      and isinstance(x.ctx, ast.Load)} - own
         else:
             return False
-        return bool(captured & loop_vars)
+        if not captured & loop_vars:
+            return False
+        if literal:
+            return True
+        # a loop over data (``for batch in batches``, the target or iterable named like a
+        # step, or a captured value that is an array) recompiles needlessly: not this
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and (
+                _PER_STEP_LOOP.search(" ".join(sorted(_free_names(loop.target) | _free_names(loop.iter))))
+                or any(m.name_kind(n, scope) & (JAX | NUMPY) for n in captured & loop_vars if n in scope.locals)):
+            return False
+        return VARIES
 
     # ---------------------------------------------------------- per call
     def _per_call(self, ctx: Context, idx: CallIndex, b: JitBinding, scope: Function) -> Optional[Finding]:
@@ -714,6 +736,7 @@ def _loop_derived(loop: ast.AST) -> Set[str]:
     ``vf = transform(partial(fn, axis_name=axis_name))``): values that differ per iteration."""
     out = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     assigns = [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Assign)]
+    defs = [n for s in loop.body for n in ast.walk(s) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     branches = [n for s in loop.body for n in ast.walk(s) if isinstance(n, ast.If)]
     changed = True
     while changed:
@@ -726,6 +749,12 @@ def _loop_derived(loop: ast.AST) -> Set[str]:
                     if isinstance(n, ast.Name) and n.id not in out:
                         out.add(n.id)
                         changed = True
+        for d in defs:
+            # ``def _reg_fun(p): ... {key: p} ...`` in the loop: a closure over the loop variable
+            if d.name not in out and any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in out
+                                         for n in ast.walk(d)):
+                out.add(d.name)
+                changed = True
         for b in branches:
             # ``if constant: dt0 = 0.1 else: dt0 = None``: chosen by the loop variable
             if not (_free_names(b.test) & out):
