@@ -84,7 +84,7 @@ class GlobalWriteUnderTrace(TracedCodeRule):
                        f"not on every call — thread the state through arguments and return values")
                 strict = None
                 if trace_counter(m, fn, w):
-                    strict = "an integer counter that says it counts traces or compilations: the trace-time effect is the point"
+                    strict = TRACE_COUNTER_BASIS
                 yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
     @staticmethod
@@ -158,6 +158,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
             return None   # memoization: ``if key not in CACHE: CACHE[key] = ...``
         return f"mutates {owner} `{root.id}`"
 
+
+TRACE_COUNTER_BASIS = "an integer counter that says it counts traces or compilations: the trace-time effect is the point"
 
 # words that say a counter counts traces or compilations (``TRACES["n"]``, ``num_compiles``,
 # ``print("compiles =", COUNT["n"])``): the counter's name, its key, or the text it is shown with

@@ -7,6 +7,7 @@ from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, Write, traced_writes, value_traced)
+from .jax102_global_write_under_trace import TRACE_COUNTER_BASIS, trace_counter
 from ..base import Context, Finding, TracedCodeRule, register
 
 
@@ -40,7 +41,9 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     A helper that mutates an argument for a traced caller in another module
     is reported only in the strict profile (`--strict`): whether that caller
     reads the object back inside the same trace, where it sees the mutation,
-    is not visible from the helper's module.
+    is not visible from the helper's module. So is an integer trace counter
+    on `self` (`self.num_traces += 1`, read nowhere else in the trace; see
+    JAX102): counting traces is its point.
 
     ## Why is this bad?
     In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
@@ -86,6 +89,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             for w in writes:
                 msg = self._self_mutation(facts, fn, w)
                 strict = None
+                if msg is not None and trace_counter(m, fn, w):
+                    strict = TRACE_COUNTER_BASIS     # ``self.num_traces += 1``: counting traces is its point
                 if msg is None:
                     msg = self._param_mutation(facts, fn, w)
                     if msg is not None and _helper_of_other_modules(fn):
