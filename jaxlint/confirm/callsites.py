@@ -55,6 +55,11 @@ def sized_spec(model: SemanticModel, e: ast.AST, scope: Function, consts: Dict[s
                 return None
             items[k.value] = s
         return {"t": "dict", "items": items}
+    if isinstance(e, (ast.Tuple, ast.List)) and not any(isinstance(x, ast.Starred) for x in e.elts):
+        items = [sized_spec(model, x, scope, consts, static, depth + 1) for x in e.elts]
+        if any(i is None for i in items):
+            return None
+        return {"t": "tuple" if isinstance(e, ast.Tuple) else "list", "items": items}
     if isinstance(e, ast.Name):
         v = model.single_value(e.id, scope)
         return sized_spec(model, v, scope, consts, static, depth + 1) if v is not None else None

@@ -63,6 +63,8 @@ def run_main(job: dict, emit: Callable[[dict], None], phase: Callable[[str], Non
     tree = ast.parse(module_source(job), filename=path)
     mod = types.ModuleType("__main__")
     mod.__file__ = path
+    # a module of a package runs as `python -m package.module` does: its relative imports work
+    mod.__package__ = (job.get("module") or "").rpartition(".")[0] or None
     mod.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = mod
     quals = [q for q, e in job["entries"].items() if not e.get("owner")]
@@ -70,6 +72,7 @@ def run_main(job: dict, emit: Callable[[dict], None], phase: Callable[[str], Non
     t0 = time.perf_counter()
     stopped = None
     ended = None
+    reached = False         # the `__main__` block started
     from .runobs import RunObserver
     observer = RunObserver(job, {path, real})
     with _deadline(budget), observer:
@@ -82,6 +85,7 @@ def run_main(job: dict, emit: Callable[[dict], None], phase: Callable[[str], Non
                         flags |= getattr(__future__, a.name).compiler_flag
                 if _is_main_guard(stmt):        # the module's functions exist now: record their eager calls
                     I._spy_eager(mod, quals)
+                    reached = True
                 code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags,
                                dont_inherit=True)
                 exec(code, mod.__dict__)
@@ -92,8 +96,17 @@ def run_main(job: dict, emit: Callable[[dict], None], phase: Callable[[str], Non
         except BaseException as exc:       # the error that ends the program: evidence when its rule predicts it
             I._record_error(real, exc)
             ended = f"it raised {type(exc).__name__}"
+            if not reached:
+                from .session import ErrorInfo
+                ended = f"running the module as `__main__` failed before its `__main__` block: " \
+                        f"{ErrorInfo(exc, {path, real}).short()}"
     seconds = round(time.perf_counter() - t0, 3)
     emit({"event": "main-run", "seconds": seconds, "stopped": stopped, "ended": ended})
+    if not reached:
+        why = ended or stopped or "the `__main__` block did not start"
+        for t in job["targets"]:
+            emit({"event": "result", "id": t["id"], "status": "unreached", "reason": why, "run": "main"})
+        return
     phase("confirming with what the `__main__` block recorded")
     name = "the module's `__main__` block"
     I.confirm_recorded(lambda v: emit({"event": "result", **_named(v, name, stopped)}), {real: mod},
