@@ -49,6 +49,12 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     function keeps using the old value, silently, until something else
     forces a retrace.
 
+    ## Profiles
+    A container whose only writes are a registration function storing its
+    arguments under a key (`def register_env(name, ctor): ENVS[name] = ctor`)
+    is a registry filled at import, before anything is traced: reading it in
+    traced code is reported in the strict profile (`--strict`) only.
+
     ## Example
     ```python
     learning_rate = 0.1
@@ -152,9 +158,10 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                     continue
                 scope, why = found
                 where = "module-level" if scope.is_module else "closed-over"
+                strict = REGISTRY_BASIS if isinstance(why, _Registry) else None
                 msg = (f"{where} `{node.id}` is read inside {fn.trace_description()} but {why}; the value at trace "
                        f"time is baked in and later changes are ignored — pass it as an argument")
-                yield ctx.finding(self, node, msg, confidence=fn.confidence)
+                yield ctx.finding(self, node, msg, confidence=fn.confidence, strict=strict)
 
     @staticmethod
     def _may_change(b, scope: Function, name: str) -> bool:
@@ -196,6 +203,7 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
             return facts.stale_after(scope, top, line, loops)
 
         container = None
+        registry: Optional[_Registry] = None
         for mut in b.writers_of(scope, name):
             if _inside(mut.fn, reader):
                 continue   # the reader's own writes are JAX102/JAX106
@@ -220,11 +228,14 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 container = b.container_bound(scope, name) or b.numpy_bound(scope, name)
             if _mutates(mut, container) and not _registration(facts, mut):
                 where = "at module level" if mut.fn.is_module else f"by {mut.fn.display()}"
+                if _insertion_of_arguments(mut):
+                    registry = registry or _Registry(f"is mutated {where} (line {mut.line})")
+                    continue
                 return f"is mutated {where} (line {mut.line})"
         rb = b.rebinding_after(scope, name, after)
         if rb is not None and not _one_literal_value(b, scope, name):
             return f"is rebound at line {rb.line}"
-        return None
+        return registry
 
 
 def _literal(e: Optional[ast.AST]) -> bool:
@@ -282,6 +293,27 @@ def _reads_written_attr(reader: Function, name: str, mut: Mutation) -> bool:
     # a bare use (``f(self)``) may read any attribute
     return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
                and id(node) not in through_attr for node in reader.walk())
+
+
+class _Registry(str):
+    """A reason whose only mutations register entries (``_insertion_of_arguments``)."""
+
+
+# why a read of a registry filled by a registration function belongs to the strict profile
+REGISTRY_BASIS = ("the only writes are a registration function storing its arguments under a key "
+                  "(`REGISTRY[name] = ctor`): registries are filled at import, before anything is traced")
+
+
+def _insertion_of_arguments(mut: Mutation) -> bool:
+    """``def register_env(name, ctor): _ENVS_REGISTRY[name] = ctor``: the write stores one
+    parameter of the writing function under another -- a registration, conventionally called at
+    import time."""
+    fn, node = mut.fn, mut.node
+    if fn.is_module or not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return False
+    t = node.targets[0]
+    return isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Name) and t.slice.id in fn.param_nodes \
+        and isinstance(node.value, ast.Name) and node.value.id in fn.param_nodes
 
 
 def _registration(facts: PurityFacts, mut: Mutation) -> bool:
