@@ -27,7 +27,9 @@ class ConstantPrngKey(Rule):
     created inside a loop body or inside a traced function (`jax.jit`,
     `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
     called from one), and keys seeded from the clock (`time.time()`) in eager
-    code. A clock-seeded key *inside* traced code is reported once, as the
+    code (unless the seed has a deterministic alternative: `666 if
+    cfg.deterministic else int(time.time())`, `cfg.seed or int(time.time())`).
+    A clock-seeded key *inside* traced code is reported once, as the
     clock read under a trace (JAX104), not twice.
 
     In test code, benchmarks (files under `benchmarks/` or `bench/`, or
@@ -273,6 +275,15 @@ def _is_literal(e: ast.expr) -> bool:
 
 
 def _clock(m, seed: ast.expr, fn: Function) -> Optional[str]:
+    """The clock the seed reads (``time.time``), or None -- also when the seed has a
+    deterministic alternative (``666 if cfg.deterministic else int(time.time())``,
+    ``cfg.seed or int(time.time())``): reproducibility is then the caller's choice."""
+    if isinstance(seed, ast.IfExp):
+        sides = [_clock(m, seed.body, fn), _clock(m, seed.orelse, fn)]
+        return None if None in sides else sides[0]
+    if isinstance(seed, ast.BoolOp) and isinstance(seed.op, ast.Or):
+        sides = [_clock(m, v, fn) for v in seed.values]
+        return None if None in sides else sides[0]
     for n in ast.walk(seed):
         if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
             q = m.qualname(n.func, fn)
