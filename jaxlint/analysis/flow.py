@@ -31,6 +31,17 @@ _STATIC_ATTRS = frozenset({"shape", "ndim", "size", "dtype"})
 
 _LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
 _DEFS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+# the statements that bind names, and the fields holding their targets
+_TARGETS = {ast.Assign: ("targets",), ast.AugAssign: ("target",), ast.AnnAssign: ("target",),
+            ast.For: ("target",), ast.AsyncFor: ("target",), ast.Delete: ("targets",),
+            ast.With: ("items",), ast.AsyncWith: ("items",)}
+# Python 3.12: ``type X = ...`` binds X (its ``name`` field, which the child-field tables skip)
+_TYPE_ALIAS = getattr(ast, "TypeAlias", None)
+# the fields of compound statements that hold statements (or clauses holding them)
+_BODIES = {t: tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in t._fields)
+           for t in (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+                     getattr(ast, "TryStar", ast.Try), getattr(ast, "Match", ast.Try))}
+_CLAUSES = frozenset({ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler)})
 # scopes of their own inside an expression
 _NESTED = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 
@@ -38,7 +49,7 @@ _NESTED = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.Ge
 class _Rebinding:
     """The bindings of the names a function binds more than once."""
 
-    __slots__ = ("stores", "loops")
+    __slots__ = ("stores", "loops", "_statements_only")
 
     def __init__(self, fn: Function):
         # name -> [(end position of the binding statement, is a top-level plain assign, value)]
@@ -49,6 +60,10 @@ class _Rebinding:
         if not isinstance(body, list):
             return
         stores: Dict[str, list] = {p: [((0, 0), False, None)] for p in fn.param_nodes}
+        # without an assignment expression (none among the nodes the index gave the function, a
+        # superset of those walked here) a name is bound only by a statement's targets: the
+        # statements and their targets are walked, not every expression
+        self._statements_only = not fn.nodes.get(ast.NamedExpr)
         for stmt in body:
             top = stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
                 and stmt.targets[0].__class__ is ast.Name
@@ -72,7 +87,45 @@ class _Rebinding:
             names: set = set()
             self.loops.append(((s.lineno, s.col_offset), (s.end_lineno, s.end_col_offset), names))
             loops = loops + (names,)
-        self._walk(s, entry, stores, loops)
+        elif t is _TYPE_ALIAS:
+            self._target(s.name, entry, stores, loops)
+        if not self._statements_only:
+            self._walk(s, entry, stores, loops)
+            return
+        targets = _TARGETS.get(t)
+        if targets is not None:
+            for field in targets:
+                v = getattr(s, field)
+                if field == "items":    # with-items
+                    v = [item.optional_vars for item in v if item.optional_vars is not None]
+                elif v.__class__ is not list:
+                    v = () if v is None else (v,)
+                for target in v:
+                    self._target(target, entry, stores, loops)
+        for field in _BODIES.get(t, ()):
+            for child in getattr(s, field):
+                if child.__class__ in _CLAUSES:     # an except handler, a match case: their bodies
+                    for c in child.body:
+                        self._statement(c, ((c.end_lineno, c.end_col_offset), False, None), stores, loops)
+                else:
+                    self._statement(child, ((child.end_lineno, child.end_col_offset), False, None), stores, loops)
+
+    @staticmethod
+    def _target(target: ast.expr, entry: tuple, stores: Dict[str, list], loops: tuple) -> None:
+        """The names an assignment target binds (the names in an attribute or subscript target
+        are read, and only an assignment expression could bind one there)."""
+        todo = [target]
+        while todo:
+            n = todo.pop()
+            t = n.__class__
+            if t is ast.Name:
+                stores.setdefault(n.id, []).append(entry)
+                for names in loops:
+                    names.add(n.id)
+            elif t is ast.Tuple or t is ast.List:
+                todo.extend(n.elts)
+            elif t is ast.Starred:
+                todo.append(n.value)
 
     def _walk(self, root: ast.AST, entry: tuple, stores: Dict[str, list], loops: tuple) -> None:
         """The bindings below ``root`` (its own children first): nested statements get their own

@@ -538,15 +538,16 @@ class ScopeIndex:
         """
         if expr is None:
             return None
-        key = (id(expr), id(scope))
+        key = (expr, scope)     # (nodes and scopes hash by identity; the key keeps them alive)
         memo = self.__dict__.get("_qualnames")
         if memo is None:
             memo = self._memo("_qualnames")
-        hit = memo.get(key)
-        if hit is not None:
-            return hit[1]
-        got = self._qualname(expr, scope)
-        memo[key] = (expr, got)   # (holding ``expr`` keeps its id from being reused)
+        try:
+            got = memo.get(key, _MISSING)
+        except TypeError:       # (not a node)
+            return self._qualname(expr, scope)
+        if got is _MISSING:
+            got = memo[key] = self._qualname(expr, scope)
         return got
 
     def _qualname(self, expr: ast.AST, scope: Optional[Function]) -> Optional[str]:
@@ -672,6 +673,7 @@ class ScopeIndex:
 
 
 _BUILTINS = frozenset(n for n in dir(_b) if not n.startswith("_"))
+_MISSING = object()
 
 # node types grouped per scope by the index (``Function.of_type``); others are
 # reachable through ``Function.walk()``
