@@ -504,6 +504,11 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         pi, ai = spec
         if pi < len(params) and ai < len(call.args) and not isinstance(call.args[ai], ast.Starred):
             fn.param_inits[params[pi]] = (call.args[ai], scope)
+            if isinstance(call.args[ai], (ast.List, ast.Dict, ast.ListComp, ast.DictComp)):
+                # ``lax.fori_loop(0, n, body, [a, b])``: the body gets the carry back as the
+                # same Python container (a pytree of tracers) -- ``val[1] = ...`` is a list update
+                p = params[pi]
+                fn.param_kinds[p] = fn.param_kinds.get(p, 0) | TRACED | CONTAINER
 
     @staticmethod
     def _body_arity(tr: K.Transform, call: Optional[ast.Call]) -> Optional[int]:
