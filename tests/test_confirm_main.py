@@ -150,19 +150,22 @@ CTOR = '''import jax
 
 
 class Sampler:
-    def __init__(self, seed, label, shape):
+    def __init__(self, seed, label, shape, twice=False):
         self.label = label
         self.shape = shape
+        self.twice = twice
         self.key = jax.random.key(seed)
 
     def draw(self, n: int):
         a = jax.random.normal(self.key, self.shape)
-        b = jax.random.normal(self.key, self.shape)
-        return a + b
+        if self.twice:
+            b = jax.random.normal(self.key, self.shape)
+            return a + b
+        return a
 
 
 def build():
-    return Sampler(0, "replay", (2, 3))
+    return Sampler(0, "replay", (2, 3), twice=True)
 '''
 
 
@@ -170,9 +173,9 @@ def test_a_class_is_constructed_with_the_arguments_its_module_gives_it(tmp_path)
     path = tmp_path / "sampler.py"
     path.write_text(CTOR)
     src = SourceFile.from_path(str(path))
-    msg = ("PRNG key `self.key` is reused: already consumed by `jax.random.normal` on line 11, then by "
+    msg = ("PRNG key `self.key` is reused: already consumed by `jax.random.normal` on line 12, then by "
            "`jax.random.normal`")
-    f = Finding("JAX401", "t", str(path), 12, 0, 12, 1, msg)
+    f = Finding("JAX401", "t", str(path), 14, 0, 14, 1, msg)
     confirm_results([FileResult(str(path), [f], source=src)], ConfirmConfig(root=str(tmp_path)),
                     ConfirmOptions(timeout=60, device="cpu"))
     c = f.confirmation

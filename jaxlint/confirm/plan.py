@@ -667,9 +667,12 @@ def _ctor_info(model: SemanticModel, cls, cfg: ConfirmConfig, module: Optional[s
     if init is not None:       # unannotated constructor parameters: from their uses in __init__
         uses = synth.param_uses(model, init)
         given = callsites.ctor_call_specs(model, cls, init)[0] if e["ctor"] is None else {}
+        # the values the module constructs it with, defaulted parameters it passes included
+        e["ctor_given"] = {p["name"]: given[p["name"]] for p in e["ctor_params"]
+                           if p["name"] in given and p["kind"] not in ("var", "varkw")}
         for p in e["ctor_params"]:
             if p["name"] in given and not p["has_default"] and p["kind"] not in ("var", "varkw"):
-                p["ann"] = given[p["name"]]     # the values the module constructs it with
+                p["ann"] = given[p["name"]]
                 continue
             if p["ann"] is None and not p["has_default"] and p["name"] in uses and uses[p["name"]].known:
                 try:

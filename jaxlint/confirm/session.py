@@ -330,7 +330,11 @@ def _construct(cls, entry: dict, job_cfg: dict):
         inp = inputs_from_spec(entry["ctor"]).concrete()
         return cls(*inp.args, **inp.kwargs)
     kwargs = {}
+    given = entry.get("ctor_given") or {}
     for p in entry.get("ctor_params") or ():
+        if p["name"] in given:          # what the module's own `Cls(...)` call passes
+            kwargs[p["name"]] = spec_value(given[p["name"]], concrete=True)
+            continue
         if p["kind"] in ("var", "varkw") or p["has_default"]:
             continue
         spec = p["ann"]
