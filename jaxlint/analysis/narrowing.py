@@ -247,26 +247,44 @@ class NarrowingMixin:
         :meth:`untraced_branch` says no trace takes (computed once per module)."""
         got = self.__dict__.get("_untraced_spans")
         if got is None:
-            got = self._untraced_spans = [
-                (branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno)
-                for fn in self.functions if fn.contexts and (fn.defaults or self._has_guards(fn))
-                for stmt in fn.of_type(ast.If) for branch in (stmt.body, stmt.orelse)
-                if branch and self.untraced_branch(branch[0], fn)]
+            got = self._untraced_spans = [span for fn in self.functions for span in self._fn_untraced_spans(fn)]
         return got
+
+    def _fn_untraced_spans(self, fn: Function):
+        """The spans of ``fn`` no trace runs: the branches :meth:`untraced_branch` picks, and
+        the statements after ``jax.core.concrete_or_error(None, x, ...)`` with ``x`` traced
+        (it raises on a tracer, so what follows runs on concrete values only)."""
+        if not fn.contexts:
+            return []
+        out = []
+        if (fn.defaults or self._has_guards(fn)) and fn.of_type(ast.If):
+            out = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno)
+                   for stmt in fn.of_type(ast.If) for b in (stmt.body, stmt.orelse)
+                   if b and self.untraced_branch(b[0], fn)]
+        for stmt in fn.of_type(ast.Expr):
+            c = stmt.value
+            if c.__class__ is ast.Call and len(c.args) >= 2 and c.func.__class__ in (ast.Name, ast.Attribute) \
+                    and (c.func.id if c.func.__class__ is ast.Name else c.func.attr) == "concrete_or_error" \
+                    and (self.qualname(c.func, fn) or "").endswith("core.concrete_or_error") \
+                    and self.kind(c.args[1], fn) & TRACED:
+                block = self.block_of(stmt, fn)
+                i = next((j for j, x in enumerate(block or []) if x is stmt), None)
+                if i is not None and i + 1 < len(block):
+                    out.append((block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno))
+        return out
 
     def in_untraced_branch(self, node: ast.AST, fn: Function) -> bool:
         """``node`` (any node of ``fn``, a call say) lies in a branch :meth:`untraced_branch`
         says no trace of ``fn`` takes, for the contexts ``fn`` has now: a call there hands
         its callee nothing traced."""
-        if not fn.contexts or not (fn.defaults or self._has_guards(fn)) or not fn.of_type(ast.If):
+        if not fn.contexts or not ((fn.defaults or self._has_guards(fn)) and fn.of_type(ast.If)
+                                   or fn.of_type(ast.Expr)):
             return False
         memo = self._memo("_untraced_lines")
         key = (id(fn), len(fn.contexts))
         spans = memo.get(key)
         if spans is None:
-            spans = memo[key] = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno)
-                                 for stmt in fn.of_type(ast.If) for b in (stmt.body, stmt.orelse)
-                                 if b and self.untraced_branch(b[0], fn)]
+            spans = memo[key] = self._fn_untraced_spans(fn)
         line = getattr(node, "lineno", None)
         return bool(spans) and line is not None and any(a <= line <= z for a, z in spans)
 

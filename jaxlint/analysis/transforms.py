@@ -608,6 +608,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         self._return_kinds.clear()
         self._stages_cache = {}
         self._primal_cache = {}
+        self._untraced_lines = {}      # (narrowing.in_untraced_branch: spans read kinds)
 
     def _gets_concrete_values(self, callee: Function, caller: Function) -> bool:
         """``callee`` adds no tracer of its own (``custom_vjp``) and ``caller`` runs only under
