@@ -97,13 +97,14 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
     def __init__(self, tree: ast.Module, source=None, *, module_name: Optional[str] = None,
                  is_package: bool = False, seeds: Iterable["Seed"] = (),
                  static_attrs: Iterable[str] = (), static_methods: Iterable[str] = (),
-                 static_constants: Iterable[str] = ()):
+                 static_constants: Iterable[str] = (), local_statics=None):
         """``module_name`` (``pkg.sub.train``; ``is_package`` for an ``__init__.py``)
         resolves relative imports to absolute names; ``seeds`` are what the rest
         of the project knows about this module's functions (see
         :mod:`jaxlint.analysis.project`); ``static_attrs``/``static_methods``: names
         the project's classes declare static, ``static_constants`` the string constants and
-        enum members its modules define (:mod:`jaxlint.analysis.statics`)."""
+        enum members its modules define (:mod:`jaxlint.analysis.statics`); ``local_statics``:
+        ``statics.static_names(tree)`` when the caller has it already (the project's index)."""
         self.tree = tree
         self.source = source
         self.module_name = module_name
@@ -134,7 +135,7 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.static_fields: Set[str] = set(static_attrs)
         # method names whose result is a Python value (``def num_links(self) -> int``)
         self.static_methods: Set[str] = set(static_methods)
-        local_fields, local_methods = statics.static_names(tree)
+        local_fields, local_methods = statics.static_names(tree) if local_statics is None else local_statics
         self.static_fields |= local_fields
         self.static_methods |= local_methods
         # qualified names of string constants and enum members other modules define

@@ -356,8 +356,10 @@ class Project:
 
     def _new_model(self, m: Module, tree: ast.Module, source: SourceFile, seeds) -> SemanticModel:
         """A model of module ``m`` with what the project knows: seeds, static names, exported facts."""
+        # (the index computed this tree's own static names already)
+        local = (set(m.static_attrs), set(m.static_methods)) if tree is m.tree and m.indexed else None
         model = SemanticModel(tree, source, module_name=m.name, is_package=m.is_package, seeds=seeds,
-                              **self._statics())
+                              local_statics=local, **self._statics())
         model.external_resolver = lambda q: self.external_facts(q, m)
         model.method_resolver = self.methods_named
         model.rel_path = os.path.relpath(m.path, self.root)
