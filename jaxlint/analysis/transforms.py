@@ -457,6 +457,9 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return {params[i] for i in idx if -len(params) <= i < len(params)}
         if kind == "vmap":
             axes = self.vmap_in_axes(tr, call)
+            if isinstance(axes, ast.Name):
+                # ``in_axes = (None, 0, None); jax.vmap(f, in_axes=in_axes)``: its one binding here
+                axes = self.single_value(axes.id, scope) or axes
             elts = literal_elements(axes)
             if elts is None and isinstance(axes, (ast.Tuple, ast.List)):
                 # ``in_axes=(0, 0, *nones, None)``: the axes after a starred part pair with
