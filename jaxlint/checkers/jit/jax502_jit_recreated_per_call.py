@@ -345,7 +345,7 @@ def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
     seeds (one experiment per iteration, each needing its own program) does not count."""
     seen.add(id(fn))
     callers = [c for c in idx.callers_of(fn) if not in_traced_code(c.scope)]
-    looped = next((c for c in callers if c.in_loop and not _once_in_loop(c)
+    looped = next((c for c in callers if c.in_loop and not _once_in_loop(c) and not _sweep_call(ctx.model, c)
                    and (depth == 0 or _per_step_loop(c.loop))), None)
     if looped is not None:
         return [looped]
@@ -359,6 +359,17 @@ def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
         if chain is not None:
             return [c] + chain
     return None
+
+
+def _sweep_call(m, c: CallSite) -> bool:
+    """The call runs once per item of a literal set of configurations and is handed the item
+    (``for name in TEST_SETTINGS: test_ivp(name)``): each call needs its own program anyway."""
+    loop = c.loop
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _literal_iterable(m, loop.iter, c.scope):
+        return False
+    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return any(isinstance(n, ast.Name) and n.id in targets for a in c.call.args + [k.value for k in c.call.keywords]
+               for n in ast.walk(a))
 
 
 def _passed_to_loop(ctx: Context, idx: CallIndex, fn: Function) -> Optional[Tuple[Function, str, ast.Call]]:
@@ -581,8 +592,8 @@ def _displays_only(m, name: str, scope: Function) -> bool:
             v = n.value
         else:
             continue
-        if not isinstance(v, (ast.List, ast.Tuple)):
-            return False
+        if not isinstance(v, (ast.List, ast.Tuple, ast.Dict)):
+            return False   # (a dict display: ``for name in SETTINGS`` runs over its literal keys)
         found = True
     return found
 
