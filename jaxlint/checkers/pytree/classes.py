@@ -115,6 +115,12 @@ class PlainClasses:
         if owner is None or e.id in owner.globals_declared or \
                 any(e.id in fn.globals_declared for fn in owner.children):
             return None
+        if owner is scope and hasattr(e, "lineno"):
+            # ``model = Model(...)`` then ``model = fit(model, x)``: the load in the second
+            # statement sees the first, the one straight-line binding that reaches it
+            reaching = self.m.reaching_value(e, scope) or _block_reaching(self.m, e, scope)
+            if reaching is not None:
+                return self.instance_of(reaching, scope, _depth + 1, seen)
         key = (id(owner), e.id)
         if key in seen:
             return None
@@ -132,12 +138,48 @@ class PlainClasses:
                 if got is None and isinstance(b.element, ast.Call):
                     # state = train_step(state, batch): a jitted step that returns a new instance
                     got = self._returned_by(b.element, owner, _depth + 1, seen, through_transforms=True)
+            elif b.kind == "for" and not b.path and b.value is not None:
+                # for batch in data_loader(...): a generator of this module yielding instances;
+                # for layer in [Layer(w) for w in ws]
+                got = self._iterated_class(b.value, owner, _depth + 1, seen)
             else:
                 return None
             if got is None or (found is not None and got is not found):
                 return None
             found = got
         return found
+
+    def _iterated_class(self, it: ast.expr, scope: Function, depth: int, seen) -> Optional[ClassInfo]:
+        """The plain class of every element ``it`` yields: a generator function of this module
+        every ``yield`` of which gives an instance (no ``yield from``), or a list display /
+        list comprehension (or a name bound once to one) of instances."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(it, ast.Name):
+            owner = self.m.resolve_scope(it.id, scope)
+            bs = self.m.bindings(it.id, owner) if owner is not None else []
+            if len(bs) != 1 or bs[0].kind != "=" or bs[0].element is None or \
+                    not isinstance(bs[0].element, (ast.List, ast.Tuple, ast.ListComp)):
+                return None
+            return self._iterated_class(bs[0].element, owner, depth + 1, seen)
+        if isinstance(it, (ast.List, ast.Tuple)):
+            if not it.elts or any(isinstance(x, ast.Starred) for x in it.elts):
+                return None
+            return _one_class(self.instance_of(x, scope, depth + 1, seen) for x in it.elts)
+        if isinstance(it, ast.ListComp):
+            return self._constructed(it.elt, scope)
+        if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)):
+            target = self.m.resolve_callable(it.func, scope)
+            if target is None or target.transforms:
+                return None
+            fn = target.function
+            if fn.node is None or isinstance(fn.node, ast.Lambda) or fn.of_type(ast.YieldFrom):
+                return None
+            ys = fn.of_type(ast.Yield)
+            if not ys or any(y.value is None for y in ys):
+                return None
+            return _one_class(self.instance_of(y.value, fn, depth + 1, seen) for y in ys)
+        return None
 
     def _attribute_class(self, e: ast.Attribute, scope: Function, depth: int, seen) -> Optional[ClassInfo]:
         """``self.state`` in a method of a class of this module: the plain class every assignment
@@ -155,7 +197,15 @@ class PlainClasses:
         one: Optional[ClassInfo] = None
         for value, meth, whole in found:
             if not whole:
-                return None
+                # ``self.state, loss = self._jit_step(self.state, x, y)``: the element the step
+                # returns at that position
+                index = _unpacked_index(meth, value, e.attr)
+                got = self._returned_by(value, meth, depth, seen, through_transforms=True, index=index) \
+                    if index is not None and isinstance(value, ast.Call) else None
+                if got is None or (one is not None and got is not one):
+                    return None
+                one = got
+                continue
             got = self.instance_of(value, meth, depth + 1, seen)
             if got is None and isinstance(value, ast.Call):
                 got = self._returned_by(value, meth, depth, seen, through_transforms=True)
@@ -201,7 +251,7 @@ class PlainClasses:
         return None
 
     def _returned_by(self, call: ast.Call, scope: Function, depth: int, seen,
-                     through_transforms: bool = False) -> Optional[ClassInfo]:
+                     through_transforms: bool = False, index: Optional[int] = None) -> Optional[ClassInfo]:
         """The plain class every ``return`` of the (untransformed) function of this module
         that ``call`` calls returns an instance of (``through_transforms``: jitted too -- what
         a binding holds when the call did not raise)."""
@@ -220,6 +270,12 @@ class PlainClasses:
             return self.instance_of(value, fn, depth + 1, seen) if value is not None else None
         if fn.of_type(ast.Yield, ast.YieldFrom) or isinstance(fn.node, ast.AsyncFunctionDef):
             return None
+        if index is not None:
+            # ``state, loss = step(state, batch)``: the element at ``index`` of every returned tuple
+            return _one_class(self.instance_of(r.value.elts[index], fn, depth + 1, seen)
+                              if isinstance(r.value, ast.Tuple) and index < len(r.value.elts) and
+                              not any(isinstance(x, ast.Starred) for x in r.value.elts) else None
+                              for r in fn.of_type(ast.Return))
         return _one_class(self.instance_of(r.value, fn, depth + 1, seen) if r.value is not None else None
                           for r in fn.of_type(ast.Return))
 
@@ -348,3 +404,46 @@ def _one_class(found: Iterable[Optional[ClassInfo]]) -> Optional[ClassInfo]:
             return None
         one = got
     return one
+
+
+def _unpacked_index(meth: Function, value: ast.expr, attr: str) -> Optional[int]:
+    """The position of ``self.<attr>`` in the flat tuple target of the assignment in ``meth``
+    whose value is ``value`` (``self.state, loss = ...`` -> 0)."""
+    for node in meth.of_type(ast.Assign):
+        if node.value is not value or len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)):
+            continue
+        elts = node.targets[0].elts
+        if any(isinstance(x, ast.Starred) for x in elts):
+            return None
+        hits = [i for i, x in enumerate(elts) if isinstance(x, ast.Attribute) and x.attr == attr and
+                isinstance(x.value, ast.Name) and x.value.id == meth.self_name]
+        return hits[0] if len(hits) == 1 else None
+    return None
+
+
+def _block_reaching(m: SemanticModel, e: ast.Name, scope: Function) -> Optional[ast.expr]:
+    """The value of the plain ``name = value`` that the load ``e`` surely sees: the last
+    binding of the name before the load, in a block (an ``if __name__ == "__main__":`` body
+    too) that also holds the load further on, no other binding of the name in between, and
+    no loop around the load that binds the name (its back edge would reach the load)."""
+    at = (e.lineno, e.col_offset)
+    bs = m.bindings(e.id, scope)
+    nodes = [b.node for b in bs if getattr(b.node, "lineno", None) is not None]
+    before = [n for n in nodes if (getattr(n, "end_lineno", n.lineno), getattr(n, "end_col_offset", 0)) < at]
+    if not before:
+        return None
+    store = max(before, key=lambda n: (n.lineno, n.col_offset))
+    b = next(b for b in bs if b.node is store)
+    if b.kind != "=" or b.path or not isinstance(store, ast.Assign) or len(store.targets) != 1:
+        return None
+    block = m.block_of(store, scope)
+    if block is None:
+        return None
+    i = next(j for j, x in enumerate(block) if x is store)
+    if not any(x.lineno <= e.lineno <= (x.end_lineno or x.lineno) for x in block[i + 1:]):
+        return None     # the load is not further on in the same block
+    for loop in scope.of_type(ast.For, ast.While, ast.AsyncFor):
+        if (loop.lineno, loop.col_offset) <= at <= (loop.end_lineno, loop.end_col_offset) and \
+                any(loop.lineno <= n.lineno <= loop.end_lineno for n in nodes):
+            return None
+    return store.value

@@ -36,7 +36,12 @@ class NonPytreeArgument(Rule):
     (`params, opt = update(params, grads, opt)`) is the instance its one
     straight-line binding before the call made. A loop that calls a step with a name bound to an
     instance before the loop (and rebound only from that call) passes the
-    instance on its first iteration. A list, tuple or dict display (or a
+    instance on its first iteration; a loop variable is an instance when the
+    loop runs over a generator of the module whose every `yield` gives one
+    (`for batch in loader(...)`); `self.state, loss = self._jit_step(self.state, x)`
+    keeps the class the step returns at that position; and a name rebound by
+    the statement that passes it (`model = fit(model, x)`) is what the binding
+    before it in the same block made. A list, tuple or dict display (or a
     list comprehension) that constructs such instances is flagged too: JAX
     flattens the container and meets the objects as leaves. A `lax` loop
     flagged for its initial carry does not also get a finding for what its
