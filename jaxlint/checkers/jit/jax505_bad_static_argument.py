@@ -55,8 +55,10 @@ class BadStaticArgument(Rule):
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
-    learning rate, `lr = lr * decay`) or as a maximum over each batch
-    (`max(len(s) for s in batch)`) -- or a new instance of a class of the
+    learning rate, `lr = lr * decay`, its start also unpacked from a tuple
+    display: `temperature, decay = 2.0, 0.9`) or as a maximum over each batch
+    (`max(len(s) for s in batch)`) or over data the loop draws at random anew
+    (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`) -- or a new instance of a class of the
     module that hashes by identity (no `__eq__`/`__hash__`:
     `run(x, cfg=Config(3))` in a loop), or a `self.<attr>` that the method
     passing it recomputes from its previous value after the call
@@ -466,7 +468,10 @@ def _local_values(scope: Function, name: str) -> List[ast.expr]:
                 out.append(a.value)
             elif not isinstance(t, (ast.Attribute, ast.Subscript)) and any(
                     isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                return []   # unpacked: unknown
+                elt = _unpacked_element(t, a.value, name)
+                if elt is None:
+                    return []   # unpacked from an opaque value: unknown
+                out.append(elt)
     for a in scope.of_type(ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr, ast.withitem):
         t = getattr(a, "target", None) or getattr(a, "optional_vars", None)
         if t is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
@@ -653,7 +658,22 @@ def _enclosing_loops(scope: Function, call: ast.Call) -> List[ast.stmt]:
 
 
 def _inside(loop: ast.stmt, node: ast.AST) -> bool:
+    node = getattr(node, "_jaxlint_stmt", node)     # an element of an unpacking: its statement
     return any(n is node for stmt in loop.body for n in ast.walk(stmt))
+
+
+def _unpacked_element(target: ast.expr, value: ast.expr, name: str) -> Optional[ast.expr]:
+    """The element of the tuple/list display ``value`` that the flat unpacking ``target``
+    binds to ``name`` (``a, b = 1.0, 2.0``); None for anything else."""
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(value, (ast.Tuple, ast.List)) or \
+            len(target.elts) != len(value.elts) or \
+            any(isinstance(x, ast.Starred) for x in list(target.elts) + list(value.elts)):
+        return None
+    hits = [v for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name) and t.id == name]
+    if len(hits) != 1 or any(not isinstance(t, ast.Name) and any(isinstance(n, ast.Name) and n.id == name
+                                                                 for n in ast.walk(t)) for t in target.elts):
+        return None
+    return hits[0]
 
 
 def _bindings(scope: Function, name: str) -> Optional[List[ast.stmt]]:
@@ -672,7 +692,16 @@ def _bindings(scope: Function, name: str) -> Optional[List[ast.stmt]]:
                 if isinstance(t, ast.Name) and t.id == name:
                     out.append(node)
                 elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(t)):
-                    return None
+                    elt = _unpacked_element(t, node.value, name)
+                    if elt is None:
+                        return None
+                    # ``temperature, decay = 2.0, 0.9``: one plain binding of the element, standing
+                    # at the statement's place
+                    one = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=elt)
+                    ast.copy_location(one, node)
+                    one.end_lineno, one.end_col_offset = node.end_lineno, node.end_col_offset
+                    one._jaxlint_stmt = node
+                    out.append(one)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             if isinstance(node.target, ast.Name) and node.target.id == name:
                 if node.value is None:
@@ -1052,7 +1081,46 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
         item = ", ".join(f"`{t}`" for t in sorted(items))
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
+    drawn = _drawn_in(loop, m, scope)
+    derived = _derived_from(loop, drawn) if drawn else set()
+    if derived & used and _step_loop(loop) and _reduces_over(value, derived, m, scope):
+        item = ", ".join(f"`{t}`" for t in sorted(drawn & derived & used or drawn))
+        return (f"is a maximum taken over {item}, drawn at random anew on every iteration of {where}{shown}, "
+                f"so it takes a new value whenever the draw is longer or shorter than the ones before",
+                " (one per distinct value)")
     return None
+
+
+# NumPy / Python random generators: a name bound to one draws new numbers on every call
+_GENERATORS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
+                         "random.Random"})
+
+
+def _drawn_in(loop: ast.stmt, m: SemanticModel, scope: Function) -> Set[str]:
+    """Names the loop's body binds (``lengths = rng.integers(3, 32, size=4)``) from a random
+    draw: a ``numpy.random``/``random`` function, or a method of a generator bound once
+    (``rng = np.random.default_rng(0)``): new numbers on every iteration."""
+    out: Set[str] = set()
+    for node in ast.walk(loop):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        for c in ast.walk(node.value):
+            if not isinstance(c, ast.Call) or not isinstance(c.func, (ast.Name, ast.Attribute)):
+                continue
+            q = m.qualname(c.func, scope)
+            if q is not None and (q.startswith("numpy.random.") or q.startswith("random.")) and q not in _GENERATORS:
+                out.add(node.targets[0].id)
+                break
+            f = c.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                owner = m.resolve_scope(f.value.id, scope)
+                bs = m.bindings(f.value.id, owner) if owner is not None else []
+                if len(bs) == 1 and bs[0].kind == "=" and isinstance(bs[0].element, ast.Call) and \
+                        isinstance(bs[0].element.func, (ast.Name, ast.Attribute)) and \
+                        m.qualname(bs[0].element.func, owner) in _GENERATORS:
+                    out.add(node.targets[0].id)
+                    break
+    return out
 
 
 class _Substitute(ast.NodeTransformer):
