@@ -24,7 +24,8 @@ class FlaxApplyVariables(Rule):
     rebinds them from the step's results), or `state.params` of a `TrainState` created with
     `params=variables["params"]` — instead of the variables dict
     `{"params": params}` -- also through `jax.vmap(model.apply, ...)` over a stack
-    of inner dicts, with `method=...`, or kept on `self` by a trainer; the mirror
+    of inner dicts, with `method=...`, or kept on `self` by a trainer (whose
+    module may come in as a constructor argument: `Trainer(Regressor())`); the mirror
     mistake, `{"params": variables}` where `variables` is already the whole
     `model.init(...)` result; and a variables dict written as `{"params": ...}`
     for a module whose `nn.BatchNorm` reads `batch_stats` on every run

@@ -259,7 +259,13 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                 or expr.value.id != method.self_name:
             return None
         stored = self.model.self_attr_value(method.cls, expr.attr)
-        return self.instance_of_ctor(*stored) if stored is not None else None
+        if stored is None:
+            return None
+        value, where = stored
+        if isinstance(value, ast.Name):
+            # self.model = model, a parameter of __init__: what every Trainer(...) of the file passes
+            return self.instance(value, where)
+        return self.instance_of_ctor(value, where)
 
     def train_state_creates(self) -> List[Tuple[ast.Call, Function]]:
         """``X.create(apply_fn=..., params=..., ...)`` calls of the file (``TrainState.create``)."""
@@ -400,6 +406,16 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             return None
         return _plain_method_target(info, func.attr, self.model)
 
+    def _constructor(self, func: ast.expr, fn: Function) -> Optional[CallTarget]:
+        """``Trainer(model)``: the ``__init__`` of a plain class of this module, ``self`` bound."""
+        if not isinstance(func, ast.Name) or self.model.qualname(func, fn) is not None:
+            return None
+        info = self.model.classes.get(func.id)
+        if info is None or info.module_kind is not None or self.binding_scope(func.id, fn) is not self.model.module:
+            return None
+        init = info.methods.get("__init__")
+        return CallTarget(init, 1) if init is not None else None
+
     # ------------------------------------------------------------ call sites
     def call_sites(self, fn: Function) -> List[Tuple[ast.Call, Function, object]]:
         """Every call of this file that resolves to ``fn``: (call, calling scope, CallTarget)."""
@@ -416,7 +432,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                     if not isinstance(call.func, (ast.Name, ast.Attribute, ast.Call)):
                         continue
                     target = m.resolve_callable(call.func, fn) or self.instance_method(call.func, fn) or \
-                        stored_callable(m, call.func, fn)
+                        stored_callable(m, call.func, fn) or self._constructor(call.func, fn)
                     if target is None:
                         continue
                     self._call_sites.setdefault(id(target.function), []).append((call, fn, target))
