@@ -447,3 +447,24 @@ def test_calls_in_a_branch_no_trace_takes_trace_nothing(tmp_path, args):
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/interp.py": _COEFFS_HELPER,
                                 "pkg/fit.py": _SLOPES.replace("ARGS", args)})
     assert [f.code for f in got["pkg/interp.py"]] == (["JAX203"] if "False" in args else [])
+
+
+_WEIGHTED = ("import jax.numpy as jnp\nimport numpy as np\n\n"
+             "def weighted(x, w=None):\n"
+             "    if w is None:\n"
+             "        return jnp.mean(x)\n"
+             "    else:\n"
+             "        return np.asarray(x).mean()\n")
+_WEIGHTED_CALLER = ("import jax\nfrom pkg.stats import weighted\n\n"
+                    "@jax.jit\n"
+                    "def step(x, w):\n"
+                    "    return weighted(xARGS)\n")
+
+
+@pytest.mark.parametrize("args", ["", ", w"])
+def test_else_of_a_none_test_every_traced_call_leaves_none_is_untraced(tmp_path, args):
+    """Another module's jitted caller leaves `w` at its None default: the NumPy `else` of
+    `if w is None:` is never traced (silent); passing the traced `w`, it is (JAX203)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/stats.py": _WEIGHTED,
+                                "pkg/train.py": _WEIGHTED_CALLER.replace("ARGS", args)})
+    assert [f.code for f in got["pkg/stats.py"]] == (["JAX203"] if args else [])

@@ -304,12 +304,20 @@ class NarrowingMixin:
                 # ``if x is not None and not isinstance(x, jax.core.Tracer):`` with x a tracer in
                 # every trace of ``fn``: the branch is written to run eagerly only
                 return True
+            none_test = _none_test(test, fn)
+            if none_test is not None and none_test[1] == "is not" \
+                    and all(_call_leaves_none(c, fn, none_test[0]) for c in fn.contexts):
+                return True     # ``if mask is not None:`` with every traced call leaving mask None
             p = test.id if test.__class__ is ast.Name else None
             if p is None or p not in fn.param_nodes:
                 continue
             if all(_call_omits(c, fn, p) for c in fn.contexts):
                 return True
         for stmt, other in self.enclosing_branches(node, fn):
+            none_test = _none_test(stmt.test, fn)
+            if other is stmt.body and none_test is not None and none_test[1] == "is" \
+                    and all(_call_leaves_none(c, fn, none_test[0]) for c in fn.contexts):
+                return True     # the ``else`` of ``if mask is None:`` when every traced call leaves it None
             # ``if use_jax: ... else: <NumPy path>`` with every traced call leaving ``use_jax``
             # truthy (``True`` passed, or its default): the ``else`` is never traced
             test = stmt.test
@@ -426,6 +434,45 @@ def _call_omits(ctx, fn: Function, p: str, truthy: bool = False) -> bool:
     if i < len(call.args):
         return i >= 0 and lit(call.args[i])
     return default_falsy
+
+
+def _none_test(test: ast.expr, fn: Function):
+    """``(p, "is")`` for ``p is None``, ``(p, "is not")`` for ``p is not None``, with ``p`` a
+    parameter of ``fn``; else None."""
+    if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.left.__class__ is not ast.Name \
+            or test.left.id not in fn.param_nodes:
+        return None
+    c = test.comparators[0]
+    if c.__class__ is not ast.Constant or c.value is not None:
+        return None
+    op = test.ops[0].__class__
+    return (test.left.id, "is") if op is ast.Is else (test.left.id, "is not") if op is ast.IsNot else None
+
+
+def _call_leaves_none(ctx, fn: Function, p: str) -> bool:
+    """The traced call behind ``ctx`` leaves ``p`` None: passes the literal ``None``, or nothing
+    with a ``None`` default (another module's calls: passed nothing by every call)."""
+    d = fn.defaults.get(p)
+    default_none = d.__class__ is ast.Constant and d.value is None
+    if ctx.transform == "project":
+        untaken = ctx.untaken or ()
+        return default_none and len(untaken) >= 4 and p in untaken[1] and p in untaken[3]
+    call = ctx.node
+    if ctx.transform != "call" or call.__class__ is not ast.Call:
+        return False
+    if any(k.arg is None for k in call.keywords) or any(a.__class__ is ast.Starred for a in call.args):
+        return False
+    for k in call.keywords:
+        if k.arg == p:
+            return k.value.__class__ is ast.Constant and k.value.value is None
+    if p in fn.kwonly:
+        return default_none
+    offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
+    i = fn.params.index(p) - offset
+    if i < len(call.args):
+        a = call.args[i]
+        return i >= 0 and a.__class__ is ast.Constant and a.value is None
+    return default_none
 
 
 def _falsy_literal(e) -> bool:
