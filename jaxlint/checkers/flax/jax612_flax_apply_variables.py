@@ -25,7 +25,8 @@ class FlaxApplyVariables(Rule):
     `params=variables["params"]` — instead of the variables dict
     `{"params": params}` -- also through `jax.vmap(model.apply, ...)` over a stack
     of inner dicts, with `method=...`, or kept on `self` by a trainer (whose
-    module may come in as a constructor argument: `Trainer(Regressor())`); the mirror
+    module may come in as a constructor argument: `Trainer(Regressor())`), also
+    for a library module (`nn.Sequential([...])`, `nn.Dense(4)`); the mirror
     mistake, `{"params": variables}` where `variables` is already the whole
     `model.init(...)` result; and a variables dict written as `{"params": ...}`
     for a module whose `nn.BatchNorm` reads `batch_stats` on every run
@@ -88,7 +89,8 @@ class FlaxApplyVariables(Rule):
     `TrainState`, or a parameter of a nested function whose every call passes
     the inner dict), the module reads no other collection (with a `BatchNorm`,
     `{"params": ...}` alone would still raise: no fix, the message names
-    `batch_stats`), and the original call could only raise. The mirror mistake
+    `batch_stats`; nor for a library module such as `nn.Sequential`, whose
+    collections the file does not show), and the original call could only raise. The mirror mistake
     is reported without a fix.
     """
 
@@ -116,7 +118,7 @@ class FlaxApplyVariables(Rule):
                 if reads:
                     also = (f" (with {reads[0].what} of `{reads[0].owner}`, also its {reads[0].name!r} "
                             f"collection: `{{\"params\": ..., {reads[0].name!r}: ...}}`)")
-                elif local:
+                elif local and not _opaque(site.instance):
                     start, end = ctx.source.node_span(v)
                     fix = self.fix.make([Edit(start, end, '{"params": ' + ctx.source.segment(v) + "}")])
                 yield ctx.finding(
@@ -187,3 +189,9 @@ class FlaxApplyVariables(Rule):
         if names is None or need.name in names:
             return None
         return need, True
+
+
+def _opaque(inst) -> bool:
+    """A library module whose collections this file cannot see (``nn.Sequential([...])``):
+    whether ``{"params": ...}`` alone is enough is unknown, so no fix is offered."""
+    return inst is not None and inst.info is None and inst.layer is None

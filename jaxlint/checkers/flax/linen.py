@@ -158,9 +158,15 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             if info is not None and info.module_kind == "linen" and self.binding_scope(f.id, scope) is self.model.module:
                 return Instance(call, scope, info=info)
             return None
-        layer = layer_for(self.model.qualname(f, scope))
+        q = self.model.qualname(f, scope)
+        layer = layer_for(q)
         if layer is not None:
             return Instance(call, scope, layer=layer)
+        if q is not None and q.startswith("flax.linen.") and q.rsplit(".", 1)[1][:1].isupper() and \
+                q.rsplit(".", 1)[1] not in _NOT_MODULES:
+            # a library module (``nn.Sequential([...])``, ``nn.Dense(4)``): a module whose
+            # variables are opaque here, known only to be a linen module
+            return Instance(call, scope)
         return None
 
     def instance(self, expr: ast.expr, fn: Function) -> Optional[Instance]:
@@ -441,6 +447,10 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                         out.setdefault((id(target.function), p), []).append((a, fn))
             self._callers = out
         return self._callers
+
+
+# classes of ``flax.linen`` that are not modules
+_NOT_MODULES = frozenset({"Module", "Variable", "Partitioned", "LogicallyPartitioned", "FrozenDict", "Scope"})
 
 
 def _plain_method_target(info: ClassInfo, name: str, model: SemanticModel):
