@@ -96,7 +96,7 @@ class Workspace:
                 if sigs is not None:    # taken before any file is read (see warm_results)
                     self._stats[root] = sigs
                 self.projects[root] = Project(root, files, self.traced_functions, cache=self.cache_for(root),
-                                              loader=_read)
+                                              loader=_read, bytes_loader=_source_from_bytes)
         return self.projects[root]
 
     def file_sizes(self, root: str) -> Dict[str, int]:
@@ -460,8 +460,12 @@ def _sha_of(path: str) -> Optional[str]:
 def _read(path: str) -> SourceFile:
     """A project file's source: a module, or a notebook's joined code cells (regular files
     only: a FIFO or a device that appeared since discovery is an error, never a hang)."""
+    return _source_from_bytes(path, read_source_bytes(path))
+
+
+def _source_from_bytes(path: str, raw: bytes) -> SourceFile:
+    """The source of a project file whose bytes are ``raw`` (see :func:`_read`)."""
     from .analysis import SourceFile
-    raw = read_source_bytes(path)
     if path.lower().endswith(".ipynb"):
         from .notebook import source_from_bytes
         return source_from_bytes(path, raw)

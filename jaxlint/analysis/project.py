@@ -183,7 +183,8 @@ class Project:
     """The modules of one project and the seeds that cross between them."""
 
     def __init__(self, root: str, paths: Iterable[str], traced_functions: Sequence[str] = (),
-                 cache=None, loader: Callable[[str], SourceFile] = SourceFile.from_path):
+                 cache=None, loader: Callable[[str], SourceFile] = SourceFile.from_path,
+                 bytes_loader: Optional[Callable[[str, bytes], SourceFile]] = None):
         """``cache``: a :class:`jaxlint.cache.Cache` (module indexes and outgoing
         calls are then read from it when the file's bytes are unchanged).
         ``loader``: how a path becomes source text (the workspace passes one that
@@ -192,6 +193,8 @@ class Project:
         self.root = os.path.abspath(root)
         self.cache = cache
         self.loader = loader
+        # ``loader`` given the bytes already read (the file's hash reads them): one read per file
+        self.bytes_loader = bytes_loader
         self.modules: List[Module] = []
         self.by_path: Dict[str, Module] = {}
         self.by_name: Dict[str, List[Module]] = {}
@@ -232,11 +235,14 @@ class Project:
             return default
 
     # ----------------------------------------------------------- loading
-    def _load(self, m: Module) -> bool:
+    def _load(self, m: Module, raw: Optional[bytes] = None) -> bool:
         if m.tree is not None or m.error is not None or m.released:
             return m.tree is not None
         try:
-            m.source = self.loader(m.path)
+            if raw is not None and self.bytes_loader is not None:
+                m.source = self.bytes_loader(m.path, raw)
+            else:
+                m.source = self.loader(m.path)
             m.tree = m.source.parse()
         except SourceError as exc:
             m.error = str(exc)
@@ -269,7 +275,7 @@ class Project:
         if entry is not None:
             set_index(m, entry)
             return
-        if self._load(m) and self.cache is not None:
+        if self._load(m, raw) and self.cache is not None:
             self.cache.put("index", key, index_entry(m), m.path)
 
     def seeds_digest(self, path: str) -> str:
