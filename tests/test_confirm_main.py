@@ -271,3 +271,15 @@ def test_harness_mode_watches_the_flax_calls_of_a_script_it_runs(tmp_path):
     assert fs[("fresh", "JAX613")].confirmation["status"] == "not-confirmed"
     assert fs[("fresh", "JAX614")].confirmation["status"] == "not-confirmed"
     assert "the command ran the call at line" in fs[("stale", "JAX613")].confirmation["evidence"]
+
+
+def test_a_parameter_turned_into_a_shape_by_integer_arithmetic_is_a_python_int(tmp_path):
+    from jaxlint.confirm.plan import plan_file
+    path = tmp_path / "buf.py"
+    path.write_text("import jax.numpy as jnp\n\n\nclass Buf:\n    def __init__(self, capacity, obs_dim):\n"
+                    "        width = 2 * obs_dim + 3\n        self.storage = jnp.zeros((capacity, width))\n\n"
+                    "    def get(self, i):\n        return self.storage[i]\n")
+    src = SourceFile.from_path(str(path))
+    job, _ = plan_file(src, [Finding("JAX301", "t", str(path), 10, 0, 10, 1, "m")], ConfirmConfig(root=str(tmp_path)), 0)
+    ann = {p["name"]: p["ann"] for p in job["entries"]["Buf.get"]["ctor_params"]}
+    assert ann["obs_dim"] == {"t": "static", "v": 4}, ann      # (without: no value, "needs a value")

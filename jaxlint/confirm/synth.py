@@ -135,6 +135,16 @@ class _Reader:
             for root in body:
                 for n in ast.walk(root):
                     self._bind(n, uses, alias)
+        # locals computed from parameters by integer arithmetic (`width = 2 * obs_dim + 3`): used as a
+        # shape, the parameters are Python ints too
+        derived: Dict[str, set] = {}
+        for root in body:
+            for n in ast.walk(root):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                        and n.targets[0].id not in uses and isinstance(n.value, ast.BinOp):
+                    names = _int_arith_names(n.value)
+                    if names and names <= set(uses):
+                        derived[n.targets[0].id] = names
         for root in body:
             for n in ast.walk(root):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -145,6 +155,12 @@ class _Reader:
                         base = uses.get(p)
                     if base is not None:
                         self._use(fn, n, base, path, parents)
+                    elif n.id in derived:
+                        probe = Use()
+                        self._use(fn, n, probe, (), parents)
+                        if probe.static == "int":
+                            for p in derived[n.id]:
+                                uses[p].static = uses[p].static or "int"
         return uses
 
     def _path(self, e: ast.AST, uses: Dict[str, Use], alias) -> Optional[Tuple[str, tuple]]:
@@ -754,3 +770,15 @@ def candidates(model: SemanticModel, fn: Function, params: List[dict], dim: int,
     return out, None
 
 
+
+
+def _int_arith_names(e: ast.AST) -> Optional[set]:
+    """The names of an expression made only of names, integer literals and ``+ - * //``; else None."""
+    if isinstance(e, ast.Name):
+        return {e.id}
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return set()
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        a, b = _int_arith_names(e.left), _int_arith_names(e.right)
+        return None if a is None or b is None else a | b
+    return None
