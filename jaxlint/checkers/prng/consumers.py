@@ -12,7 +12,7 @@ from typing import List, Optional
 from ...analysis import knowledge as K
 from ..messages import short
 from .states import contains
-from .vocabulary import (CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
+from .vocabulary import (DRAWING_OBJECT_METHODS, CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
                          DRAWING_KEY_FIRST_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NNX_RNG_STREAMS,
                          LOWERING_METHODS, SEED_KEYWORDS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
                          PRODUCER_METHODS, RANDOM_NON_CONSUMING, RNG_KEYWORDS, VARIABLE_COLLECTIONS, WRAPPERS, abstract_only, is_key_like_name, key_argument,
@@ -332,7 +332,23 @@ class KeyCalls:
                 return True
         if isinstance(f, ast.Attribute) and f.attr == "apply" and len(call.args) > 1 and call.args[1] is key:
             return True       # Haiku's ``transformed.apply(params, rng, *args)`` draws from ``rng``
+        if first is key and self._library_object_draws(f):
+            return True       # ``mcmc.run(key, ...)`` on ``mcmc = numpyro.infer.MCMC(...)``
         return first is key and self.an.initializer(f, self.fn) is not None
+
+    def _library_object_draws(self, f: ast.AST) -> bool:
+        """``f`` is a method (or the call) of an object this scope made from a library class
+        whose method draws from the key it is given first (``DRAWING_OBJECT_METHODS``)."""
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            obj, method = f.value.id, f.attr
+        elif isinstance(f, ast.Name):
+            obj, method = f.id, "__call__"
+        else:
+            return False
+        made = self.m.single_value(obj, self.fn) if obj in self.fn.locals else None
+        if not isinstance(made, ast.Call) or not isinstance(made.func, (ast.Name, ast.Attribute)):
+            return False
+        return method in DRAWING_OBJECT_METHODS.get(self.m.qualname(made.func, self.fn) or "", ())
 
     def _callee_identity(self, f: ast.AST) -> str:
         """The function a call runs, seen through ``jax.jit``/``grad``/``partial`` wrappers:

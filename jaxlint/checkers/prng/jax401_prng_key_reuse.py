@@ -71,7 +71,9 @@ class PrngKeyReuse(Rule):
     project function or method by what its body does with that parameter
     (draws, splits, folds, only stores, hands on), across modules. A method
     of an object whose class is unknown counts when every project method of
-    that name draws from the key.
+    that name draws from the key. Objects of library classes whose methods
+    draw from the key they are given first count too (numpyro's `MCMC.run`,
+    `Predictive(...)(key)`, `SVI.init`/`run`).
 
     A draw whose result nobody reads repeats nothing: numbers thrown away
     (`normal(key, ()).block_until_ready()`), names rebound before any read on

@@ -81,6 +81,13 @@ DRAWING_KEY_FIRST_METHODS = frozenset({"init", "init_with_output"})
 # image)``); and the keyword through which TFP/distrax/numpyro-style ``sample`` takes its key
 DRAWING_LIBRARY_PREFIXES = ("dm_pix.random_", "jax.random.")
 SEED_KEYWORDS = frozenset({"seed"})
+# objects of these library classes draw from the key given first to these methods
+# (``mcmc = MCMC(NUTS(model), ...); mcmc.run(key, ...)``; ``Predictive(model, ...)(key)``)
+DRAWING_OBJECT_METHODS = {
+    "numpyro.infer.MCMC": frozenset({"run"}),
+    "numpyro.infer.Predictive": frozenset({"__call__"}),
+    "numpyro.infer.SVI": frozenset({"init", "run"}),
+}
 # NNX streams built from a key: the modules they are handed to draw their parameters from it
 NNX_RNG_STREAMS = frozenset({"flax.nnx.Rngs", "flax.nnx.RngStream"})
 # names of parameters/locals that conventionally hold keys: the last word names a key
