@@ -468,3 +468,26 @@ def test_else_of_a_none_test_every_traced_call_leaves_none_is_untraced(tmp_path,
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/stats.py": _WEIGHTED,
                                 "pkg/train.py": _WEIGHTED_CALLER.replace("ARGS", args)})
     assert [f.code for f in got["pkg/stats.py"]] == (["JAX203"] if args else [])
+
+
+_LOSSES = ("import jax.numpy as jnp\nimport gin\n\n"
+           "@gin.configurable('reconstruction_loss', allowlist=['weight'])\n"
+           "def reconstruction(gt, pred, weight: float = 1.0):\n"
+           "    return jnp.mean((gt - pred) ** 2), weight\n")
+_TRAINING = ("import jax\nfrom pkg.losses import reconstruction\n\n"
+             "@jax.jit\n"
+             "def loss_fn(gt, pred, w):\n"
+             "    loss, weight = reconstruction(gt, predARGS)\n"
+             "    if weight != 0.0:\n"
+             "        return loss * weight\n"
+             "    return loss\n")
+
+
+@pytest.mark.parametrize("args", ["", ", weight=w"])
+def test_a_returned_parameter_is_what_the_call_passed(tmp_path, args):
+    """Another module's `reconstruction` returns its `weight` parameter unchanged: left to its
+    literal (gin-bound) default it is a Python float in the jitted caller (silent); passed the
+    traced `w`, it is a tracer (JAX201)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/losses.py": _LOSSES,
+                                "pkg/train.py": _TRAINING.replace("ARGS", args)})
+    assert [f.code for f in got["pkg/train.py"]] == (["JAX201"] if args else [])

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Optional
 
+from .returns import passed_argument
 from . import knowledge as K
 from .names import class_like
 from .scopes import _BUILTINS, Function
@@ -307,9 +308,19 @@ class KindsMixin:
             self._kinds_read_exports = True   # (forget_facts must then drop the kinds)
             ext = self.external_facts(q)
             got = ext.get("static_items") if ext else None
-            if not got or got[0] != n:
-                return None
-            return [0 if i in got[1] else fallback for i in range(n)]
+            out = [0 if got and got[0] == n and i in got[1] else fallback for i in range(n)]
+            given = ext.get("returned_params") if ext else None
+            if given and given[0] == n:
+                # ``loss, weight = reconstruction(gt, pred)``: ``weight`` is what the call passes
+                # for it, or its literal (or gin-bound) default -- a Python value
+                for i, p in given[1].items():
+                    a = passed_argument(call, ext.get("params") or [], p)
+                    if a is False:
+                        out[int(i)] = 0
+                    elif a is not None:
+                        out[int(i)] = self.kind(a, fn)
+            return out if any(not o & TRACED for o in out) and (got and got[0] == n or given and given[0] == n) \
+                else None
         target = self.resolve_callable(call.func, fn)   # (``self.window_partition(x)``: a method)
         if target is None or target.function.is_lambda or target.function is fn:
             return None
