@@ -28,7 +28,9 @@ class ConstantPrngKey(Rule):
     `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
     called from one), and keys seeded from the clock (`time.time()`) in eager
     code (unless the seed has a deterministic alternative: `666 if
-    cfg.deterministic else int(time.time())`, `cfg.seed or int(time.time())`).
+    cfg.deterministic else int(time.time())`, `cfg.seed or int(time.time())`;
+    a clock seed made once, outside a loop, is in the strict profile: a run
+    that differs each time is usually the author's choice).
     A clock-seeded key *inside* traced code is reported once, as the
     clock read under a trace (JAX104), not twice.
 
@@ -141,7 +143,8 @@ class ConstantPrngKey(Rule):
                         continue   # the clock read under a trace is JAX104's finding: one finding per mistake
                     msg = (f"`{spelled}` seeded from `{clock}`: runs cannot be reproduced, and the same call "
                            f"under `jit` would freeze the seed; seed from a config value and split the key")
-                    yield ctx.finding(self, call, msg, confidence=CERTAIN, strict=deliberate_basis(m, fn, node=call))
+                    strict = deliberate_basis(m, fn, node=call) or (CLOCK_BASIS if loop is None else None)
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN, strict=strict)
                 elif loop is not None:
                     what = loop_label(loop)
                     msg = (f"`{spelled}({short(seed)})` is re-created on every iteration of this {what}: "
@@ -154,6 +157,11 @@ class ConstantPrngKey(Rule):
                     msg = (f"`{spelled}({short(seed)})` inside {fn.trace_description()} is the same key on "
                            f"every call, so every call draws the same numbers; pass a fresh key in")
                     yield ctx.finding(self, call, msg, confidence=fn.confidence, strict=deliberate_basis(m, fn, node=call))
+
+
+# why a clock seed outside traced code, made once, belongs to the strict profile
+CLOCK_BASIS = ("a key seeded once from the clock in code that runs eagerly is a choice of runs that differ, "
+               "not a repeated draw (read samples found such seeds deliberate every time)")
 
 
 def _init_like(term: str) -> bool:
