@@ -21,6 +21,10 @@ _EPOCH_NAME = re.compile(r"(?:^|_)epoch(?:$|_)")
 _CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # how many calls up a "called once per iteration of a loop" is followed
 _CALLER_DEPTH = 3
+# why a per-call jit that its own function then calls in a loop belongs to the strict profile
+AMORTIZED_BASIS = ("each one built is called in a loop of the function that builds it, and that function "
+                   "is not run per epoch or step: one compile per run (a pipeline over a dataset, per "
+                   "checkpoint), shared by every step of its loop")
 # _config_sweep: the jitted function captures what a non-literal loop hands out
 VARIES = "varies"
 VARIES_BASIS = ("the function captures a value the loop hands out: each iteration may need its own program "
@@ -68,7 +72,10 @@ class JitRecreatedPerCall(Rule):
     function captures what it hands out (`for key in obj.params: jax.jit(lambda
     p: f(**{key: p}))`), each iteration may need its own program anyway: that
     finding is in the strict profile, unless the loop is over data (named like
-    batches or steps, or the captured value is an array).
+    batches or steps, or the captured value is an array). So is a jit built on
+    every call of a function that then calls it in a loop of its own (a pipeline
+    run over a dataset) when that function is not itself run per epoch or step:
+    one compile per run, shared by every step of its loop.
 
     ## Example
     ```python
@@ -247,7 +254,11 @@ class JitRecreatedPerCall(Rule):
         jit = _jit_spelling(ctx, b)
         msg = (f"`{jit}` of {what} is created on every call of {scope.display()} ({why}), so it retraces "
                f"and recompiles each time; create it once (module level, `__init__`) and reuse it")
-        return ctx.finding(self, b.site.node, msg)
+        # each one made is then called in a loop of the function that made it (a pipeline run over
+        # a whole dataset): one compile per run, not per step
+        outer_per_step = chain is not None and _per_step_loop(chain[-1].loop)
+        strict = AMORTIZED_BASIS if any(u.in_loop for u in uses) and not outer_per_step else None
+        return ctx.finding(self, b.site.node, msg, strict=strict)
 
     @staticmethod
     def _only_called_locally(b: JitBinding, scope: Function) -> bool:
