@@ -283,3 +283,35 @@ def test_a_parameter_turned_into_a_shape_by_integer_arithmetic_is_a_python_int(t
     job, _ = plan_file(src, [Finding("JAX301", "t", str(path), 10, 0, 10, 1, "m")], ConfirmConfig(root=str(tmp_path)), 0)
     ann = {p["name"]: p["ann"] for p in job["entries"]["Buf.get"]["ctor_params"]}
     assert ann["obs_dim"] == {"t": "static", "v": 4}, ann      # (without: no value, "needs a value")
+
+
+ENV = '''import jax
+
+
+class Env:
+    def __init__(self, n: int = 3):
+        def _respawn(key):
+            a = jax.random.normal(key, (n,))
+            b = jax.random.uniform(key, (n,))
+            return a + b
+
+        def _step(key):
+            return _respawn(key)
+
+        self.step = _step
+'''
+
+
+def test_a_constructor_function_reached_through_another_it_binds(tmp_path):
+    """`_respawn` is called only by `_step`, which the constructor binds to the instance as it is:
+    `Env().step` runs it as the program calls it (a key reuse shows run eagerly)."""
+    path = tmp_path / "env.py"
+    path.write_text(ENV)
+    src = SourceFile.from_path(str(path))
+    msg = "PRNG key `key` is reused: already consumed by `jax.random.normal` on line 7, then by `jax.random.uniform`"
+    f = Finding("JAX401", "t", str(path), 8, 0, 8, 1, msg)
+    confirm_results([FileResult(str(path), [f], source=src)], ConfirmConfig(root=str(tmp_path)),
+                    ConfirmOptions(timeout=60, device="cpu"))
+    c = f.confirmation
+    assert c["status"] == "confirmed", c
+    assert "Env().step" in c["evidence"]

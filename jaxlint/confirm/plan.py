@@ -765,6 +765,16 @@ def instance_bindings(model: SemanticModel, fn: Function) -> List[Tuple[str, Fun
         return []
     me = init.params[0]
     chain = _traced_chain(fn)
+    # the constructor's own functions that call it plainly (`_step` calling `_soft_reset_state`):
+    # bound as they are, they run it as the program does (key reuse shows run eagerly too)
+    for g in list(model.functions):
+        if g is fn or g in chain or _defining_init(g) is not init:
+            continue
+        for call in g.of_type(ast.Call):
+            if isinstance(call.func, ast.Name) and call.func.id == fn.name and \
+                    model.lookup_function(fn.name, g) is fn:
+                chain += [c for c in _traced_chain(g) if c not in chain]
+                break
     out = []
     for stmt in ast.walk(init.node):
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1) or _containing(model, stmt.lineno) is not init:
