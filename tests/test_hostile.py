@@ -48,10 +48,11 @@ def deep_module(kind: str = "reassign") -> str:
     head = "import jax\n\n\n@jax.jit\ndef f(x):\n"
     if kind == "reassign":
         return head + "    y = x\n" + "    y = y + 1\n" * 250 + "    print(y)\n    return y\n"
+    # (400 terms or attributes no longer exceed it: the model's walks of a function are iterative)
     if kind == "sum":
-        return head + "    y = " + " + ".join(["x"] * 400) + "\n    print(y)\n    return y\n"
+        return head + "    y = " + " + ".join(["x"] * 800) + "\n    print(y)\n    return y\n"
     if kind == "transpose":
-        return head + "    y = x" + ".T" * 400 + "\n    print(y)\n    return y\n"
+        return head + "    y = x" + ".T" * 800 + "\n    print(y)\n    return y\n"
     if kind == "index":
         return head + "    y = x" + "[0]" * 500 + "\n    print(y)\n    return y\n"
     if kind == "elif":

@@ -119,7 +119,8 @@ class KindsMixin:
         finally:
             growing.reads = None
             kinds = dict(growing)
-            fn._kinds = kinds
+            if fn._kinds is growing:    # (not forgotten meanwhile)
+                fn._kinds = kinds
         for name in evidence:
             if name in kinds:
                 kinds[name] |= CONTAINER
