@@ -70,6 +70,9 @@ class Seed:
 # folders of teaching material (notebooks, tutorials, documentation)
 _TUTORIAL_FOLDERS = frozenset({"docs", "doc", "tutorials", "tutorial", "notebooks", "notebook", "colab", "colabs"})
 _BENCHMARK_FOLDERS = frozenset({"benchmarks", "benchmark", "benchmarking", "bench"})
+# folders a project marks as kept for reference, not maintained
+_LEGACY_FOLDERS = frozenset({"legacy", "deprecated", "outdated", "archive", "archived", "old", "attic",
+                             "legacy_examples", "unmaintained", "obsolete"})
 
 
 def _is_main_test(t: ast.expr) -> bool:
@@ -319,6 +322,16 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             folders, base = self._place()
             got = self._benchmark_module = base.lower().startswith("bench") \
                 or any(p in _BENCHMARK_FOLDERS for p in folders)
+        return got
+
+    def in_legacy_code(self) -> bool:
+        """The module sits in a folder its project marks as kept for reference (``legacy``,
+        ``deprecated``, ``outdated``, ``archive``, ...): code nobody maintains, often broken on
+        purpose or on an old API.  Findings there belong to the strict profile."""
+        got = self.__dict__.get("_legacy_module")
+        if got is None:
+            folders, _base = self._place()
+            got = self._legacy_module = any(p in _LEGACY_FOLDERS or p.startswith("legacy_") for p in folders)
         return got
 
     def _place(self) -> Tuple[List[str], str]:

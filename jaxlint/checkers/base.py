@@ -119,6 +119,8 @@ class Rule:
         if self.trace_dependent:
             found = eager_module_seeds_strict(m, untraced_branches_dropped(m, found))
         found = self.profiled(ctx, found)
+        if m.in_legacy_code():
+            found = legacy_strict(found)
         if ctx.settings.strict:
             return found
         return (f for f in found if f.profile == DEFAULT_PROFILE)
@@ -186,6 +188,16 @@ class TracedCodeRule(Rule):
         if not errors:
             return found
         return [f for f in found if not _handled(ctx.model, f.line, errors)]
+
+
+LEGACY_BASIS = ("code in a folder the project keeps for reference (legacy, deprecated, outdated, archive): "
+                "not maintained, often on an old API on purpose")
+
+
+def legacy_strict(found: Iterable[Finding]) -> Iterable[Finding]:
+    """Every default finding of a module under a legacy folder goes to the strict profile."""
+    for f in found:
+        yield replace(f, profile=STRICT_PROFILE, basis=LEGACY_BASIS) if f.profile == DEFAULT_PROFILE else f
 
 
 def eager_module_seeds_strict(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
