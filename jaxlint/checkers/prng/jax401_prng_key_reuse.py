@@ -166,6 +166,8 @@ class PrngKeyReuse(Rule):
                 r.first, r.use = r.use, later[0]
             if _seed(r) is not None and m.in_test_code(r.fn):
                 continue    # tests re-seed each input for reproducibility, on purpose
+            if r.reason == "again" and r.first is not None and _rebound_by_loop_between(r):
+                continue    # ``for k, rng in zip(names, keys):`` rebinds the key: only a loop run zero times repeats
             yield self._finding(ctx, r)
 
     def _finding(self, ctx: Context, r: Reuse) -> Finding:
@@ -242,6 +244,23 @@ def _discarded(u) -> bool:
     while e.__class__ is ast.Call and e.func.__class__ is ast.Attribute and e.func.attr == "block_until_ready":
         e = e.func.value
     return e is u.call
+
+
+def _rebound_by_loop_between(r: Reuse) -> bool:
+    """A ``for`` loop whose target rebinds the reused key's name runs between the two consumers
+    (the second after the loop ends): the second sees the key the loop left, and the first's
+    key only when the loop runs zero times."""
+    name = r.use.name
+    fn = getattr(r.use, "fn", None) or r.fn
+    if name is None or r.first.name != name or fn is None or getattr(r.first, "fn", None) not in (None, fn):
+        return False
+    a, b = r.first.line, r.use.line
+    for loop in fn.of_type(ast.For, ast.AsyncFor):
+        end = loop.end_lineno or loop.lineno
+        if a < loop.lineno and end < b and not loop.orelse \
+                and any(n.__class__ is ast.Name and n.id == name for n in ast.walk(loop.target)):
+            return True
+    return False
 
 
 def _straight(m: SemanticModel, fn, a, b) -> bool:
