@@ -60,6 +60,9 @@ def key_outputs(ka, fn, param: str, depth: int = 0) -> Optional[List[Path]]:
                     if n not in derived:
                         derived.add(n)
                         changed = True
+    for child in fn.children:
+        if mentions(child.node, derived):
+            return None                  # a closure captures a key made from it
     paths: List[Path] = []
     m = ka.model
     for s in stmts:
