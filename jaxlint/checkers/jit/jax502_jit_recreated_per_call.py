@@ -74,8 +74,9 @@ class JitRecreatedPerCall(Rule):
     finding is in the strict profile, unless the loop is over data (named like
     batches or steps, or the captured value is an array). So is a jit built on
     every call of a function that then calls it in a loop of its own (a pipeline
-    run over a dataset) when that function is not itself run per epoch or step:
-    one compile per run, shared by every step of its loop.
+    run over a dataset) when that function is not itself run per epoch or step
+    and the jitted function captures what each call is handed anew (a restored
+    checkpoint): one compile per run, shared by every step of its loop.
 
     ## Example
     ```python
@@ -257,7 +258,8 @@ class JitRecreatedPerCall(Rule):
         # each one made is then called in a loop of the function that made it (a pipeline run over
         # a whole dataset): one compile per run, not per step
         outer_per_step = chain is not None and _per_step_loop(chain[-1].loop)
-        strict = AMORTIZED_BASIS if any(u.in_loop for u in uses) and not outer_per_step else None
+        strict = AMORTIZED_BASIS if any(u.in_loop for u in uses) and not outer_per_step \
+            and len(chain or ()) == 1 and _captures_what_varies(ctx.model, b, scope, chain[0]) else None
         return ctx.finding(self, b.site.node, msg, strict=strict)
 
     @staticmethod
@@ -370,6 +372,41 @@ def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
         if chain is not None:
             return [c] + chain
     return None
+
+
+def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite) -> bool:
+    """The function ``b`` jits captures something made from what the looped call ``c`` passes
+    anew each time (``for ckpt in checkpoints: pipeline(ckpt)`` restoring ``state`` from ``ckpt``
+    and jitting ``partial(f, state)``): each call's program differs anyway.  Captured values the
+    caller passes unchanged (the same params every episode) make the rebuild pure waste."""
+    if b.fun_expr is None or c.loop is None:
+        return False
+    targets = set()
+    line = c.call.lineno
+    for loop in c.scope.of_type(ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+        if not loop.lineno <= line <= (loop.end_lineno or loop.lineno):
+            continue        # (every loop around the call: the outer one may hand out the checkpoint)
+        gens = getattr(loop, "generators", None)
+        targets |= {n.id for t in ([loop.target] if gens is None else [g.target for g in gens])
+                    for n in ast.walk(t) if isinstance(n, ast.Name)}
+    target = m.resolve_callable(c.call.func, c.scope)
+    if target is None or target.function is not scope:
+        return False
+    pairs, _ = m.bind_arguments(target, c.call)
+    varying = {p for p, a in pairs if any(isinstance(n, ast.Name) and n.id in targets for n in ast.walk(a))}
+    if not varying:
+        return False
+    changed = True
+    while changed:          # names of ``scope`` made from the varying parameters
+        changed = False
+        for a in scope.of_type(ast.Assign):
+            if _free_names(a.value) & varying:
+                for t in a.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in varying:
+                            varying.add(n.id)
+                            changed = True
+    return bool(_free_names(b.fun_expr) & varying)
 
 
 def _sweep_call(m, c: CallSite) -> bool:
