@@ -503,7 +503,34 @@ class PurityFacts:
         if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops for u in cached):
             return True
         before = any(u < line for u in cached)
+        if before and escapes and self._constructed_before_traced(scope, cached, line):
+            return False
         return before and (escapes or any(u > line for u in cached))
+
+    def _constructed_before_traced(self, scope: Function, cached: List[int], line: int) -> bool:
+        """``scope`` is a constructor that only *applies* ``jax.jit``/``pmap`` to the function
+        (``self.step = jax.jit(step)``): applying one traces nothing -- the first call does, and
+        the stored function is called once ``__init__`` has returned.  So every change ``__init__``
+        makes before it returns comes before that trace -- unless ``__init__`` calls a method of
+        its own between the application and the change (it may call the stored function)."""
+        if scope.name != "__init__" or scope.cls is None:
+            return False
+        m = self.model
+        selfname = scope.self_name
+        first = min(cached)
+        for call in scope.of_type(ast.Call):
+            f = call.func
+            if call.lineno in cached:
+                q = m.qualname(f, scope) if f.__class__ in (ast.Name, ast.Attribute) else None
+                tr = K.transform_for(q)
+                if tr is None and q is None:
+                    return False      # a call of a local name: the jitted function itself, maybe
+                if tr is not None and tr.kind == "body":
+                    return False      # a lax body: traced where it is applied
+            elif first < call.lineno < line and f.__class__ is ast.Attribute \
+                    and f.value.__class__ is ast.Name and f.value.id == selfname:
+                return False          # ``self.warm_up()``: may call the stored function
+        return True
 
     # --------------------------------------------------------- parameters
     def external_param(self, fn: Function, p: str, _depth: int = 0) -> bool:
