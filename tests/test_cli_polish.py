@@ -19,6 +19,13 @@ BAD = "import jax\n\n\n@jax.jit\ndef step(x):\n    print(x)\n    return x\n"
 JAXLINT = [sys.executable, "-m", "jaxlint"]
 
 
+
+def _interruptible() -> None:
+    """In the child, before exec: Ctrl-C as a terminal delivers it.  A suite started in the
+    background of a non-interactive shell (``nohup ... &``) ignores SIGINT, and children inherit
+    an ignored signal -- the CLI would never see the interrupt these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 def run(*args, cwd=None):
     return subprocess.run(JAXLINT + list(args), capture_output=True, text=True, cwd=cwd,
                           env=dict(os.environ, NO_COLOR="1"))
@@ -76,7 +83,8 @@ def test_watch_checks_again_on_save_and_stops_on_ctrl_c(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.jaxlint]\n")
     (tmp_path / "train.py").write_text("x = 1\n")
     proc = subprocess.Popen(JAXLINT + ["--watch", "--format", "concise", "."], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, NO_COLOR="1"))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, NO_COLOR="1"),
+                            preexec_fn=_interruptible)
     lines: "queue.Queue[str]" = queue.Queue()
     for stream in (proc.stdout, proc.stderr):
         threading.Thread(target=lambda s=stream: [lines.put(line) for line in s], daemon=True).start()

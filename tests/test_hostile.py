@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -36,6 +37,13 @@ BAD = textwrap.dedent("""\
 CLEAN = "import jax\n\n\ndef g(x):\n    return x\n"
 ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
+
+
+def _interruptible() -> None:
+    """In the child, before exec: Ctrl-C as a terminal delivers it.  A suite started in the
+    background of a non-interactive shell (``nohup ... &``) ignores SIGINT, and children inherit
+    an ignored signal -- the CLI would never see the interrupt these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 def run(args, capsys):
     code = main(args)
@@ -217,7 +225,7 @@ def test_ctrl_c_during_jobs_is_one_line(repo):
                                          "".join(unit.format(i=i) for i in range(400)))
     proc = subprocess.Popen([sys.executable, "-m", "jaxlint", "check", ".", "--no-cache", "--jobs", "2", "-q"],
                             cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_interruptible)
     try:
         def workers():
             try:
@@ -274,7 +282,7 @@ def test_confirm_interrupted_leaves_no_worker_and_no_folder(repo, sig, code):
     (repo / "hang.py").write_text(flagged(SPAWNS + "    while True:\n        time.sleep(0.1)\n"))
     proc = subprocess.Popen([sys.executable, "-m", "jaxlint", "check", "hang.py", "--confirm", "--no-cache",
                              "--confirm-timeout", "300"], cwd=repo, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
     try:
         line = wait_for(lambda: (repo / "pids.txt").exists() and (repo / "pids.txt").read_text().strip(), 120,
                         "the worker to import the module")
