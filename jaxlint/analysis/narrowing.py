@@ -419,21 +419,33 @@ def _call_omits(ctx, fn: Function, p: str, truthy: bool = False) -> bool:
         untaken = ctx.untaken or (frozenset(),) * 4
         lit_set, or_default = untaken[2:4] if truthy else untaken[0:2]
         return p in lit_set or (default_falsy and p in or_default)
+    a = _call_argument(ctx, fn, p)
+    return False if a is None else default_falsy if a is _UNPASSED else lit(a)
+
+
+# (``_call_argument``: the call passes nothing for the parameter -- its default applies)
+_UNPASSED = object()
+
+
+def _call_argument(ctx, fn: Function, p: str):
+    """What the traced call behind a "call" context passes for ``p``: the argument,
+    ``_UNPASSED`` when it passes nothing, None when that cannot be told (another kind of
+    context, ``*args``/``**kwargs`` at the call, ``p`` bound to the receiver)."""
     call = ctx.node
     if ctx.transform != "call" or call.__class__ is not ast.Call:
-        return False
+        return None
     if any(k.arg is None for k in call.keywords) or any(a.__class__ is ast.Starred for a in call.args):
-        return False
+        return None
     for k in call.keywords:
         if k.arg == p:
-            return lit(k.value)
+            return k.value
     if p in fn.kwonly:
-        return default_falsy
+        return _UNPASSED
     offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
     i = fn.params.index(p) - offset
     if i < len(call.args):
-        return i >= 0 and lit(call.args[i])
-    return default_falsy
+        return call.args[i] if i >= 0 else None
+    return _UNPASSED
 
 
 def _none_test(test: ast.expr, fn: Function):
@@ -452,27 +464,16 @@ def _none_test(test: ast.expr, fn: Function):
 def _call_leaves_none(ctx, fn: Function, p: str) -> bool:
     """The traced call behind ``ctx`` leaves ``p`` None: passes the literal ``None``, or nothing
     with a ``None`` default (another module's calls: passed nothing by every call)."""
-    d = fn.defaults.get(p)
-    default_none = d.__class__ is ast.Constant and d.value is None
+    default_none = _none_literal(fn.defaults.get(p))
     if ctx.transform == "project":
         untaken = ctx.untaken or ()
         return default_none and len(untaken) >= 4 and p in untaken[1] and p in untaken[3]
-    call = ctx.node
-    if ctx.transform != "call" or call.__class__ is not ast.Call:
-        return False
-    if any(k.arg is None for k in call.keywords) or any(a.__class__ is ast.Starred for a in call.args):
-        return False
-    for k in call.keywords:
-        if k.arg == p:
-            return k.value.__class__ is ast.Constant and k.value.value is None
-    if p in fn.kwonly:
-        return default_none
-    offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
-    i = fn.params.index(p) - offset
-    if i < len(call.args):
-        a = call.args[i]
-        return i >= 0 and a.__class__ is ast.Constant and a.value is None
-    return default_none
+    a = _call_argument(ctx, fn, p)
+    return False if a is None else default_none if a is _UNPASSED else _none_literal(a)
+
+
+def _none_literal(e) -> bool:
+    return e.__class__ is ast.Constant and e.value is None
 
 
 def _falsy_literal(e) -> bool:
