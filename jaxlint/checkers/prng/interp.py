@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 from ...analysis.model import Function
 from .consumers import KeyCalls
 from .loops import is_config_sweep, loop_label
-from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names, conflict, copy_all, dedupe, encloses, forget, iter_name_nodes, mentions, rooted_at, starts_after, target_names)
+from .states import (STEP_BUDGET, Budget, Frame, Reuse, State, Use, carry_names, conflict, copy_all, dedupe, encloses, forget, iter_name_nodes, mentions, rooted_at, starts_after)
+from ...analysis.liveness import bound_names as target_names
 from .vocabulary import COMPREHENSIONS, KEY_FROM_SEED
 
 if TYPE_CHECKING:  # pragma: no cover

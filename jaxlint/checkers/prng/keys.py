@@ -60,7 +60,8 @@ from .attrs import body_attribute_reuses, stored_key_reuses
 from .interp import Interpreter
 from .loops import LOOP_BODIES, closure_reuses, loop_bodies
 from .outputs import key_outputs
-from .states import Budget, Reuse, Use, mentions, target_names
+from ...analysis.liveness import bound_names as target_names
+from .states import Budget, Reuse, Use, mentions
 from .vocabulary import (CONTAINER_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FROM_SEED, SEED_KEYWORDS, INITIALIZER_PREFIXES, KEY_FIRST_METHODS, KEY_PRODUCERS, PRODUCER_METHODS, PRODUCER_TERMINALS, RANDOM, RANDOM_NON_CONSUMING,
                          RANDOM_TERMINALS, RNG_KEYWORDS, WRAPPERS, constant_data, functions_mentioning,
                          is_key_like_name, key_argument, mentions_random)

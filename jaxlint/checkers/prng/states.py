@@ -162,19 +162,6 @@ def conflict(first: Use, second: Use) -> bool:
     return True
 
 
-def target_names(t: ast.AST) -> List[str]:
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, (ast.Tuple, ast.List)):
-        out = []
-        for e in t.elts:
-            out.extend(target_names(e))
-        return out
-    if isinstance(t, ast.Starred):
-        return target_names(t.value)
-    return []
-
-
 def mentions(e: ast.AST, names: Set[str]) -> bool:
     for n in ast.walk(e):
         if n.__class__ is ast.Name and n.id in names:
