@@ -354,6 +354,10 @@ EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
 # decorators that cache a function on its arguments' hashes: no JAX array or tracer is
 # hashable, so the function's parameters always hold Python values
 ARGUMENT_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+# calls that raise on a tracer and return the value otherwise: what follows them runs on concrete
+# values only (``jax.core.concrete_or_error(None, x, msg)``)
+CONCRETE_GUARDS = frozenset({"jax.core.concrete_or_error", "jax.extend.core.concrete_or_error",
+                             "jax._src.core.concrete_or_error"})
 # context managers under which JAX computes operations on concrete values at once, even
 # while tracing (``with jax.ensure_compile_time_eval(): c = jnp.mean(table)`` is concrete)
 COMPILE_TIME_EVAL = frozenset({"jax.ensure_compile_time_eval", "jax.core.eval_context"})

@@ -265,7 +265,7 @@ class NarrowingMixin:
             c = stmt.value
             if c.__class__ is ast.Call and len(c.args) >= 2 and c.func.__class__ in (ast.Name, ast.Attribute) \
                     and (c.func.id if c.func.__class__ is ast.Name else c.func.attr) == "concrete_or_error" \
-                    and (self.qualname(c.func, fn) or "").endswith("core.concrete_or_error") \
+                    and self.qualname(c.func, fn) in K.CONCRETE_GUARDS \
                     and self.kind(c.args[1], fn) & TRACED:
                 block = self.block_of(stmt, fn)
                 i = next((j for j, x in enumerate(block or []) if x is stmt), None)
