@@ -541,6 +541,12 @@ class KindsMixin:
         # a field of a traced pytree (state.params, state.dynamic_scale): traced,
         # but not known to be an array (it may be None, a tuple, a dataclass)
         k = vk & (TRACED_BITS | NUMPY)
+        if k & TRACED and not k & UNSURE and e.attr not in self.data_fields:
+            # a field of a traced pytree whose class says nothing here: JAX traces the leaves of a
+            # pytree and keeps its metadata static (``register_dataclass`` meta fields, aux data),
+            # and only the class declares which a field is -- unknown, unless a pytree class of
+            # the project (or a library's: ``TrainState.step``) declares a field of this name a leaf
+            k |= UNSURE
         if k & TRACED and not k & UNSURE and fn.contexts and fn.filtered_only:
             # an Equinox filter transform traces array leaves only: a field of what it was
             # given (``method.batch_size``) is a tracer or a static Python value -- unknown

@@ -100,7 +100,8 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
     def __init__(self, tree: ast.Module, source=None, *, module_name: Optional[str] = None,
                  is_package: bool = False, seeds: Iterable["Seed"] = (),
                  static_attrs: Iterable[str] = (), static_methods: Iterable[str] = (),
-                 static_constants: Iterable[str] = (), local_statics=None):
+                 static_constants: Iterable[str] = (), data_attrs: Optional[Iterable[str]] = None,
+                 local_statics=None):
         """``module_name`` (``pkg.sub.train``; ``is_package`` for an ``__init__.py``)
         resolves relative imports to absolute names; ``seeds`` are what the rest
         of the project knows about this module's functions (see
@@ -141,6 +142,10 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         local_fields, local_methods = statics.static_names(tree) if local_statics is None else local_statics
         self.static_fields |= local_fields
         self.static_methods |= local_methods
+        # field names the project's pytree classes declare as leaves, and library pytrees' data
+        # fields (the project's union when it passes one, else this module's): see kinds._field_kind
+        self.data_fields: Set[str] = (set(data_attrs) if data_attrs is not None else statics.data_names(tree)) \
+            | statics.LIBRARY_DATA_FIELDS
         # qualified names of string constants and enum members other modules define
         # (``common_types.MODEL_MODE_TRAIN``): comparing with one makes a Python value
         self.static_constants: Set[str] = set(static_constants)

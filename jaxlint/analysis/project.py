@@ -33,7 +33,7 @@ from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
 from ..discovery import ROOT_MARKERS, find_root  # noqa: F401 (the project root: defined with discovery)
 from .names import ImportTable
-from .statics import module_constants, static_names
+from .statics import data_names, module_constants, static_names
 from .source import SourceError, SourceFile
 
 # how many rounds of cross-module propagation (call chains deeper than this are rare)
@@ -104,6 +104,7 @@ class Module:
     aliases: Dict[str, str] = field(default_factory=dict)                 # top-level import aliases
     static_attrs: List[str] = field(default_factory=list)                 # see analysis/statics.py
     static_methods: List[str] = field(default_factory=list)
+    data_attrs: List[str] = field(default_factory=list)                   # pytree fields that are leaves
     constants: List[str] = field(default_factory=list)          # string constants, enum members
     # facts other modules read about this module's functions: exporter -> function -> fact
     exports: Dict[str, Dict[str, object]] = field(default_factory=dict)
@@ -137,6 +138,7 @@ def _index_module(m: Module) -> None:
     m.aliases = dict(imports.aliases)
     fields, methods = static_names(m.tree)
     m.static_attrs, m.static_methods = sorted(fields), sorted(methods)
+    m.data_attrs = sorted(data_names(m.tree))
     m.constants = sorted(module_constants(m.tree))
     m.indexed = True
 
@@ -153,12 +155,14 @@ def _package(m: Module) -> str:
 def index_entry(m: Module) -> Dict[str, object]:
     """A module's index as JSON-able data (the cache entry, and what ``--jobs`` workers send)."""
     return {"functions": m.top_functions, "classes": m.classes, "aliases": m.aliases,
-            "static_attrs": m.static_attrs, "static_methods": m.static_methods, "constants": m.constants}
+            "static_attrs": m.static_attrs, "static_methods": m.static_methods, "data_attrs": m.data_attrs,
+            "constants": m.constants}
 
 
 def set_index(m: Module, entry: Dict[str, object]) -> None:
     m.top_functions, m.classes, m.aliases = entry["functions"], entry["classes"], entry["aliases"]
     m.static_attrs, m.static_methods = entry.get("static_attrs", []), entry.get("static_methods", [])
+    m.data_attrs = entry.get("data_attrs", [])
     m.constants = entry.get("constants", [])
     m.indexed = True
 
@@ -258,6 +262,7 @@ class Project:
             self._static_names = {
                 "static_attrs": frozenset(a for m in self.modules for a in m.static_attrs),
                 "static_methods": frozenset(a for m in self.modules for a in m.static_methods),
+                "data_attrs": frozenset(a for m in self.modules for a in m.data_attrs),
                 "static_constants": frozenset(f"{m.name}.{c}" for m in self.modules for c in m.constants)}
         return self._static_names
 
@@ -271,7 +276,7 @@ class Project:
             return
         m.sha = file_digest(raw)
         m.mentions_jax = any(w in raw for w in _JAX_WORDS)
-        key = digest("index", 2, m.sha, m.name, m.is_package) if self.cache is not None else None
+        key = digest("index", 3, m.sha, m.name, m.is_package) if self.cache is not None else None
         entry = self.cache.get("index", key) if self.cache is not None else None
         if entry is not None:
             set_index(m, entry)
@@ -288,7 +293,7 @@ class Project:
             if self._statics_key is None:
                 st = self._statics()
                 self._statics_key = digest(sorted(st["static_attrs"]), sorted(st["static_methods"]),
-                                           sorted(st["static_constants"]))
+                                           sorted(st["static_constants"]), sorted(st["data_attrs"]))
             seeds = self.seeds.get(path, {})
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
                 (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform,

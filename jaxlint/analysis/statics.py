@@ -204,6 +204,110 @@ def static_names(tree: ast.Module) -> Tuple[Set[str], Set[str]]:
     return fields, methods
 
 
+# Bases and decorators that make a class a pytree whose fields are leaves (traced under a
+# transform) unless declared static: ``typing.NamedTuple``, ``flax.struct.PyTreeNode``,
+# ``equinox.Module``, Flax's ``TrainState``; ``@flax.struct.dataclass``, ``@chex.dataclass``,
+# ``register_dataclass`` and ``register_pytree_node_class`` (whose ``tree_flatten`` names the
+# children).  Matched by the dotted spelling, since a plain ``@dataclasses.dataclass`` is no pytree.
+_RECORD_BASES = frozenset({"NamedTuple", "typing.NamedTuple", "PyTreeNode", "struct.PyTreeNode",
+                           "flax.struct.PyTreeNode", "eqx.Module", "equinox.Module",
+                           "TrainState", "train_state.TrainState", "flax.training.train_state.TrainState"})
+_RECORD_DECORATORS = frozenset({"struct.dataclass", "flax.struct.dataclass", "chex.dataclass",
+                                "register_dataclass", "jax.tree_util.register_dataclass",
+                                "tree_util.register_dataclass"})
+_NODE_CLASS_DECORATORS = frozenset({"register_pytree_node_class", "register_pytree_with_keys_class"})
+# what ``from flax.struct import dataclass`` / ``from chex import dataclass`` make ``@dataclass`` mean
+_RECORD_DATACLASS_MODULES = frozenset({"flax.struct", "chex"})
+# fields of library pytrees that hold arrays: Flax's ``TrainState`` (``step``, ``params``,
+# ``opt_state``) and optax's optimizer states (``count``, ``mu``, ``nu``...), what the
+# init/update and create/apply_gradients protocols hand to traced code
+LIBRARY_DATA_FIELDS = frozenset({"step", "params", "opt_state", "count", "mu", "nu", "batch_stats",
+                                 "inner_state", "hyperparams"})
+
+
+def _dotted(e: ast.AST) -> str:
+    parts = []
+    while isinstance(e, ast.Attribute):
+        parts.append(e.attr)
+        e = e.value
+    if isinstance(e, ast.Name):
+        parts.append(e.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def data_names(tree: ast.Module) -> Set[str]:
+    """Field names that a pytree class of ``tree`` declares as leaves (data, traced under a
+    transform): the annotated fields of a NamedTuple, a ``flax.struct`` dataclass, a
+    registered dataclass, an Equinox module, a ``TrainState`` subclass (less those declared
+    static), a ``namedtuple(...)``'s fields, and the ``self`` attributes a ``tree_flatten``
+    returns as children.  An attribute of an object whose class the analysis cannot name is
+    known to be traced only when its name is one of these (or a library pytree's data field):
+    JAX traces a pytree's leaves and keeps its metadata static, and which is which is declared
+    by the class."""
+    out: Set[str] = set()
+    record_dataclass = False
+    records: Set[str] = set()
+    classes: Dict[str, ast.ClassDef] = {}
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args \
+                and isinstance(node.value.args[0], ast.Name):
+            # ``jax.tree_util.register_dataclass(State, ...)``, ``register_pytree_node_class(C)``
+            term = _terminal(node.value.func)
+            cls = classes.get(node.value.args[0].id)
+            if cls is not None and term == "register_dataclass":
+                out.update(f for f, v in _dataclass_fields(cls) if v is None or not _static_field(v))
+            elif cls is not None and term in _NODE_CLASS_DECORATORS:
+                out |= _child_attributes(cls)
+        elif isinstance(node, ast.ImportFrom) and node.module in _RECORD_DATACLASS_MODULES \
+                and any(a.name == "dataclass" and a.asname is None for a in node.names):
+            record_dataclass = True
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and _terminal(node.value.func) in ("namedtuple", "NamedTuple") and len(node.value.args) >= 2:
+            fields = node.value.args[1]
+            if isinstance(fields, ast.Constant) and isinstance(fields.value, str):
+                out.update(fields.value.replace(",", " ").split())
+            elif isinstance(fields, (ast.List, ast.Tuple)):
+                for x in fields.elts:
+                    if isinstance(x, ast.Tuple) and x.elts:
+                        x = x.elts[0]
+                    if isinstance(x, ast.Constant) and isinstance(x.value, str):
+                        out.add(x.value)
+        elif isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+            decorators = [_dotted(d.func if isinstance(d, ast.Call) and _terminal(d.func) != "partial"
+                                  else (d.args[0] if isinstance(d, ast.Call) and d.args else d))
+                          for d in node.decorator_list]
+            record = any(b in _RECORD_BASES or b in records for b in map(_dotted, node.bases)) \
+                or any(d in _RECORD_DECORATORS or (d == "dataclass" and record_dataclass) for d in decorators)
+            if record:
+                records.add(node.name)
+                out.update(f for f, v in _dataclass_fields(node) if v is None or not _static_field(v))
+            if any(d.rpartition(".")[2] in _NODE_CLASS_DECORATORS for d in decorators):
+                out |= _child_attributes(node)
+            todo.extend(s for s in node.body if isinstance(s, ast.ClassDef))
+        elif isinstance(node, (ast.If, ast.Try)):
+            todo.extend(node.body)
+    return out
+
+
+def _child_attributes(cls: ast.ClassDef) -> Set[str]:
+    """The ``self`` attributes a ``tree_flatten(self)`` returns as children (its first item)."""
+    out: Set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "tree_flatten":
+            for r in ast.walk(stmt):
+                if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple) and len(r.value.elts) == 2:
+                    kids = r.value.elts[0]
+                    items = list(kids.values) if isinstance(kids, ast.Dict) else \
+                        (kids.elts if isinstance(kids, (ast.Tuple, ast.List)) else [kids])
+                    out.update(x.attr for x in items if isinstance(x, ast.Attribute)
+                               and isinstance(x.value, ast.Name) and x.value.id == "self")
+    return out
+
+
 ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 
