@@ -158,13 +158,19 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             contracts.apply_contracts(self)
             self._apply_seeds()
             self._propagate()
+            if self._seed_modules(called=True):
+                # NNX/Equinox modules run eagerly unless called from traced code: their methods
+                # are seeded as traced (a guess, strict unless a transform here applies a module it
+                # cannot name) only after the call graph from the real transforms is known, so the
+                # guess does not open branches the real callers leave untaken
+                self._propagate()
             self._container_arguments()
             self._note_module_application()
 
     def _note_module_application(self) -> None:
         """Does code a transform traces here apply a module it cannot name -- Flax's
         ``model.apply(variables, x)`` on an unresolved ``model``, or a call of one of its own
-        parameters (``model(x)`` under ``nnx.jit``/``eqx.filter_jit``)?  Then this module's
+        parameters of no class it can name (``model(x)`` under ``nnx.jit``/``eqx.filter_jit``)?  Then this module's
         methods seeded as traced may run under that transform
         (``Function.traced_by_module_seed_only``)."""
         if not self.class_list or not any(c.module_kind for c in self.class_list):
@@ -176,7 +182,10 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                 if certain and f.__class__ is ast.Attribute and f.attr == "apply" \
                         and self.resolve_callable(f, fn) is None:
                     break
-                if certain and f.__class__ is ast.Name and f.id in fn.param_nodes:
+                if certain and f.__class__ is ast.Name and f.id in fn.param_nodes \
+                        and self.resolve_callable(f, fn) is None:
+                    # (a parameter annotated with a module class of this file is that class's
+                    # ``__call__``: the call graph says which modules the transform reaches)
                     break
                 # ``jax.vmap(model.apply, ...)``: the apply function handed to a transform
                 if call.args and call.args[0].__class__ is ast.Attribute and call.args[0].attr == "apply" \

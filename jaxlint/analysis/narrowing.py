@@ -19,7 +19,7 @@ from typing import Dict, Optional
 from . import knowledge as K
 from .kinds import CONTAINER, NOT_ARRAY, TRACED
 from .liveness import dead_after
-from .scopes import Function
+from .scopes import EAGER_MODULE_SEEDS, Function
 
 # isinstance types whose instances are Python values: the kind a narrowed load gets
 # (a sharding description, tuple-like or not, holds only Python values: mesh axis names,
@@ -306,23 +306,23 @@ class NarrowingMixin:
                 return True
             none_test = _none_test(test, fn)
             if none_test is not None and none_test[1] == "is not" \
-                    and all(_call_leaves_none(c, fn, none_test[0]) for c in fn.contexts):
+                    and all(_call_leaves_none(c, fn, none_test[0]) for c in _calling_contexts(fn)):
                 return True     # ``if mask is not None:`` with every traced call leaving mask None
             p = test.id if test.__class__ is ast.Name else None
             if p is None or p not in fn.param_nodes:
                 continue
-            if all(_call_omits(c, fn, p) for c in fn.contexts):
+            if all(_call_omits(c, fn, p) for c in _calling_contexts(fn)):
                 return True
         for stmt, other in self.enclosing_branches(node, fn):
             none_test = _none_test(stmt.test, fn)
             if other is stmt.body and none_test is not None and none_test[1] == "is" \
-                    and all(_call_leaves_none(c, fn, none_test[0]) for c in fn.contexts):
+                    and all(_call_leaves_none(c, fn, none_test[0]) for c in _calling_contexts(fn)):
                 return True     # the ``else`` of ``if mask is None:`` when every traced call leaves it None
             # ``if use_jax: ... else: <NumPy path>`` with every traced call leaving ``use_jax``
             # truthy (``True`` passed, or its default): the ``else`` is never traced
             test = stmt.test
             if other is stmt.body and test.__class__ is ast.Name and test.id in fn.param_nodes \
-                    and all(_call_omits(c, fn, test.id, truthy=True) for c in fn.contexts):
+                    and all(_call_omits(c, fn, test.id, truthy=True) for c in _calling_contexts(fn)):
                 return True
         return False
 
@@ -447,6 +447,14 @@ def _call_argument(ctx, fn: Function, p: str):
         return call.args[i] if i >= 0 else None
     return _UNPASSED
 
+
+def _calling_contexts(fn: Function):
+    """The contexts of ``fn`` whose calls decide which of its branches a trace takes: all of
+    them, less the guess that an NNX/Equinox module's ``__call__`` runs under some transform
+    (a seed with no call behind it) when real callers are known -- a traced call that leaves
+    ``pixels`` None says the ``if pixels is not None:`` branch is untaken; the seed says nothing."""
+    real = [c for c in fn.contexts if c.transform not in EAGER_MODULE_SEEDS]
+    return real or fn.contexts
 
 def _none_test(test: ast.expr, fn: Function):
     """``(p, "is")`` for ``p is None``, ``(p, "is not")`` for ``p is not None``, with ``p`` a

@@ -25,6 +25,9 @@ from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, Trans
 
 
 
+# module kinds whose instances are called like functions (``model(x)`` runs ``__call__``)
+_CALLABLE_MODULES = frozenset({"nnx", "equinox"})
+
 class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
     # ===================================================== callables
     def lookup_function(self, name: str, scope: Function) -> Optional[Function]:
@@ -56,7 +59,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             alias = self._alias(expr.id, scope)
             if alias is not None:
                 return self.resolve_callable(alias, scope, _depth + 1)
-            return None
+            return self._called_instance(expr, scope)
         if t is ast.Attribute:
             return self._resolve_method(expr, scope)
         if t is ast.Call:
@@ -80,6 +83,10 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             fn = self.class_method(owner.cls, expr.attr)
             if fn is not None:
                 return CallTarget(fn, 0 if fn.is_staticmethod else 1)
+            # ``self.visual(pixels)`` with ``self.visual = Vision(...)`` stored once: its ``__call__``
+            stored = self.self_attr_value(owner.cls, expr.attr) if owner.cls is not None else None
+            return self._instance_method(stored[0], "__call__", owner.cls.scope, callable_modules=True) \
+                if stored is not None else None
         info = self.classes.get(base.id)
         if info is not None:
             fn = self.class_method(info, expr.attr)
@@ -92,18 +99,39 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         made = self.single_value(base.id, home) if home is not None else None
         return self._instance_method(made, expr.attr, home) if made is not None else None
 
-    def _instance_method(self, made: ast.AST, attr: str, home: Function) -> Optional[CallTarget]:
+    def _instance_method(self, made: ast.AST, attr: str, home: Function,
+                         callable_modules: bool = False) -> Optional[CallTarget]:
         """The method ``attr`` of the instance ``made`` builds (``GridEnv(...)``, a plain class
-        of this module seen from ``home``), bound; None otherwise."""
+        of this module seen from ``home``), bound; None otherwise.  With ``callable_modules``
+        also an NNX or Equinox module's (called like a function, ``__call__`` runs on the spot;
+        a linen module runs only through ``init``/``apply``)."""
         if made.__class__ is not ast.Call or made.func.__class__ is not ast.Name:
             return None
         info = self.classes.get(made.func.id)
-        if info is None or info.module_kind or self.resolve_scope(made.func.id, home) is not info.scope:
+        if info is None or self.resolve_scope(made.func.id, home) is not info.scope:
+            return None
+        if info.module_kind and not (callable_modules and info.module_kind in _CALLABLE_MODULES):
             return None
         fn = self.class_method(info, attr)
         if fn is None or fn.is_staticmethod:
             return None
         return CallTarget(fn, 1)
+
+    def _called_instance(self, expr: ast.Name, scope: Function) -> Optional[CallTarget]:
+        """``model(x)`` on an instance of an NNX/Equinox module class of this module: the class's
+        ``__call__``, bound -- the instance bound once in reach (``model = Model(...)``), or a
+        parameter annotated with the class (``def forward(model: Model, ids)``)."""
+        home = self.resolve_scope(expr.id, scope)
+        if home is None:
+            return None
+        if expr.id in home.param_nodes:
+            ann = home.param_nodes[expr.id].annotation
+            if ann.__class__ is not ast.Name:
+                return None
+            return self._instance_method(ast.Call(func=ann, args=[], keywords=[]), "__call__", home.parent or home,
+                                         callable_modules=True) if home.parent is not None else None
+        made = self.single_value(expr.id, home)
+        return self._instance_method(made, "__call__", home, callable_modules=True) if made is not None else None
 
     def self_attr_value(self, cls, attr: str) -> Optional[Tuple[ast.expr, Function]]:
         """``(value, method)`` of the one plain ``self.<attr> = value`` the class's methods make
@@ -567,9 +595,13 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             changed = True
         return changed
 
-    def _seed_modules(self) -> None:
+    def _seed_modules(self, called: bool = False) -> bool:
+        """Seed the traced methods of the module classes: Flax linen ones (run by ``init``/
+        ``apply``), or with ``called`` the NNX/Equinox ones (whose ``__call__`` runs when the
+        module is called, under a transform or not).  Whether any was seeded."""
+        seeded = False
         for info in self.class_list:
-            if not info.module_kind:
+            if not info.module_kind or (info.module_kind in _CALLABLE_MODULES) != called:
                 continue
             for name, fn in info.methods.items():
                 if fn.is_staticmethod:
@@ -594,6 +626,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 traced = {p for p in params if not self._is_config_param(fn, p)}
                 static = set(params) - traced
                 self._add_context(fn, ctx, traced, static, inferred=True)
+                seeded = True
+        return seeded
 
     # ======================================================== propagation
     @staticmethod
