@@ -503,3 +503,30 @@ def test_findings_in_legacy_folders_are_strict(tmp_path):
     got = {rel: [x.profile for x in fs] for rel, fs in found.items() if fs}
     assert got == {"pkg/legacy/old_step.py": ["strict"], "legacy_examples/run.py": ["strict"],
                    "pkg/step.py": ["default"]}
+
+
+_AVG_UTILS = ("import jax\nfrom jax import lax\n\n"
+              "def cross_device_avg(tree):\n"
+              "    return BODY\n")
+_PMAP_STEP = ("import functools\n\nimport jax\nimport optax\n\nfrom pkg import utils\n\n"
+              "tx = optax.sgd(0.1)\n\n"
+              "@functools.partial(jax.pmap, axis_name='batch')\n"
+              "def update(params, opt_state, x):\n"
+              "    grads = jax.grad(lambda p: (p * x).sum())(params)\n"
+              "    grads = utils.cross_device_avg(grads)\n"
+              "    updates, opt_state = tx.update(grads, opt_state, params)\n"
+              "    return optax.apply_updates(params, updates), opt_state\n")
+
+
+@pytest.mark.parametrize("body,reported", [
+    ("jax.tree.map(lambda x: lax.pmean(x, 'batch'), tree)", False),
+    ("jax.tree.map(lambda x: x / 2.0, tree)", True),
+])
+def test_gradients_averaged_by_another_modules_helper(tmp_path, body, reported):
+    """`grads = utils.cross_device_avg(grads)` in a pmapped step: the project exports which
+    functions apply a reducing collective (`reduces`), so a helper of another module that
+    pmeans the gradients synchronises them (JAX601 silent) and one that only rescales them
+    does not (JAX601 reported at the update that applies them)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/utils.py": _AVG_UTILS.replace("BODY", body),
+                                "pkg/train.py": _PMAP_STEP})
+    assert ("JAX601" in [f.code for f in got["pkg/train.py"]]) == reported

@@ -12,6 +12,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from ...analysis import CallTarget, Function, SemanticModel
 from ...analysis import knowledge as K
+from ...analysis.project import register_exporter
 from ..pytree.boundary import instance_class
 from .axes import REDUCING, call_arg, mentions_collective
 
@@ -29,6 +30,10 @@ APPLY_METHODS: Dict[str, Tuple[str, int]] = {"apply_gradients": ("grads", 0)}
 # two arguments; ``dict.update`` takes one)
 TX_UPDATE = "update"
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path"})
+# libraries whose functions the rule knows (a collective among them is named in axes.py): a
+# gradient handed to a function of any other module -- another module of the project that
+# exports no ``reduces`` fact, a package not analysed -- is an unknown
+KNOWN_LIBRARIES = ("jax.", "numpy.", "optax.", "flax.", "equinox.", "chex.", "haiku.", "math.", "functools.")
 # array reductions a per-example gradient is averaged with on one device
 _REDUCING_ARRAY = frozenset({"jax.numpy.mean", "jax.numpy.sum", "jax.numpy.average"})
 
@@ -281,7 +286,21 @@ class GradFlow:
                 target = self._callee(n.func)
                 if target is not None and _reaches_collective(m, target.function, set()):
                     return True
+                if target is None and self._raw_in(n) is not None and self._unknown_reducer(n.func):
+                    return True
         return False
+
+    def _unknown_reducer(self, func: ast.expr) -> bool:
+        """``model_utils.cross_device_avg(grads)``: a function of another module that the project
+        says applies a reducing collective (its ``reduces`` export), or one nothing here can see
+        into (a package outside the project) -- it may reduce across the mapped axis: unknown."""
+        q = self.m.qualname(func, self.fn)
+        if q is None or q.startswith(KNOWN_LIBRARIES) or "." not in q:
+            return False
+        ext = self.m.external_facts(q)
+        if ext is None:
+            return True
+        return bool(ext.get("reduces"))
 
     def _callee(self, func: ast.expr) -> Optional[CallTarget]:
         """What a call of this module runs: a function or method the model resolves, or
@@ -478,3 +497,21 @@ def _reaches_collective(m: SemanticModel, fn: Function, seen: Set[int], depth: i
             if t is not None and _reaches_collective(m, t.function, seen, depth + 1):
                 return True
     return False
+
+
+def export_reducers(model: SemanticModel) -> Dict[str, bool]:
+    """Exporter: for other modules, the top-level functions of this module that apply a
+    reducing collective (``lax.pmean``/``psum``...), directly or through a function of this
+    module (``cross_device_avg = lambda g: jax.tree.map(lambda x: lax.pmean(x, "batch"), g)``)."""
+    out: Dict[str, bool] = {}
+    if not model.mentions_jax:
+        return out
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
+            continue
+        if model.top_level_function(fn.name) is fn and _reaches_collective(model, fn, set()):
+            out[fn.name] = True
+    return out
+
+
+register_exporter("reduces", export_reducers)

@@ -33,7 +33,11 @@ class UnsynchronizedGradientsInPmap(Rule):
     nothing can average (without the replicated state, one model per device
     is an ensemble, on purpose). Also flags
     a collective (`lax.pmean(x, axis_name="x")`, `psum`, `all_gather`, ...)
-    whose axis name no enclosing `pmap` / `vmap` binds.
+    whose axis name no enclosing `pmap` / `vmap` binds. Gradients that pass
+    through a function of another module are synchronised when that function
+    applies a reducing collective (the project says which do); through a
+    function of a package jaxlint does not analyse, they are unknown and the
+    rule stays silent.
 
     ## Why is this bad?
     In PyTorch, `DistributedDataParallel` all-reduces the gradients during
