@@ -15,7 +15,8 @@ import ast
 from typing import Dict, List, Optional, Set, Tuple
 
 from . import knowledge as K
-from .kinds import CONTAINER, JAX, TRACED, UNSURE
+from .kinds import CONTAINER, JAX, TRACED, UNSURE, proven
+from .narrowing import _call_argument
 from .scopes import Function
 
 
@@ -31,7 +32,8 @@ class ConfigParamsMixin:
             if got is None:
                 got = TRACED if fn.filtered_only else TRACED | JAX
                 if self._module_traced_only(fn) and not self._array_evidence(fn, p) \
-                        and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX:
+                        and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX \
+                        and not self._given_tracer(fn, p):
                     # a module method's parameter that no call site here fills and the body does not
                     # use as an array (a flag passed on, a config): a tracer only if the module's caller
                     # passes one through its transform -- unknown
@@ -43,6 +45,17 @@ class ConfigParamsMixin:
         if p == fn.vararg or p == fn.kwarg or p in evidence:
             k |= CONTAINER
         return k
+
+    def _given_tracer(self, fn: Function, p: str) -> bool:
+        """A call of ``fn`` from traced code passes a proven tracer for ``p`` (``pool(h, tokens
+        != 0)`` in a module's ``__call__`` whose ``tokens`` it feeds to a layer)."""
+        for c in fn.contexts:
+            if c.transform != "call" or c.caller is None:
+                continue
+            a = _call_argument(c, fn, p)
+            if isinstance(a, ast.expr) and proven(self.kind(a, c.caller)):
+                return True
+        return False
 
     def _array_evidence(self, fn: Function, p: str) -> bool:
         """The body of ``fn`` uses parameter ``p`` as an array: an arithmetic operand, ``.shape``
@@ -82,11 +95,19 @@ class ConfigParamsMixin:
         q = self.qualname(f.func, fn) if f.func.__class__ in (ast.Name, ast.Attribute) else None
         return q is not None and q.startswith(K.LAYER_PREFIXES)
 
-    def _module_traced_only(self, fn: Function) -> bool:
+    def _module_traced_only(self, fn: Function, _seen=None) -> bool:
         """``fn`` is traced only as a Flax/NNX/Equinox module method (``init``/``apply`` run it
-        under whatever transform their caller applies), not by a transform, a contract, another
-        module's call or the configuration."""
-        return bool(fn.contexts) and all(c.transform.endswith(".Module") for c in fn.contexts)
+        under whatever transform their caller applies), or called only from such methods
+        (``self.predictor(...)`` in a module's ``__call__``), not by a transform, a contract,
+        another module's call or the configuration."""
+        seen = _seen if _seen is not None else set()
+        if id(fn) in seen:
+            return True
+        seen.add(id(fn))
+        return bool(fn.contexts) and all(
+            c.transform.endswith(".Module") or (c.transform == "call" and c.caller is not None
+                                                and self._module_traced_only(c.caller, seen))
+            for c in fn.contexts)
 
     def _is_config_param(self, fn: Function, p: str) -> bool:
         """A parameter of a function traced with ``inferred`` confidence (a module

@@ -318,12 +318,16 @@ class NarrowingMixin:
             if other is stmt.body and none_test is not None and none_test[1] == "is" \
                     and all(_call_leaves_none(c, fn, none_test[0]) for c in _calling_contexts(fn)):
                 return True     # the ``else`` of ``if mask is None:`` when every traced call leaves it None
-            # ``if use_jax: ... else: <NumPy path>`` with every traced call leaving ``use_jax``
-            # truthy (``True`` passed, or its default): the ``else`` is never traced
-            test = stmt.test
-            if other is stmt.body and test.__class__ is ast.Name and test.id in fn.param_nodes \
-                    and all(_call_omits(c, fn, test.id, truthy=True) for c in _calling_contexts(fn)):
-                return True
+            # a flag test: ``if use_jax: ... else: <NumPy path>`` with every traced call leaving
+            # ``use_jax`` truthy (``True`` passed, or its default): the ``else`` is never traced;
+            # ``if not skip_predictor: <predictor>`` with every traced call passing ``True``: the
+            # body is never traced
+            flag = _flag_test(stmt.test, fn)
+            if flag is not None:
+                p, polarity = flag
+                runs_when_truthy = polarity if other is stmt.orelse else not polarity
+                if all(_call_omits(c, fn, p, truthy=not runs_when_truthy) for c in _calling_contexts(fn)):
+                    return True
         return False
 
     def enclosing_branches(self, node: ast.AST, fn: Function):
@@ -441,11 +445,33 @@ def _call_argument(ctx, fn: Function, p: str):
             return k.value
     if p in fn.kwonly:
         return _UNPASSED
-    offset = 1 if fn.self_name and call.func.__class__ is ast.Attribute else 0
+    offset = 1 if fn.self_name and not _unbound_call(call, fn) else 0
     i = fn.params.index(p) - offset
     if i < len(call.args):
         return call.args[i] if i >= 0 else None
     return _UNPASSED
+
+
+def _flag_test(test: ast.expr, fn: Function):
+    """``(p, True)`` for ``if p:``, ``(p, False)`` for ``if not p:``, ``p`` a parameter of
+    ``fn``; None for any other test."""
+    polarity = True
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+        test, polarity = test.operand, False
+    if test.__class__ is ast.Name and test.id in fn.param_nodes:
+        return test.id, polarity
+    return None
+
+
+def _unbound_call(call: ast.Call, fn: Function) -> bool:
+    """``Class.method(obj, x)``: a method called through its class (or a base class), the
+    receiver passed as the first argument -- every other call of a method (``self.m(x)``,
+    ``obj.m(x)``, ``pool(x)`` on a module instance) binds it."""
+    f = call.func
+    if f.__class__ is not ast.Attribute or f.value.__class__ is not ast.Name or fn.cls is None:
+        return False
+    name = f.value.id
+    return name == fn.cls.name or any(b == name or b.endswith("." + name) for b in fn.cls.bases)
 
 
 def _calling_contexts(fn: Function):

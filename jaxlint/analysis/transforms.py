@@ -598,8 +598,12 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
     def _seed_modules(self, called: bool = False) -> bool:
         """Seed the traced methods of the module classes: Flax linen ones (run by ``init``/
         ``apply``), or with ``called`` the NNX/Equinox ones (whose ``__call__`` runs when the
-        module is called, under a transform or not).  Whether any was seeded."""
+        module is called, under a transform or not) -- those only where no method of another
+        module class here calls it (``self.predictor(...)``): a submodule runs as its parent's
+        call says (``skip_predictor=True`` leaves it untraced), and the guess is the roots'.
+        Whether any was seeded."""
         seeded = False
+        submodules = self._called_submodules() if called else set()
         for info in self.class_list:
             if not info.module_kind or (info.module_kind in _CALLABLE_MODULES) != called:
                 continue
@@ -612,7 +616,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                         traced_method = True
                     elif any(self.qualname(d, fn.parent) == K.LINEN_COMPACT for d in fn.decorators):
                         traced_method = True
-                elif name == "__call__":
+                elif name == "__call__" and id(fn) not in submodules:
                     traced_method = True
                 if not traced_method:
                     continue
@@ -628,6 +632,26 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 self._add_context(fn, ctx, traced, static, inferred=True)
                 seeded = True
         return seeded
+
+    def _called_submodules(self) -> Set[int]:
+        """The ``__call__`` methods of NNX/Equinox module classes of this module that a method of
+        another such class calls (``self.encoder(x)``, ``layer(x)``)."""
+        out: Set[int] = set()
+        for info in self.class_list:
+            if info.module_kind not in _CALLABLE_MODULES:
+                continue
+            for fn in info.methods.values():
+                for inner in [fn] + [c for c in fn.children]:
+                    for call in inner.of_type(ast.Call):
+                        f = call.func
+                        if f.__class__ not in (ast.Name, ast.Attribute):
+                            continue
+                        t = self.resolve_callable(f, inner)
+                        g = t.function if t is not None else None
+                        if g is not None and g.name == "__call__" and g.cls is not None and g.cls is not info \
+                                and g.cls.module_kind in _CALLABLE_MODULES:
+                            out.add(id(g))
+        return out
 
     # ======================================================== propagation
     @staticmethod
