@@ -532,6 +532,8 @@ class Interpreter(KeyCalls):
             return
         if first is use or starts_after(first.call, use.call):
             carrier = self._carrier(vid)
+            if carrier is None and first is not use:
+                carrier = self._wrapped_carrier(vid, use, first)
             if carrier is None or is_config_sweep(self.m, carrier, self.fn):
                 # each iteration of a loop over literal configurations (shapes, dtypes)
                 # replays the same inputs on purpose
@@ -550,6 +552,23 @@ class Interpreter(KeyCalls):
         for loop in reversed(self.loops):
             if node is None or not encloses(loop, node):
                 return loop
+        return None
+
+    def _wrapped_carrier(self, vid, use: Use, first: Use) -> Optional[ast.AST]:
+        """A key made in the loop and consumed further down the body (``first``) that an earlier
+        line consumes again (``use``): the next iteration sees it through the loop-carried name
+        (``rng, k = split(rng)`` ... ``_, s = split(rng)``) -- unless it is made above ``use`` in the
+        body, when each iteration makes a fresh one.  The innermost loop holding both uses."""
+        while isinstance(vid, tuple) and vid and vid[0] == "sub":
+            vid = vid[1]
+        node = self.vid_nodes.get(vid)
+        for loop in reversed(self.loops):
+            if not (encloses(loop, use.call) and encloses(loop, first.call)):
+                continue
+            if node is not None and encloses(loop, node) and \
+                    (getattr(node, "end_lineno", None) or node.lineno) < use.call.lineno:
+                return None     # made on an earlier line of the body: fresh on every iteration
+            return loop
         return None
 
     # ------------------------------------------------------------ lax loop carries

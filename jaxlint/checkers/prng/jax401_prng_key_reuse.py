@@ -194,6 +194,12 @@ class PrngKeyReuse(Rule):
             tail = f" (and again on line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
             msg = (f"PRNG key `{name}` is reused: already consumed by {by} on line {first.line}, then by "
                    f"{consumer}{tail}; the same key gives the same random numbers")
+        elif r.reason == "loop" and r.first is not None and r.first.call is not use.call:
+            # the earlier consumer is further down the body: it leaves the key consumed for the
+            # next iteration (``_, sample_rng = split(rng)`` below ``rng, k = split(rng)``)
+            msg = (f"PRNG key `{name}` is consumed by {_consumer(r.first)} on line {r.first.line} without "
+                   f"being re-split, and the next iteration of this {r.where} consumes it again with "
+                   f"{consumer}: the same key gives the same random numbers; rebind the key from that split")
         elif r.reason == "loop":
             msg = (f"PRNG key `{name}` is consumed by {consumer} on every iteration of this {r.where} "
                    f"without being re-split; every iteration draws the same random numbers")
