@@ -71,9 +71,14 @@ def mask_like_name(name: str) -> bool:
 
 
 class BoolAnalysis:
-    """Per-model cache of which names hold boolean arrays."""
+    """Per-model cache of which names hold boolean arrays -- proven by the code (a comparison,
+    ``~``/``&``, ``jnp.isnan``, ``.astype(bool)``, a bool annotation, names bound from those).
+    :class:`NamedBoolAnalysis` also takes a name for evidence (``mask``, ``is_valid``): a guess, as
+    an integer index array can be called ``reindex_mask`` too, which JAX gathers with a fixed
+    shape."""
 
     _MAX_DEPTH = 12
+    names = False
 
     def __init__(self, model: SemanticModel):
         self.m = model
@@ -123,7 +128,7 @@ class BoolAnalysis:
         if t is ast.Attribute:
             if e.attr in ("T", "mT", "real"):
                 return self.of(e.value, fn, depth + 1)
-            return True if mask_like_name(e.attr) else None
+            return True if self.names and mask_like_name(e.attr) else None
         if t is ast.Constant:
             return isinstance(e.value, bool)
         if t is ast.NamedExpr:
@@ -179,7 +184,7 @@ class BoolAnalysis:
                 return self.of(func.value, fn, depth + 1)
             if name in ("get", "pop") and call.args and isinstance(call.args[0], ast.Constant) \
                     and isinstance(call.args[0].value, str):
-                return True if mask_like_name(call.args[0].value) else None
+                return True if self.names and mask_like_name(call.args[0].value) else None
             return None
         return None
 
@@ -230,7 +235,7 @@ class BoolAnalysis:
                 return False
             if results and all(r is True for r in results):
                 return True
-            return True if mask_like_name(name) else None
+            return True if self.names and mask_like_name(name) else None
 
         return self._memoized((id(s), name), compute)
 
@@ -286,3 +291,9 @@ def _both(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
     if a is False or b is False:
         return False
     return None
+
+
+class NamedBoolAnalysis(BoolAnalysis):
+    """:class:`BoolAnalysis` that also reads a mask-like name as boolean (the strict profile's)."""
+
+    names = True

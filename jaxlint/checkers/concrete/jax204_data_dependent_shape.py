@@ -5,7 +5,7 @@ from typing import Iterator, Optional
 
 from ...analysis import JAX, Function, SemanticModel, proven
 from .values import at_compile_time, culprit, traced_operand
-from .dtypes import BoolAnalysis
+from .dtypes import BoolAnalysis, NamedBoolAnalysis
 from ..messages import short
 from ..base import Context, Finding, TracedCodeRule, register, traced_functions
 
@@ -27,6 +27,11 @@ _TERMINALS = frozenset([q.rsplit(".", 1)[1] for q in DATA_DEPENDENT] + ["where",
 _ARG_KEYWORDS = ("a", "ar", "x", "condition", "ar1", "ar2")
 
 
+# why a mask known only by its name is the strict profile's
+_NAMED_MASK = ("boolean only by its name: an integer index array named like a mask gathers with a fixed shape, "
+               "which JAX allows")
+
+
 @register
 class DataDependentShape(TracedCodeRule):
     """
@@ -45,7 +50,10 @@ class DataDependentShape(TracedCodeRule):
     `jnp.where(mask, a, b)` and masks that are concrete NumPy constants are
     fine and not flagged. Whether a mask is boolean is read from the code: a
     comparison, `~`/`&`/`|`, `jnp.isnan`/`isfinite`/`logical_*`,
-    `.astype(bool)`, a name bound from those, or a parameter named like a mask.
+    `.astype(bool)`, a `bool` annotation, or a name bound from those. A value
+    boolean only by its name (`mask`, `is_valid`) is reported in the strict
+    profile: an integer index array named `reindex_mask` gathers with a fixed
+    shape.
 
     ## Why is this bad?
     In PyTorch, `t[t > 0]` returns however many elements pass the test.
@@ -104,17 +112,21 @@ class DataDependentShape(TracedCodeRule):
                     if not traced_operand(m, p, fn) or at_compile_time(m, p, fn, p):
                         continue
                     if bools is None:
-                        bools = BoolAnalysis.for_model(m)
-                    if not bools.is_bool(p, fn):
+                        bools = BoolAnalysis.for_model(m), NamedBoolAnalysis.for_model(m)
+                    if bools[0].is_bool(p, fn):
+                        yield self._mask_finding(ctx, fn, sub, p)
+                    elif bools[1].is_bool(p, fn):
+                        yield self._mask_finding(ctx, fn, sub, p, strict=_NAMED_MASK)
+                    else:
                         continue
-                    yield self._mask_finding(ctx, fn, sub, p)
                     break
             for call in fn.of_type(ast.Call):
                 f = self._call_finding(ctx, fn, call)
                 if f is not None:
                     yield f
 
-    def _mask_finding(self, ctx: Context, fn: Function, sub: ast.Subscript, mask: ast.AST) -> Finding:
+    def _mask_finding(self, ctx: Context, fn: Function, sub: ast.Subscript, mask: ast.AST,
+                      strict: Optional[str] = None) -> Finding:
         base = sub.value
         b, mk = short(base, 30), short(mask, 30)
         if isinstance(base, ast.Attribute) and base.attr == "at":
@@ -124,7 +136,7 @@ class DataDependentShape(TracedCodeRule):
         else:
             msg = (f"boolean mask `{mk}` indexes `{b}` inside {fn.trace_description()}: the result's shape "
                    f"depends on traced values; use `jnp.where({mk}, {b}, 0)` or a `where=` argument")
-        return ctx.finding(self, sub, msg, confidence=fn.confidence)
+        return ctx.finding(self, sub, msg, confidence=fn.confidence, strict=strict)
 
     def _call_finding(self, ctx: Context, fn: Function, call: ast.Call) -> Optional[Finding]:
         m = ctx.model
