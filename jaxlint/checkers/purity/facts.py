@@ -499,6 +499,8 @@ class PurityFacts:
         d = fn.node
         if any(lp.lineno <= d.lineno <= (lp.end_lineno or lp.lineno) for lp in loops):
             return False
+        if _exclusive_branches(scope, d.lineno, line):
+            return False    # defined (and traced) in one branch of an ``if``, changed in the other
         _uses, cached, escapes = self.closure_uses(scope, fn)
         if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops for u in cached):
             return True
@@ -705,3 +707,19 @@ def traced_writes(model: SemanticModel, staged: bool = False) -> Iterator[Tuple[
 
 __all__ = ["Write", "PurityFacts", "purity_for", "traced_writes", "value_traced", "depends_on_locals",
            "AMBIGUOUS_METHODS", "LIST_METHODS", "MUTATING_METHODS", "STORING_METHODS"]
+
+
+def _exclusive_branches(scope: Function, a: int, b: int) -> bool:
+    """Lines ``a`` and ``b`` of ``scope`` lie in the two branches of one ``if`` statement (one in
+    its body, the other in its ``else``): no run of ``scope`` executes both."""
+    def span(stmts):
+        return (stmts[0].lineno, stmts[-1].end_lineno or stmts[-1].lineno) if stmts else None
+
+    for node in scope.of_type(ast.If):
+        body, other = span(node.body), span(node.orelse)
+        if body is None or other is None:
+            continue
+        if (body[0] <= a <= body[1] and other[0] <= b <= other[1]) or \
+                (other[0] <= a <= other[1] and body[0] <= b <= body[1]):
+            return True
+    return False
