@@ -46,6 +46,17 @@ _CLAUSES = frozenset({ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHa
 _NESTED = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 
 
+def _nested_entry(stmt: ast.stmt, block: list) -> tuple:
+    """The entry of a statement of a nested block (a branch, a loop or ``with`` body): a plain
+    ``name = value`` there reaches the loads after it up to the end of its block (the block's end
+    position in place of the top-level flag); anything else is no plain assign."""
+    end = (stmt.end_lineno, stmt.end_col_offset)
+    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+        last = block[-1]
+        return end, (last.end_lineno, last.end_col_offset), stmt.value
+    return end, False, None
+
+
 class _Rebinding:
     """The bindings of the names a function binds more than once."""
 
@@ -103,12 +114,13 @@ class _Rebinding:
                 for target in v:
                     self._target(target, entry, stores, loops)
         for field in _BODIES.get(t, ()):
-            for child in getattr(s, field):
+            block = getattr(s, field)
+            for child in block:
                 if child.__class__ in _CLAUSES:     # an except handler, a match case: their bodies
                     for c in child.body:
-                        self._statement(c, ((c.end_lineno, c.end_col_offset), False, None), stores, loops)
+                        self._statement(c, _nested_entry(c, child.body), stores, loops)
                 else:
-                    self._statement(child, ((child.end_lineno, child.end_col_offset), False, None), stores, loops)
+                    self._statement(child, _nested_entry(child, block), stores, loops)
 
     @staticmethod
     def _target(target: ast.expr, entry: tuple, stores: Dict[str, list], loops: tuple) -> None:
@@ -201,6 +213,8 @@ class FlowMixin:
         end, top, value = before[-1]
         if not top or value is None:
             return None
+        if top is not True and at > top:
+            return None   # a binding in a branch that ended before this load: others may reach it
         for start, stop, names in rb.loops:
             if start <= at <= stop and e.id in names:
                 return None   # a binding later in the loop reaches this load again
