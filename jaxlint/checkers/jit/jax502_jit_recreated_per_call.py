@@ -76,7 +76,9 @@ class JitRecreatedPerCall(Rule):
     every call of a function that then calls it in a loop of its own (a pipeline
     run over a dataset) when that function is not itself run per epoch or step
     and the jitted function captures what each call is handed anew (a restored
-    checkpoint): one compile per run, shared by every step of its loop.
+    checkpoint), or is given it and it is no array (another model or parameter
+    tree per run of a sweep): one compile per run, shared by every step of its
+    loop, and a different program anyway.
 
     ## Example
     ```python
@@ -259,7 +261,7 @@ class JitRecreatedPerCall(Rule):
         # a whole dataset): one compile per run, not per step
         outer_per_step = chain is not None and _per_step_loop(chain[-1].loop)
         strict = AMORTIZED_BASIS if any(u.in_loop for u in uses) and not outer_per_step \
-            and len(chain or ()) == 1 and _captures_what_varies(ctx.model, b, scope, chain[0]) else None
+            and len(chain or ()) == 1 and _captures_what_varies(ctx.model, b, scope, chain[0], uses) else None
         return ctx.finding(self, b.site.node, msg, strict=strict)
 
     @staticmethod
@@ -374,12 +376,15 @@ def _looped_call(ctx: Context, idx: CallIndex, fn: Function, depth: int,
     return None
 
 
-def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite) -> bool:
+def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite, uses=()) -> bool:
     """The function ``b`` jits captures something made from what the looped call ``c`` passes
     anew each time (``for ckpt in checkpoints: pipeline(ckpt)`` restoring ``state`` from ``ckpt``
-    and jitting ``partial(f, state)``): each call's program differs anyway.  Captured values the
-    caller passes unchanged (the same params every episode) make the rebuild pure waste."""
-    if b.fun_expr is None or c.loop is None:
+    and jitting ``partial(f, state)``), or is handed such a thing that is no array (``model =
+    SNN(kind)`` ... ``step(model, opt, x, y)``: a model of another structure, a configuration) --
+    each call's program may differ anyway.  Captured values the caller passes unchanged (the
+    same params every episode), and arrays made from what varies (same shapes, same program),
+    make the rebuild pure waste."""
+    if c.loop is None:
         return False
     targets = set()
     line = c.call.lineno
@@ -389,6 +394,7 @@ def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite) -> boo
         gens = getattr(loop, "generators", None)
         targets |= {n.id for t in ([loop.target] if gens is None else [g.target for g in gens])
                     for n in ast.walk(t) if isinstance(n, ast.Name)}
+    targets = _derived_names(c.scope, targets)   # ``model = models[name]`` in the loop
     target = m.resolve_callable(c.call.func, c.scope)
     if target is None or target.function is not scope:
         return False
@@ -406,7 +412,31 @@ def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite) -> boo
                         if isinstance(n, ast.Name) and n.id not in varying:
                             varying.add(n.id)
                             changed = True
-    return bool(_free_names(b.fun_expr) & varying)
+    if b.fun_expr is not None and _free_names(b.fun_expr) & varying:
+        return True
+    for u in uses:
+        if u.scope is not scope:
+            continue
+        for a in list(u.call.args) + [k.value for k in u.call.keywords]:
+            if _free_names(a) & varying and not m.kind(a, scope) & (JAX | NUMPY):
+                return True
+    return False
+
+
+def _derived_names(scope: Function, names: Set[str]) -> Set[str]:
+    """``names`` and the names of ``scope`` assigned from expressions that read one of them."""
+    out = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for a in scope.of_type(ast.Assign):
+            if _free_names(a.value) & out:
+                for t in a.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in out:
+                            out.add(n.id)
+                            changed = True
+    return out
 
 
 def _sweep_call(m, c: CallSite) -> bool:
