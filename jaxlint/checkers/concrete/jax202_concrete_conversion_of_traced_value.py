@@ -64,6 +64,10 @@ _SUGGEST_CONVERSION = {
 }
 
 
+# why formatting a tracer in test code belongs to the strict profile
+FORMAT_TEST_BASIS = ("a string made of a tracer in test code is the test's own trace-time output or what it "
+                     "checks (that formatting a traced value works), not a value anyone relies on")
+
 @register
 class ConcreteConversionOfTracedValue(TracedCodeRule):
     """
@@ -103,6 +107,12 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
     traced value. Formatting a tracer gives text like
     `Traced<ShapedArray(float32[])>` (or a `TypeError` with a format spec),
     never the number.
+
+    ## Profiles
+    Formatting a traced value in test code (a `test_*` function, a test
+    module) is reported in the strict profile (`--strict`) only: it is the
+    test's own trace-time output, or what the test checks (that `str()` of a
+    traced value works).
 
     ## Example
     ```python
@@ -184,10 +194,12 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
         return self._int_culprit(ctx, e, fn)
 
     def _finding(self, ctx: Context, fn: Function, node: ast.AST, msg: str,
-                 root: Optional[ast.AST] = None) -> _Found:
-        """The finding, and the traced name it needs concrete (None for formatting)."""
+                 root: Optional[ast.AST] = None, formats: bool = False) -> _Found:
+        """The finding, and the traced name it needs concrete (None for formatting).  Formatting
+        a tracer in test code (``formats``) is the strict profile's (:data:`FORMAT_TEST_BASIS`)."""
         name = root.id if isinstance(root, ast.Name) else None   # see check()
-        return ctx.finding(self, node, msg, confidence=fn.confidence), name
+        strict = FORMAT_TEST_BASIS if formats and ctx.model.in_test_code(fn) else None
+        return ctx.finding(self, node, msg, confidence=fn.confidence, strict=strict), name
 
     # -------------------------------------------------------------------- calls
     def _calls(self, ctx: Context, fn: Function) -> Iterator[_Found]:
@@ -247,7 +259,8 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
                 if len(call.args) == 1 and id(call) not in output_nodes(m, fn):
                     c = self._formatted(ctx, call.args[0], fn)
                     if c is not None:
-                        yield self._finding(ctx, fn, call, _format_message(f"`{q}()`", call.args[0], where))
+                        yield self._finding(ctx, fn, call, _format_message(f"`{q}()`", call.args[0], where),
+                                            formats=True)
             elif q is None and isinstance(func, ast.Attribute):
                 name = func.attr
                 if name in ("item", "tolist") and (name == "tolist" and not call.args or name == "item"):
@@ -357,7 +370,7 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
                         continue
                     c = self._formatted(ctx, v.value, fn)
                     if c is not None:
-                        yield self._finding(ctx, fn, js, _format_message("an f-string", v.value, where))
+                        yield self._finding(ctx, fn, js, _format_message("an f-string", v.value, where), formats=True)
                         break
         # "..." % value: BinOp is not indexed; only walk functions whose text has a string followed by '%'
         if not fn.is_module and _PERCENT_FORMAT.search(ctx.source.segment(fn.node)):
@@ -371,7 +384,8 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
                     for v in vals:
                         c = self._formatted(ctx, v, fn)
                         if c is not None:
-                            yield self._finding(ctx, fn, node, _format_message("`%` formatting", v, where))
+                            yield self._finding(ctx, fn, node, _format_message("`%` formatting", v, where),
+                                                formats=True)
                             break
 
 
