@@ -353,6 +353,9 @@ GRAD_NAMES = TransformNames(lambda t: t.differentiates)
 EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
 # decorators that cache a function on its arguments' hashes: no JAX array or tracer is
 # hashable, so the function's parameters always hold Python values
+# keywords of ``jax.jit`` whose literal tuple fixes how many positional arguments the jitted
+# function takes (``pjit does not support kwargs when in_shardings is specified``)
+SHARDED_ARITY_KEYWORDS = frozenset({"in_shardings"})
 ARGUMENT_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # calls that raise on a tracer and return the value otherwise: what follows them runs on concrete
 # values only (``jax.core.concrete_or_error(None, x, msg)``)

@@ -115,6 +115,12 @@ class StaticArgsMixin:
         text = getattr(self.source, "text", None)
         if not defaulted or text is None:
             return set()
+        arity = _sharded_arity(call)
+        if arity is not None:
+            # ``jax.jit(f, in_shardings=(a, b, c))``: called with exactly those positional
+            # arguments and no keywords (JAX raises otherwise), so the rest keep their defaults
+            passed = fn.params[:target.bound_positional + arity]
+            return {p for p in defaulted if p not in passed}
         # a lambda's defaulted parameters are the idiom that binds a value into a closure
         # (``jax.jit(lambda x, _n=n: ...)`` in a loop): when its calls are not all visible,
         # they keep their defaults
@@ -163,3 +169,16 @@ class StaticArgsMixin:
                 t.id for a in scope.of_type(ast.Assign) if a.value.__class__ is ast.Call
                 and self.qualname(a.value.func, scope) in K.PARTIAL for t in a.targets if t.__class__ is ast.Name}
         return got
+
+
+def _sharded_arity(call: Optional[ast.Call]) -> Optional[int]:
+    """The number of positional arguments a ``jit(f, in_shardings=(...))`` can be called with:
+    the length of a literal ``in_shardings`` tuple -- JAX requires it to be a prefix of the
+    positional arguments' tree and rejects keyword arguments when it is given."""
+    if call is None:
+        return None
+    for kw in call.keywords:
+        if kw.arg in K.SHARDED_ARITY_KEYWORDS and isinstance(kw.value, (ast.Tuple, ast.List)) \
+                and not any(isinstance(e, ast.Starred) for e in kw.value.elts):
+            return len(kw.value.elts)
+    return None

@@ -32,6 +32,9 @@ STATIC_RULES: Tuple[StaticRule, ...] = (
     StaticRule("unpassed_default", "defaults no call of the transformed function passes "
                "(`jax.vmap(f)(a, b)` leaves `f`'s third parameter at its default)",
                "staticargs.StaticArgsMixin._unpassed_defaults"),
+    StaticRule("in_shardings_arity", "parameters past the length of a literal `in_shardings` tuple of `jit`: "
+               "the jitted function takes exactly that many positional arguments and no keywords, so they "
+               "keep their defaults", "staticargs._sharded_arity, knowledge.SHARDED_ARITY_KEYWORDS"),
     StaticRule("lambda_defaults", "defaults of a transformed lambda whose calls are not all visible "
                "(`jax.jit(lambda x, _n=n: ...)`): the idiom that binds a value into a closure",
                "staticargs.StaticArgsMixin._unpassed_defaults"),
