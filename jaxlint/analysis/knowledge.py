@@ -476,6 +476,8 @@ TRACE_ERRORS = {
     "JAX202": frozenset({"ConcretizationTypeError", "TracerIntegerConversionError", "JAXTypeError", "TypeError"}),
     "JAX203": frozenset({"TracerArrayConversionError", "JAXTypeError", "TypeError"}),
     "JAX204": frozenset({"NonConcreteBooleanIndexError", "JAXIndexError", "IndexError", "LookupError"}),
+    # item assignment raises ``TypeError: JAX arrays are immutable``, eagerly and traced alike
+    "JAX301": frozenset({"TypeError"}),
 }
 CATCH_ALL_ERRORS = frozenset({"Exception", "BaseException"})
 

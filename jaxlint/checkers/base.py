@@ -231,9 +231,10 @@ def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Ite
 _TRY_TYPES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 
 
-def _handled_spans(m: SemanticModel, errors) -> List[Tuple[int, int]]:
-    """The bodies of the ``try`` statements of traced code whose handler catches one of
-    ``errors`` (the error JAX raises for a pitfall), ``Exception`` or anything."""
+def _handled_spans(m: SemanticModel, errors, traced_only: bool = True) -> List[Tuple[int, int]]:
+    """The bodies of the ``try`` statements of traced code (with ``traced_only``; else of any
+    code) whose handler catches one of ``errors`` (the error JAX raises for a pitfall),
+    ``Exception`` or anything."""
     def catches(h: ast.ExceptHandler) -> bool:
         if h.type is None:
             return True
@@ -246,12 +247,20 @@ def _handled_spans(m: SemanticModel, errors) -> List[Tuple[int, int]]:
 
     out = []
     for fn in m.functions:
-        if not fn.contexts:
+        if traced_only and not fn.contexts:
             continue
         for t in fn.of_type(*_TRY_TYPES):
             if t.body and any(catches(h) for h in t.handlers):
                 out.append((t.body[0].lineno, t.body[-1].end_lineno or t.body[-1].lineno))
     return out
+
+
+def handled_anywhere(m: SemanticModel, line: int, errors) -> bool:
+    """Is ``line`` in the body of a ``try`` (traced code or not) whose handler catches one of
+    ``errors``, ``Exception`` or anything -- a pitfall that raises eagerly too, shown on purpose
+    (``try: x[0] = 10`` / ``except Exception as e: print(e)`` in a tutorial)?"""
+    spans = _cached(m, "_handled_any_" + "_".join(sorted(errors)), lambda: _handled_spans(m, errors, False))
+    return any(a <= line <= b for a, b in spans)
 
 
 def _handled(m: SemanticModel, line: int, errors) -> bool:

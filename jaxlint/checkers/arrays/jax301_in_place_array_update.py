@@ -4,9 +4,10 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import CERTAIN, JAX, Function, SemanticModel
+from ...analysis import knowledge as K
 from ...analysis.objects import held_as_sequence, kernel_ref, mutable_by_design, ref_named
 from ...fixes.edits import SAFE, Edit, Fix
-from ..base import Context, Finding, FixOffer, Rule, register
+from ..base import Context, Finding, FixOffer, Rule, handled_anywhere, register
 
 _AUG_METHODS = {
     ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide", ast.Pow: "power",
@@ -26,7 +27,9 @@ class InPlaceArrayUpdate(Rule):
     Python lists/dicts mutated in place are not flagged, nor is a traced value
     the function treats as a Python container (iterated, tested with
     `isinstance(x, dict)`, or with items updated by `x[i].at[...]`): a list of
-    arrays is traced too, and the rule cannot tell it from one array.
+    arrays is traced too, and the rule cannot tell it from one array. Nor is
+    an assignment inside a `try` whose `except` catches the `TypeError` (or any
+    `Exception`): a demonstration that JAX arrays are immutable.
 
     ## Why is this bad?
     PyTorch tensors and NumPy arrays can be written in place (`t[0] = 1`,
@@ -62,6 +65,12 @@ class InPlaceArrayUpdate(Rule):
     confirm = ("trace-error", "TypeError: immutable", "TypeError: does not support item assignment")
     summary = "item assignment on an immutable JAX array raises `TypeError`"
     fix = FixOffer("Use the functional `.at[...]` update", SAFE)
+
+    def profiled(self, ctx: Context, found):
+        """An assignment inside a ``try`` whose handler catches the ``TypeError`` (or any
+        ``Exception``) shows the error on purpose: a tutorial's "should raise an error" cell."""
+        errors = K.TRACE_ERRORS[self.code]
+        return [f for f in found if not handled_anywhere(ctx.model, f.line, errors)]
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         for fn in m.functions:
