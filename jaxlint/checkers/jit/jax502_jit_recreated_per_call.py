@@ -141,7 +141,7 @@ class JitRecreatedPerCall(Rule):
         sweep = self._config_sweep(ctx, b, scope, loop) if what is not None else False
         if sweep is True:
             return None
-        if _calls_rebuilt_function(b, loop):
+        if _calls_rebuilt_function(b, loop, ctx.model, scope):
             return None
         if _stored_element(b, loop):
             return None   # ``{impl: jax.jit(partial(f, impl=impl)) for impl in impls}``: one kept per item
@@ -688,11 +688,12 @@ def _rebuilt_in_loop(loop: ast.AST, site: ast.AST) -> Set[str]:
     return out
 
 
-def _calls_rebuilt_function(b: JitBinding, loop: ast.AST) -> bool:
+def _calls_rebuilt_function(b: JitBinding, loop: ast.AST, m=None, scope=None) -> bool:
     """The jitted callable is itself rebuilt every iteration by a factory
     (``apply_fn = jit(apply_fn)`` after ``_, apply_fn = simulate.nvt(E, shift, dt, T)``
-    with a new ``T``), or calls such a function: each iteration must compile its
-    own program, and there is nothing to hoist out of the loop."""
+    with a new ``T``), or calls such a function, or hands it to a loop primitive
+    (``jax.pmap(partial(lax.scan, step_fn))`` after ``step_fn = get_step_fn(optimizer)``): each
+    iteration must compile its own program, and there is nothing to hoist out of the loop."""
     if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
         return False   # a comprehension binds nothing from a factory
     rebuilt = _rebuilt_in_loop(loop, b.site.node)
@@ -701,6 +702,14 @@ def _calls_rebuilt_function(b: JitBinding, loop: ast.AST) -> bool:
     e = b.fun_expr
     if isinstance(e, ast.Name):
         return e.id in rebuilt
+    if m is not None and isinstance(e, ast.Call) and e.args and m.qualname(e.func, scope) in K.PARTIAL:
+        inner = e.args[0]
+        if isinstance(inner, ast.Name) and inner.id in rebuilt:
+            return True     # ``partial(step_fn, ...)`` of a rebuilt function
+        q = m.qualname(inner, scope) if isinstance(inner, (ast.Name, ast.Attribute)) else None
+        arity = K.BODY_ARITY.get(q) if q is not None else None
+        if arity is not None and len(e.args) > 1 and isinstance(e.args[1], ast.Name) and e.args[1].id in rebuilt:
+            return True     # ``partial(lax.scan, step_fn)``: the body is the rebuilt function
     body = b.target.node if b.kind == "def" and b.target is not None else e
     if body is None:
         return False
