@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from ...analysis import CERTAIN, JAX, Function, SemanticModel
+from ...analysis import CERTAIN, CONTAINER, JAX, TRACED, Function, SemanticModel
 from ...analysis import knowledge as K
 from ...analysis.objects import held_as_sequence, kernel_ref, mutable_by_design, ref_named
 from ...fixes.edits import SAFE, Edit, Fix
@@ -113,6 +113,12 @@ class InPlaceArrayUpdate(Rule):
                 return False   # ``self.cd = np.array(...)`` earlier in this method: what it writes into
         if not m.is_array(base, fn) or (fn.contexts and not m.vouched_array(base, fn)):
             return False
+        if fn.contexts and _given_pytree(m, base, fn) and not _array_index(m, sl, fn) \
+                and not m.evidently_array(base, fn):
+            # a transform's argument is a pytree (a dict of arrays as often as one array): indexed
+            # with a key of unknown kind (``_x[R_key]``, ``R_key = prop_keys[...]``) and never used
+            # as an array, it may be a dict -- unknown
+            return False
         # a pytree of arrays (a list of layer caches, a list's gradient) is traced too:
         # when this function treats it as a Python container, it cannot tell -- silent
         return _made_here(m, base, fn) or not held_as_sequence(base, fn)
@@ -194,3 +200,50 @@ def _uses_at(e: ast.AST, name: str) -> bool:
     """``name.at[...]...`` somewhere in ``e``."""
     return any(isinstance(n, ast.Attribute) and n.attr == "at" and isinstance(n.value, ast.Name)
                and n.value.id == name for n in ast.walk(e))
+
+
+def _given_pytree(m, base: ast.AST, fn: Function) -> bool:
+    """``base`` is a parameter of ``fn`` as given (or a ``.copy()`` of one): what the transform or
+    the traced caller passes, a pytree whose structure this function does not show."""
+    if base.__class__ is not ast.Name:
+        return False
+    seen = m.reaching_value(base, fn)
+    if seen is None:
+        return base.id in fn.param_nodes and all(b.kind == "param" for b in m.bindings(base.id, fn))
+    return seen.__class__ is ast.Call and not seen.args and seen.func.__class__ is ast.Attribute \
+        and seen.func.attr == "copy" and seen.func.value.__class__ is ast.Name \
+        and seen.func.value.id in fn.param_nodes
+
+
+def _array_index(m, sl: ast.AST, fn: Function) -> bool:
+    """An index only an array (or a sequence) takes: an int, a slice, ``...``, ``None``, a tuple of
+    those, or a traced/array value -- not a key of unknown kind, which a dict takes as well."""
+    t = sl.__class__
+    if t is ast.Constant:
+        return sl.value is Ellipsis or sl.value is None or isinstance(sl.value, int)
+    if t is ast.Slice:
+        return True
+    if t is ast.UnaryOp:
+        return _array_index(m, sl.operand, fn)
+    if t is ast.Tuple:
+        return any(_array_index(m, e, fn) for e in sl.elts)
+    if t is ast.BinOp:
+        return _array_index(m, sl.left, fn) or _array_index(m, sl.right, fn)
+    if t is ast.Name:
+        home = m.resolve_scope(sl.id, fn)
+        bs = m.bindings(sl.id, home) if home is not None else []
+        if bs and all(_int_binding(m, b, home) for b in bs):
+            return True     # ``for i in range(n)``, ``i = 0``: an int
+    k = m.kind(sl, fn)
+    return bool(k & (JAX | TRACED)) and not k & CONTAINER
+
+
+def _int_binding(m, b, scope: Function) -> bool:
+    """A binding that makes its name an int: a loop over ``range(...)``/``enumerate``'s counter, an
+    int literal."""
+    v = b.value
+    if b.kind == "for" and v.__class__ is ast.Call and v.func.__class__ is ast.Name:
+        if v.func.id == "range":
+            return True
+        return v.func.id == "enumerate" and b.path[:1] == (0,)
+    return b.kind == "=" and v.__class__ is ast.Constant and type(v.value) is int
