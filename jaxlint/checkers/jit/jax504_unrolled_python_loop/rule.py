@@ -24,7 +24,9 @@ class UnrolledPythonLoop(Rule):
     """
     ## What it does
     Flags a Python `for` or `while` loop inside a traced function (`jax.jit`,
-    `grad`, a Flax module, ...) whose body does array work and whose trip count
+    `grad`, a Flax module, ...) whose body does array work (a call of another
+    package's constructors or of an unknown object's methods, handed traced
+    values, is not known to be array work) and whose trip count
     is large or not fixed when the code is written: `range(N)` with a literal
     `N` of at least 16 (configurable), `range(n)` over a static argument or a
     configuration value (a `static_argnames` parameter, a module field,
@@ -147,12 +149,12 @@ class UnrolledPythonLoop(Rule):
                 if isinstance(n, ast.Assign) and len(n.targets) == 1 and _named_slot(n.targets[0]):
                     continue   # ``stats[f"layer{i}/load"] = x[i]``: filing values under names, no computation
                 if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)):
-                    if n.value is not None and proven(m.kind(n.value, fn)):
-                        return True
                     v = n.value
+                    if v is not None and proven(m.kind(v, fn)) and not _opaque_call(m, v, fn):
+                        return True
                     if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
                             and v.func.attr in ("append", "extend", "insert") \
-                            and any(proven(m.kind(a, fn)) for a in v.args):
+                            and any(proven(m.kind(a, fn)) and not _opaque_call(m, a, fn) for a in v.args):
                         return True
         return False
 
@@ -214,3 +216,21 @@ def _named_slot(t: ast.AST) -> bool:
     return isinstance(k, ast.JoinedStr) or (isinstance(k, ast.BinOp) and any(
         isinstance(x, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(x, "value", ""), str)
         for x in (k.left, k.right)))
+
+
+# libraries whose calls on traced values are array work
+_ARRAY_LIBRARIES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "chex.", "math.")
+
+
+def _opaque_call(m, v: ast.AST, fn: Function) -> bool:
+    """``jqtc.Rx(gammas[i])``, ``cirq.append(...)``: a call of a package outside JAX's array
+    libraries or of a method on an object the module cannot see into, handed a traced value --
+    it may build a Python object (a circuit gate) as well as compute: not evidence of array work."""
+    if v.__class__ is not ast.Call or v.func.__class__ not in (ast.Name, ast.Attribute):
+        return False
+    if m.resolve_callable(v.func, fn) is not None:
+        return False
+    q = m.qualname(v.func, fn)
+    if q is None:
+        return v.func.__class__ is ast.Attribute and not m.is_array(v.func.value, fn)
+    return "." in q and not q.startswith(_ARRAY_LIBRARIES) and m.external_facts(q) is None
