@@ -43,7 +43,10 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     reads the object back inside the same trace, where it sees the mutation,
     is not visible from the helper's module. So is an integer trace counter
     on `self` (`self.num_traces += 1`, read nowhere else in the trace; see
-    JAX102): counting traces is its point.
+    JAX102): counting traces is its point. So is an attribute of `self` that
+    nothing in the module reads except its own update (`self.n_updates += 1`
+    with the real count kept in the train state): the stale value changes
+    nothing here, though another module might read it.
 
     ## Why is this bad?
     In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
@@ -91,6 +94,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
                 strict = None
                 if msg is not None and trace_counter(m, fn, w):
                     strict = TRACE_COUNTER_BASIS     # ``self.num_traces += 1``: counting traces is its point
+                elif msg is not None and _never_read(m, fn, w):
+                    strict = UNREAD_STATE_BASIS      # ``self.n_updates += 1`` that nothing reads
                 if msg is None:
                     msg = self._param_mutation(facts, fn, w)
                     if msg is not None and _helper_of_other_modules(fn):
@@ -397,3 +402,36 @@ def _returned_rebuilt(fn: Function, p: str, w: Write) -> bool:
                     return True
     return False
 
+
+# why a write of an attribute nothing in the module reads belongs to the strict profile
+UNREAD_STATE_BASIS = ("nothing in this module reads the attribute (only its own update does): what the trace "
+                      "left in it changes nothing here, though another module might read it")
+
+
+def _never_read(m: SemanticModel, fn: Function, w) -> bool:
+    """``self.n_updates += 1`` where no code of the module loads it except to update it (its own
+    ``+=``, ``x.n_updates = x.n_updates + 1``): dead state.  Inside the class only ``self.n_updates``
+    is the attribute; elsewhere any ``obj.n_updates`` may be."""
+    t = w.target
+    owner = fn.enclosing_method()
+    if not isinstance(t, ast.Attribute) or owner is None or owner.cls is None:
+        return False
+    attr = t.attr
+    cls_node = owner.cls.node
+    inside = {id(n) for n in ast.walk(cls_node)}
+    updates = set()
+    loads = []
+    for node in ast.walk(m.tree):
+        cls = node.__class__
+        if cls is ast.Attribute and node.attr == attr and node.ctx.__class__ is ast.Load:
+            loads.append(node)
+        elif cls is ast.Assign and any(isinstance(x, ast.Attribute) and x.attr == attr for x in node.targets):
+            # ``x.n = x.n + 1``: the load is the update's own
+            updates.update(id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute) and n.attr == attr)
+    for n in loads:
+        if id(n) in updates:
+            continue
+        if id(n) in inside and not (isinstance(n.value, ast.Name) and n.value.id in ("self", owner.self_name)):
+            continue    # ``train_state.n_updates`` in a method: another object's field
+        return False
+    return True
