@@ -204,13 +204,15 @@ def trace_counter(m: SemanticModel, fn: Function, w: Write) -> bool:
     # read nowhere else in the traced function (the increment's own target aside): the name, or
     # for an attribute (``self.num_traces``, ``Model.num_traces``) that attribute of the root
     own = {id(x) for x in ast.walk(target)}
+    # (Attribute and Name nodes are not indexed by type: walk the function's own nodes)
     if isinstance(target, ast.Attribute):
-        for x in fn.of_type(ast.Attribute):
-            if x.attr == target.attr and isinstance(x.value, ast.Name) and x.value.id == root.id and id(x) not in own:
+        for x in fn.walk():
+            if x.__class__ is ast.Attribute and x.attr == target.attr and isinstance(x.value, ast.Name) \
+                    and x.value.id == root.id and id(x) not in own:
                 return False
     else:
-        for x in fn.of_type(ast.Name):
-            if x.id == root.id and id(x) not in own:
+        for x in fn.walk():
+            if x.__class__ is ast.Name and x.id == root.id and id(x) not in own:
                 return False
     texts = [root.id]
     if isinstance(target, ast.Attribute):
