@@ -504,14 +504,55 @@ def export_reducers(model: SemanticModel) -> Dict[str, bool]:
     reducing collective (``lax.pmean``/``psum``...), directly or through a function of this
     module (``cross_device_avg = lambda g: jax.tree.map(lambda x: lax.pmean(x, "batch"), g)``)."""
     out: Dict[str, bool] = {}
-    if not model.mentions_jax:
-        return out
+    text = getattr(model.source, "text", None)
+    if not model.mentions_jax or text is None or not any(t in text for t in _REDUCING_TERMINALS):
+        return out      # (a module that never spells a reducing collective reduces nothing itself)
+    reaching = _functions_reaching_collectives(model)
     for fn in model.functions:
         if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
             continue
-        if model.top_level_function(fn.name) is fn and _reaches_collective(model, fn, set()):
+        if model.top_level_function(fn.name) is fn and id(fn) in reaching:
             out[fn.name] = True
     return out
+
+
+def _functions_reaching_collectives(model: SemanticModel) -> Set[int]:
+    """The ids of the module's functions that apply a reducing collective, directly, in a nested
+    function, or through a function of the module they call (what ``_reaches_collective`` answers
+    for one function, for all of them in one pass over the calls)."""
+    terms = set(_REDUCING_TERMINALS)
+    direct: Set[int] = set()
+    callees: Dict[int, List[Function]] = {}
+    for fn in model.functions:
+        calls = fn.of_type(ast.Call)
+        for call in calls:
+            f = call.func
+            if f.__class__ in (ast.Name, ast.Attribute):
+                t = model.resolve_callable(f, fn)
+                if t is not None:
+                    callees.setdefault(id(fn), []).append(t.function)
+        for n in fn.walk():
+            c = n.__class__
+            if (c is ast.Attribute and n.attr in terms or c is ast.Name and n.id in terms) \
+                    and model.qualname(n, fn) in REDUCING:
+                direct.add(id(fn))
+                break
+    reaching = set(direct)
+    changed = True
+    while changed:
+        changed = False
+        for fn in model.functions:
+            if id(fn) in reaching:
+                continue
+            if any(id(ch) in reaching for ch in fn.children) or \
+                    any(id(g) in reaching for g in callees.get(id(fn), ())):
+                reaching.add(id(fn))
+                changed = True
+    return reaching
+
+
+# the last components of the reducing collectives' names: a cheap text test before the walk
+_REDUCING_TERMINALS = tuple(sorted({q.rsplit(".", 1)[1] for q in REDUCING}))
 
 
 register_exporter("reduces", export_reducers)
