@@ -530,3 +530,29 @@ def test_gradients_averaged_by_another_modules_helper(tmp_path, body, reported):
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/utils.py": _AVG_UTILS.replace("BODY", body),
                                 "pkg/train.py": _PMAP_STEP})
     assert ("JAX601" in [f.code for f in got["pkg/train.py"]]) == reported
+
+
+_STORE = ("_DATA = {}\n\n"
+          "def get(obj, key, default=None):\n"
+          "    entry = _DATA.get(id(obj), {})\n"
+          "    return entry.get(key, default)\n\n"
+          "def scaled(obj, factor):\n"
+          "    return obj * factor\n")
+_READER = ("import jax\nimport jax.numpy as jnp\nfrom pkg import store\n\n"
+           "@jax.jit\n"
+           "def step(w):\n"
+           "    limit = store.get(w, 'limit')\n"
+           "    if limit > 0.5:\n"
+           "        return w\n"
+           "    if store.scaled(w, 2.0).sum() > 0:\n"
+           "        return -w\n"
+           "    return w\n")
+
+
+def test_another_modules_function_traced_only_through_parameters_that_reach_its_result(tmp_path):
+    """`store.get(w, 'limit')` looks `w` up by identity and returns what was stored: the project
+    exports which parameters reach each function's result (`flows`), so the `if` on its result is
+    not on a tracer; `store.scaled(w, 2.0)` returns `w * factor`, a tracer, and its `if` is
+    reported."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/store.py": _STORE, "pkg/train.py": _READER})
+    assert [(f.code, f.line) for f in got["pkg/train.py"]] == [("JAX201", 10)]

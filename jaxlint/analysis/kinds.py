@@ -683,6 +683,12 @@ class KindsMixin:
             ext = self.external_facts(q)
             if ext is not None and ext.get("static_result"):
                 return 0
+            flows = ext.get("flows") if ext is not None else None
+            if flows is not None and ext.get("params") is not None:
+                # only the arguments whose values reach the result make it traced
+                k = self._flowing_args_traced(call, fn, ext["params"], flows)
+                if k is not None:
+                    return k
         if ft is ast.Attribute:
             return self._method_call_kind(func, call, fn)
         if q is None and ft is ast.Name and self.layer_call(call, fn):
@@ -844,6 +850,24 @@ class KindsMixin:
         out = 0
         for a in list(call.args) + [kw.value for kw in call.keywords]:
             k = self.kind(a.value if a.__class__ is ast.Starred else a, fn)
+            if k & TRACED:
+                if not k & UNSURE:
+                    return TRACED
+                out = TRACED | UNSURE
+        return out
+
+    def _flowing_args_traced(self, call: ast.Call, fn: Function, params: List[str], flows: List[str]) -> Optional[int]:
+        """:meth:`_args_traced` over the arguments ``call`` passes for the parameters ``flows``
+        names (another module's function, whose export says which reach its result); None when the
+        call's arguments cannot be paired with the parameters (``*args``, ``**kwargs``)."""
+        out = 0
+        for p in flows:
+            a = passed_argument(call, params, p)
+            if a is None:
+                return None
+            if a is False:
+                continue
+            k = self.kind(a, fn)
             if k & TRACED:
                 if not k & UNSURE:
                     return TRACED

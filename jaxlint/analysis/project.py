@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
 from .flow import export_static_items, export_static_results
-from .returns import export_returned_params
+from .returns import export_flows, export_returned_params
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
 from ..discovery import ROOT_MARKERS, find_root  # noqa: F401 (the project root: defined with discovery)
@@ -751,6 +751,7 @@ def register_exporter(name: str, exporter: Callable[[SemanticModel], Dict[str, o
 register_exporter("static_items", export_static_items)
 register_exporter("static_result", export_static_results)
 register_exporter("returned_params", export_returned_params)
+register_exporter("flows", export_flows)
 
 
 def _failure_line(step: str, exc: BaseException) -> str:

@@ -55,6 +55,100 @@ def export_returned_params(model) -> Dict[str, list]:
     return out
 
 
+# calls whose result says nothing of their argument's value (its identity, its length, its type)
+_OPAQUE_BUILTINS = frozenset({"id", "len", "isinstance", "issubclass", "type", "hash", "callable", "hasattr",
+                              "repr", "str"})
+_SHAPE_ATTRS = frozenset({"shape", "dtype", "ndim", "size"})
+
+
+def flowing_params(fn) -> Optional[List[str]]:
+    """The parameters of ``fn`` whose value may reach what it returns, through its local
+    assignments (a data-flow over names): a parameter used only as a key (``table[key]``,
+    ``store.get(id(obj))``), for its identity, length, type or shape does not.  None when that
+    cannot be told: ``*args``/``**kwargs``, a generator, a returned nested function or lambda
+    (a closure carries whatever it reads), ``global``/``nonlocal`` state."""
+    if fn.vararg or fn.kwarg or fn.of_type(ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal):
+        return None
+    params = [p for p in fn.all_params() if p != fn.self_name]
+    nested = set(fn.defs)
+    deps: Dict[str, set] = {}
+
+    def of(e) -> Optional[set]:
+        out: set = set()
+        todo = [e]
+        while todo:
+            n = todo.pop()
+            t = n.__class__
+            if t is ast.Name:
+                if n.id in nested:
+                    return None
+                if n.id in params:
+                    out.add(n.id)
+                out |= deps.get(n.id, set())
+                continue
+            if t is ast.Call and n.func.__class__ is ast.Name and n.func.id in _OPAQUE_BUILTINS:
+                continue
+            if t is ast.Attribute and n.attr in _SHAPE_ATTRS:
+                continue
+            if t is ast.Subscript:
+                todo.append(n.value)        # ``table[key]``: the table's item, not the key
+                continue
+            todo.extend(ast.iter_child_nodes(n))
+        return out
+
+    binds = []
+    for a in fn.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.withitem, ast.NamedExpr):
+        if a.__class__ is ast.Assign:
+            targets, value = a.targets, a.value
+        elif a.__class__ is ast.For:
+            targets, value = [a.target], a.iter
+        elif a.__class__ is ast.withitem:
+            targets, value = ([a.optional_vars] if a.optional_vars is not None else []), a.context_expr
+        else:
+            targets, value = [a.target], a.value
+        if value is None:
+            continue
+        names = [x.id for t in targets for x in ast.walk(t) if x.__class__ is ast.Name]
+        binds.append((names, value))
+    changed = True
+    while changed:
+        changed = False
+        for names, value in binds:
+            got = of(value)
+            if got is None:
+                return None
+            for n in names:
+                cur = deps.setdefault(n, set())
+                if not got <= cur:
+                    cur |= got
+                    changed = True
+    out: set = set()
+    for r in fn.of_type(ast.Return):
+        if r.value is None:
+            continue
+        got = of(r.value)
+        if got is None:
+            return None
+        out |= got
+    return [p for p in params if p in out]
+
+
+def export_flows(model) -> Dict[str, list]:
+    """Exporter: for other modules, the parameters of each top-level function whose values may
+    reach its result (``flowing_params``), for the functions where some parameter does not:
+    ``aux_data.get(weight, key)`` looks ``weight`` up by identity and returns what was stored."""
+    out: Dict[str, list] = {}
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
+            continue
+        if model.top_level_function(fn.name) is not fn:
+            continue
+        got = flowing_params(fn)
+        if got is not None and len(got) < len([p for p in fn.all_params() if p != fn.self_name]):
+            out[fn.name] = got
+    return out
+
+
 def passed_argument(call: ast.Call, params: List[str], p: str):
     """What ``call`` passes for parameter ``p`` (positionally by ``params``' order, or by
     keyword); ``False`` when it passes nothing for it, None when that cannot be told."""
