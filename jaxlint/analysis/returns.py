@@ -65,15 +65,18 @@ def flowing_params(fn) -> Optional[List[str]]:
     """The parameters of ``fn`` whose value may reach what it returns, through its local
     assignments (a data-flow over names): a parameter used only as a key (``table[key]``,
     ``store.get(id(obj))``), for its identity, length, type or shape does not.  None when that
-    cannot be told: ``*args``/``**kwargs``, a generator, a returned nested function or lambda
-    (a closure carries whatever it reads), ``global``/``nonlocal`` state."""
+    cannot be told: ``*args``/``**kwargs``, a generator, a returned nested function (a closure
+    carries whatever it reads), ``global``/``nonlocal`` state."""
     if fn.vararg or fn.kwarg or fn.of_type(ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal):
         return None
+    rets = [r.value for r in fn.of_type(ast.Return) if r.value is not None]
     params = [p for p in fn.all_params() if p != fn.self_name]
+    if not rets or not params:
+        return None
     nested = set(fn.defs)
-    deps: Dict[str, set] = {}
 
-    def of(e) -> Optional[set]:
+    def reads(e) -> Optional[set]:
+        """The names ``e`` reads for its value (opaque uses left out); None: a nested def."""
         out: set = set()
         todo = [e]
         while todo:
@@ -82,21 +85,19 @@ def flowing_params(fn) -> Optional[List[str]]:
             if t is ast.Name:
                 if n.id in nested:
                     return None
-                if n.id in params:
-                    out.add(n.id)
-                out |= deps.get(n.id, set())
+                out.add(n.id)
+            elif t is ast.Call and n.func.__class__ is ast.Name and n.func.id in _OPAQUE_BUILTINS:
                 continue
-            if t is ast.Call and n.func.__class__ is ast.Name and n.func.id in _OPAQUE_BUILTINS:
+            elif t is ast.Attribute and n.attr in _SHAPE_ATTRS:
                 continue
-            if t is ast.Attribute and n.attr in _SHAPE_ATTRS:
-                continue
-            if t is ast.Subscript:
+            elif t is ast.Subscript:
                 todo.append(n.value)        # ``table[key]``: the table's item, not the key
-                continue
-            todo.extend(ast.iter_child_nodes(n))
+            elif t is not ast.Constant:
+                todo.extend(ast.iter_child_nodes(n))
         return out
 
-    binds = []
+    # what each name bound here reads, once per binding
+    edges: Dict[str, set] = {}
     for a in fn.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.withitem, ast.NamedExpr):
         if a.__class__ is ast.Assign:
             targets, value = a.targets, a.value
@@ -108,29 +109,28 @@ def flowing_params(fn) -> Optional[List[str]]:
             targets, value = [a.target], a.value
         if value is None:
             continue
-        names = [x.id for t in targets for x in ast.walk(t) if x.__class__ is ast.Name]
-        binds.append((names, value))
-    changed = True
-    while changed:
-        changed = False
-        for names, value in binds:
-            got = of(value)
-            if got is None:
-                return None
-            for n in names:
-                cur = deps.setdefault(n, set())
-                if not got <= cur:
-                    cur |= got
-                    changed = True
-    out: set = set()
-    for r in fn.of_type(ast.Return):
-        if r.value is None:
-            continue
-        got = of(r.value)
+        got = reads(value)
         if got is None:
             return None
-        out |= got
-    return [p for p in params if p in out]
+        for t in targets:
+            for x in ast.walk(t):
+                if x.__class__ is ast.Name:
+                    edges.setdefault(x.id, set()).update(got)
+    # the names the returns reach, through the bindings
+    seen: set = set()
+    todo: List[str] = []
+    for r in rets:
+        got = reads(r)
+        if got is None:
+            return None
+        todo.extend(got)
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        todo.extend(edges.get(n, ()))
+    return [p for p in params if p in seen]
 
 
 def export_flows(model) -> Dict[str, list]:
