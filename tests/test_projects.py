@@ -179,8 +179,8 @@ _REUSE = ("import jax\n\n"
 
 def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
     """Where a file sits in its project decides the profile of a key reuse: tests and teaching
-    material (docs, tutorials, notebooks folders) keep one key on purpose, so their reuse is
-    reported with --strict only; a checkout under a folder named `tests` is not test code."""
+    material (docs, tutorials, notebooks, examples folders) keep one key on purpose, so their reuse
+    is reported with --strict only; a checkout under a folder named `tests` is not test code."""
     from jaxlint.checkers import Settings
     root = tmp_path / "tests" / "proj"          # the folders above the project do not count
     splits = _REUSE.replace("normal(key, shape)", "split(key)")
@@ -199,7 +199,7 @@ def test_key_reuse_in_tests_and_tutorials_is_strict(tmp_path):
         found = lint_source(src, RULES, Settings(strict=True), model=proj.model_for(f))
         got[rel] = sorted(x.profile for x in found if x.code == "JAX401")
     # (a tutorial that draws the same numbers twice from one key: demo data, strict too)
-    assert got == {"src/model.py": ["default"], "examples/train.py": ["default"],
+    assert got == {"src/model.py": ["default"], "examples/train.py": ["strict"],
                    "tests/helpers.py": ["strict"], "docs/notebooks/intro.py": ["strict"],
                    "docs/notebooks/draws.py": ["strict"]}
 
@@ -351,8 +351,8 @@ def test_a_jupytext_notebook_is_teaching_material(tmp_path):
     one key feeding two draws of demo data there is the strict profile's."""
     body = ("import jax\n\n# %%\nkey = jax.random.PRNGKey(0)\n\n# %%\nx = jax.random.normal(key, (5,))\n\n"
             "# %%\nnoise = jax.random.normal(key, (5,))\n")
-    found = _lint_tree(tmp_path, {"examples/regression.py": body,
-                                  "examples/train.py": body.replace("# %%\n", "")}, strict=True)
+    found = _lint_tree(tmp_path, {"src/regression.py": body,
+                                  "src/train.py": body.replace("# %%\n", "")}, strict=True)
     got = {Path(rel).name: [x.profile for x in fs if x.code == "JAX401"] for rel, fs in found.items()}
     assert got == {"regression.py": ["strict"], "train.py": ["default"]}
 
