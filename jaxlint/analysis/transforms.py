@@ -27,6 +27,9 @@ from .scopes import CERTAIN, INFERRED, CallTarget, Function, TraceContext, Trans
 
 # module kinds whose instances are called like functions (``model(x)`` runs ``__call__``)
 _CALLABLE_MODULES = frozenset({"nnx", "equinox"})
+# module kinds whose instances, called inside another module's method, run ``__call__`` on the spot
+# (a linen submodule inside its parent's ``apply``)
+_SUBMODULE_KINDS = frozenset({"nnx", "equinox", "linen"})
 
 class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
     # ===================================================== callables
@@ -110,7 +113,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         info = self.classes.get(made.func.id)
         if info is None or self.resolve_scope(made.func.id, home) is not info.scope:
             return None
-        if info.module_kind and not (callable_modules and info.module_kind in _CALLABLE_MODULES):
+        if info.module_kind and not (callable_modules and info.module_kind in _SUBMODULE_KINDS):
             return None
         fn = self.class_method(info, attr)
         if fn is None or fn.is_staticmethod:
@@ -603,7 +606,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         call says (``skip_predictor=True`` leaves it untraced), and the guess is the roots'.
         Whether any was seeded."""
         seeded = False
-        submodules = self._called_submodules() if called else set()
+        submodules = self._called_submodules()
         for info in self.class_list:
             if not info.module_kind or (info.module_kind in _CALLABLE_MODULES) != called:
                 continue
@@ -611,12 +614,14 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 if fn.is_staticmethod:
                     continue
                 traced_method = False
+                if id(fn) in submodules:
+                    continue    # a submodule's ``__call__``: its parent's calls say what it is given
                 if info.module_kind == "linen":
                     if name in K.LINEN_TRACED_METHODS:
                         traced_method = True
                     elif any(self.qualname(d, fn.parent) == K.LINEN_COMPACT for d in fn.decorators):
                         traced_method = True
-                elif name == "__call__" and id(fn) not in submodules:
+                elif name == "__call__":
                     traced_method = True
                 if not traced_method:
                     continue
@@ -634,23 +639,28 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         return seeded
 
     def _called_submodules(self) -> Set[int]:
-        """The ``__call__`` methods of NNX/Equinox module classes of this module that a method of
-        another such class calls (``self.encoder(x)``, ``layer(x)``)."""
+        """The ``__call__`` methods of module classes (NNX, Equinox, linen) of this module that a
+        method of another class of the same kind calls (``self.encoder(x)``, ``layer(x)``,
+        ``Block(features=4)(x)``)."""
         out: Set[int] = set()
+        memo = self.__dict__.get("_submodules_memo")
+        if memo is not None:
+            return memo
         for info in self.class_list:
-            if info.module_kind not in _CALLABLE_MODULES:
+            if info.module_kind not in _SUBMODULE_KINDS:
                 continue
             for fn in info.methods.values():
                 for inner in [fn] + [c for c in fn.children]:
                     for call in inner.of_type(ast.Call):
                         f = call.func
-                        if f.__class__ not in (ast.Name, ast.Attribute):
-                            continue
+                        if f.__class__ not in (ast.Name, ast.Attribute, ast.Call):
+                            continue     # (``Block(features=4)(x)``: a linen submodule made and called)
                         t = self.resolve_callable(f, inner)
                         g = t.function if t is not None else None
                         if g is not None and g.name == "__call__" and g.cls is not None and g.cls is not info \
-                                and g.cls.module_kind in _CALLABLE_MODULES:
+                                and g.cls.module_kind == info.module_kind:
                             out.add(id(g))
+        self.__dict__["_submodules_memo"] = out
         return out
 
     # ======================================================== propagation
