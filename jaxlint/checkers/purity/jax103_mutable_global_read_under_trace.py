@@ -253,12 +253,32 @@ def _literal(e: Optional[ast.AST]) -> bool:
 
 def _one_literal_value(b, scope: Function, name: str) -> bool:
     """Every binding of ``name`` stores the same literal value (a notebook cell that runs
-    ``dim = 28 ** 2`` again): rebinding it changes nothing a trace could have baked in."""
+    ``dim = 28 ** 2`` again), or the same item of the same call of a library constructor with
+    literal arguments (``opt_init, opt_update = optax.adamw(0.01)`` in each test): rebinding it
+    changes nothing a trace could have baked in."""
     bs = b.scope(scope).get(name)
-    if not bs or any(x.kind != "assign" or not _literal(x.value) for x in bs):
+    if not bs or any(x.kind != "assign" for x in bs):
         return False
-    first = ast.dump(bs[0].value)
-    return all(ast.dump(x.value) == first for x in bs[1:])
+    if all(_literal(x.value) for x in bs):
+        first = ast.dump(bs[0].value)
+        return all(ast.dump(x.value) == first for x in bs[1:])
+    stmts = [x.stmt for x in bs]
+    if len(bs) < 2 or any(not isinstance(s, ast.Assign) or not _literal_construction(s.value) for s in stmts):
+        return False
+    first = (ast.dump(stmts[0].value), getattr(bs[0], "path", None))
+    return all((ast.dump(s.value), getattr(x, "path", None)) == first for s, x in zip(stmts[1:], bs[1:]))
+
+
+def _literal_construction(e: ast.AST) -> bool:
+    """``optax.adamw(0.01)``, ``nn.initializers.normal(stddev=0.02)``: a call of a module's
+    attribute with literal arguments only -- the same call makes an equivalent object."""
+    if not isinstance(e, ast.Call) or not isinstance(e.func, ast.Attribute):
+        return False
+    root = e.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and all(_literal(a) for a in e.args) \
+        and all(k.arg is not None and _literal(k.value) for k in e.keywords)
 
 
 def _mutates(mut: Mutation, container: bool) -> bool:
