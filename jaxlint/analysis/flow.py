@@ -217,6 +217,8 @@ class FlowMixin:
             return None   # a binding in a branch that ended before this load: others may reach it
         for start, stop, names in rb.loops:
             if start <= at <= stop and e.id in names:
+                if top is not True and end >= start:
+                    continue  # bound earlier in this block, inside this loop: every iteration binds it first
                 return None   # a binding later in the loop reaches this load again
         return value
 
