@@ -73,6 +73,10 @@ def flowing_params(fn) -> Optional[List[str]]:
     params = [p for p in fn.all_params() if p != fn.self_name]
     if not rets or not params:
         return None
+    if not fn.of_type(ast.Subscript) and not any(
+            c.func.__class__ is ast.Name and c.func.id in _OPAQUE_BUILTINS for c in fn.of_type(ast.Call)) \
+            and not _mentions_shape(fn):
+        return None     # (no use that keeps a value from flowing: every read parameter may reach the result)
     nested = set(fn.defs)
 
     def reads(e) -> Optional[set]:
@@ -131,6 +135,15 @@ def flowing_params(fn) -> Optional[List[str]]:
         seen.add(n)
         todo.extend(edges.get(n, ()))
     return [p for p in params if p in seen]
+
+
+def _mentions_shape(fn) -> bool:
+    """Does ``fn``'s own code read a ``.shape``/``.dtype``/``.ndim``/``.size``?  (Attribute
+    nodes are not indexed by type: the function's statements are walked once.)"""
+    for n in fn.walk():
+        if n.__class__ is ast.Attribute and n.attr in _SHAPE_ATTRS:
+            return True
+    return False
 
 
 def export_flows(model) -> Dict[str, list]:
