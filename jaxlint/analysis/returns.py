@@ -137,6 +137,15 @@ def flowing_params(fn) -> Optional[List[str]]:
     return [p for p in params if p in seen]
 
 
+def _reads_any(fn, names) -> bool:
+    """Does ``fn``'s own code load one of ``names``?"""
+    names = set(names)
+    for n in fn.walk():
+        if n.__class__ is ast.Name and n.id in names and n.ctx.__class__ is ast.Load:
+            return True
+    return False
+
+
 def _mentions_shape(fn) -> bool:
     """Does ``fn``'s own code read a ``.shape``/``.dtype``/``.ndim``/``.size``?  (Attribute
     nodes are not indexed by type: the function's statements are walked once.)"""
@@ -157,7 +166,11 @@ def export_flows(model) -> Dict[str, list]:
         if model.top_level_function(fn.name) is not fn:
             continue
         got = flowing_params(fn)
-        if got is not None and len(got) < len([p for p in fn.all_params() if p != fn.self_name]):
+        if got is None:
+            continue
+        stopped = [p for p in fn.all_params() if p != fn.self_name and p not in got]
+        if stopped and _reads_any(fn, stopped):
+            # (a parameter the body never reads changes no result: not worth a fact)
             out[fn.name] = got
     return out
 
