@@ -39,15 +39,21 @@ def returned_params(fn) -> Optional[Dict[int, str]]:
     return out or None
 
 
+def top_level_functions(model):
+    """The module's top-level functions (not methods, nested functions or lambdas), each the one
+    its name resolves to: what an exporter describes for other modules."""
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
+            continue
+        if model.top_level_function(fn.name) is fn:
+            yield fn
+
+
 def export_returned_params(model) -> Dict[str, list]:
     """Exporter: for other modules, ``[n, {index: parameter}]`` of each top-level function
     that returns some of its parameters unchanged (``returned_params``)."""
     out: Dict[str, list] = {}
-    for fn in model.functions:
-        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
-            continue
-        if model.top_level_function(fn.name) is not fn:
-            continue
+    for fn in top_level_functions(model):
         got = returned_params(fn)
         if got:
             n = len(fn.of_type(ast.Return)[0].value.elts)
@@ -160,11 +166,7 @@ def export_flows(model) -> Dict[str, list]:
     reach its result (``flowing_params``), for the functions where some parameter does not:
     ``aux_data.get(weight, key)`` looks ``weight`` up by identity and returns what was stored."""
     out: Dict[str, list] = {}
-    for fn in model.functions:
-        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
-            continue
-        if model.top_level_function(fn.name) is not fn:
-            continue
+    for fn in top_level_functions(model):
         got = flowing_params(fn)
         if got is None:
             continue

@@ -123,18 +123,22 @@ def _dataclass_fields(cls: ast.ClassDef):
 def _aux_attributes(cls: ast.ClassDef) -> Set[str]:
     """The attributes a ``tree_flatten(self)`` returns as auxiliary data (its second item:
     ``return (self.a,), (self.n,)``): JAX keeps them in the treedef, static."""
+    return _flattened_attributes(cls, 1)
+
+
+def _flattened_attributes(cls: ast.ClassDef, item: int) -> Set[str]:
+    """The ``self`` attributes item ``item`` of what a ``tree_flatten(self)`` returns holds (0: the
+    children, 1: the auxiliary data), as a tuple, a list, a dict's values or one attribute."""
     out: Set[str] = set()
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "tree_flatten":
             for r in ast.walk(stmt):
                 if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple) and len(r.value.elts) == 2:
-                    aux = r.value.elts[1]
-                    items = aux.elts if isinstance(aux, (ast.Tuple, ast.List)) else [aux]
-                    if isinstance(aux, ast.Dict):
-                        items = list(aux.values)
-                    for x in items:
-                        if isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name) and x.value.id == "self":
-                            out.add(x.attr)
+                    part = r.value.elts[item]
+                    items = list(part.values) if isinstance(part, ast.Dict) else \
+                        (part.elts if isinstance(part, (ast.Tuple, ast.List)) else [part])
+                    out.update(x.attr for x in items if isinstance(x, ast.Attribute)
+                               and isinstance(x.value, ast.Name) and x.value.id == "self")
     return out
 
 
@@ -295,21 +299,10 @@ def data_names(tree: ast.Module) -> Set[str]:
 
 def _child_attributes(cls: ast.ClassDef) -> Set[str]:
     """The ``self`` attributes a ``tree_flatten(self)`` returns as children (its first item)."""
-    out: Set[str] = set()
-    for stmt in cls.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "tree_flatten":
-            for r in ast.walk(stmt):
-                if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple) and len(r.value.elts) == 2:
-                    kids = r.value.elts[0]
-                    items = list(kids.values) if isinstance(kids, ast.Dict) else \
-                        (kids.elts if isinstance(kids, (ast.Tuple, ast.List)) else [kids])
-                    out.update(x.attr for x in items if isinstance(x, ast.Attribute)
-                               and isinstance(x.value, ast.Name) and x.value.id == "self")
-    return out
+    return _flattened_attributes(cls, 0)
 
 
 ENUM_BASES = frozenset({"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
-
 
 def module_constants(tree: ast.Module) -> Set[str]:
     """Names (relative to the module) of its string constants (``MODE_TRAIN = "train"``)

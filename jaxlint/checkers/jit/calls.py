@@ -18,7 +18,7 @@ no ``jax.jit`` application never pays for it.  The index answers:
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis import knowledge as K
 from ...analysis.model import ClassInfo, Function, SemanticModel, TransformSite
@@ -342,3 +342,21 @@ def jit_index(model: SemanticModel, pmap: bool = False) -> Optional[CallIndex]:
 
 def call_index(model: SemanticModel) -> CallIndex:
     return model.facts(CallIndex)
+
+
+def derived_names(assigns, names: Set[str]) -> Set[str]:
+    """``names`` and the names the assignments ``assigns`` bind from values that read one of them,
+    to a fixpoint (``model = models[name]`` in a loop over ``name``)."""
+    out = set(names)
+    assigns = [a for a in assigns if isinstance(a, ast.Assign) and a.value is not None]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            if any(isinstance(n, ast.Name) and n.id in out for n in ast.walk(a.value)):
+                for t in a.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in out:
+                            out.add(n.id)
+                            changed = True
+    return out

@@ -6,7 +6,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 
 from ...analysis import JAX, NUMPY, Function, SemanticModel
 from ...analysis import knowledge as K
-from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, in_traced_code, jit_index
+from .calls import INIT_METHODS, CallIndex, CallSite, JitBinding, derived_names, in_traced_code, jit_index
 from ...fixes.edits import SAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
@@ -394,7 +394,7 @@ def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite, uses=(
         gens = getattr(loop, "generators", None)
         targets |= {n.id for t in ([loop.target] if gens is None else [g.target for g in gens])
                     for n in ast.walk(t) if isinstance(n, ast.Name)}
-    targets = _derived_names(c.scope, targets)   # ``model = models[name]`` in the loop
+    targets = derived_names(c.scope.of_type(ast.Assign), targets)   # ``model = models[name]`` in the loop
     target = m.resolve_callable(c.call.func, c.scope)
     if target is None or target.function is not scope:
         return False
@@ -402,16 +402,7 @@ def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite, uses=(
     varying = {p for p, a in pairs if any(isinstance(n, ast.Name) and n.id in targets for n in ast.walk(a))}
     if not varying:
         return False
-    changed = True
-    while changed:          # names of ``scope`` made from the varying parameters
-        changed = False
-        for a in scope.of_type(ast.Assign):
-            if _free_names(a.value) & varying:
-                for t in a.targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name) and n.id not in varying:
-                            varying.add(n.id)
-                            changed = True
+    varying = derived_names(scope.of_type(ast.Assign), varying)   # names of ``scope`` made from the varying parameters
     if b.fun_expr is not None and _free_names(b.fun_expr) & varying:
         return True
     for u in uses:
@@ -421,22 +412,6 @@ def _captures_what_varies(m, b: JitBinding, scope: Function, c: CallSite, uses=(
             if _free_names(a) & varying and not m.kind(a, scope) & (JAX | NUMPY):
                 return True
     return False
-
-
-def _derived_names(scope: Function, names: Set[str]) -> Set[str]:
-    """``names`` and the names of ``scope`` assigned from expressions that read one of them."""
-    out = set(names)
-    changed = True
-    while changed:
-        changed = False
-        for a in scope.of_type(ast.Assign):
-            if _free_names(a.value) & out:
-                for t in a.targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name) and n.id not in out:
-                            out.add(n.id)
-                            changed = True
-    return out
 
 
 def _sweep_call(m, c: CallSite) -> bool:

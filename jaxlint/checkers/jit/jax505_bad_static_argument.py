@@ -6,7 +6,7 @@ from typing import Dict, Iterator, List, Optional, Set
 
 from ...analysis import CONTAINER, JAX, NUMPY, CallTarget, ClassInfo, Function, SemanticModel
 from ...analysis import knowledge as K
-from .calls import JIT_NAMES, call_index
+from .calls import JIT_NAMES, call_index, derived_names
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from ..pytree.boundary import class_self_assignments, instance_class
@@ -1165,20 +1165,7 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
 
 def _derived_from(loop: ast.stmt, targets: Set[str]) -> Set[str]:
     """The loop's targets and the names its body binds from them (``lengths = batch["len"]``)."""
-    out = set(targets)
-    changed = True
-    while changed:
-        changed = False
-        for node in ast.walk(loop):
-            if isinstance(node, ast.Assign) and node.value is not None and \
-                    any(isinstance(n, ast.Name) and n.id in out for n in ast.walk(node.value)):
-                for t in node.targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name) and n.id not in out:
-                            out.add(n.id)
-                            changed = True
-    return out
-
+    return derived_names(ast.walk(loop), targets)
 
 def _programs(values, rng) -> str:
     if values is None or rng is None:

@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from ...analysis import CallTarget, Function, SemanticModel
 from ...analysis import knowledge as K
 from ...analysis.project import register_exporter
+from ...analysis.returns import top_level_functions
 from ..pytree.boundary import instance_class
 from .axes import REDUCING, call_arg, mentions_collective
 
@@ -508,10 +509,8 @@ def export_reducers(model: SemanticModel) -> Dict[str, bool]:
     if not model.mentions_jax or text is None or not any(t in text for t in _REDUCING_TERMINALS):
         return out      # (a module that never spells a reducing collective reduces nothing itself)
     reaching = _functions_reaching_collectives(model)
-    for fn in model.functions:
-        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
-            continue
-        if model.top_level_function(fn.name) is fn and id(fn) in reaching:
+    for fn in top_level_functions(model):
+        if id(fn) in reaching:
             out[fn.name] = True
     return out
 
