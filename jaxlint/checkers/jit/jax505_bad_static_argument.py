@@ -892,7 +892,6 @@ def _reduces_over(e: ast.expr, names: Set[str], m: SemanticModel, scope: Functio
 def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
     """(how it changes, the programs it builds) for a static argument the loop around ``call``
     recomputes on its iterations; None when that is not shown."""
-    m = ctx.model
     loops = _enclosing_loops(scope, call)
     if not loops:
         return None
