@@ -67,7 +67,50 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return self._resolve_method(expr, scope)
         if t is ast.Call:
             return self._resolve_call_result(expr, scope, _depth)
+        if t is ast.Subscript:
+            # ``self.blocks[i](x)`` with ``self.blocks`` a list of one module class's instances
+            info = self._element_class(expr.value, scope)
+            return self._class_call(info) if info is not None else None
         return None
+
+    def _class_call(self, info) -> Optional[CallTarget]:
+        """An instance of module class ``info`` called: its ``__call__``, bound."""
+        fn = self.class_method(info, "__call__")
+        return CallTarget(fn, 1) if fn is not None and not fn.is_staticmethod else None
+
+    def _element_class(self, e: ast.AST, scope: Function):
+        """The module class every element of ``self.<attr>`` is an instance of, when the class's one
+        store of it is a list of constructions of that class (``[Block(...) for _ in range(n)]``, or
+        a local list filled with ``blocks.append(Block(...))``); None otherwise."""
+        owner = scope.enclosing_method()
+        if e.__class__ is not ast.Attribute or e.value.__class__ is not ast.Name or owner is None \
+                or owner.cls is None or e.value.id != owner.self_name:
+            return None
+        stored = self.self_attr_value(owner.cls, e.attr)
+        if stored is None:
+            return None
+        value, method = stored
+        made = []
+        if value.__class__ is ast.ListComp:
+            made = [value.elt]
+        elif value.__class__ in (ast.List, ast.Tuple):
+            made = list(value.elts)
+        elif value.__class__ is ast.Name:
+            for c in method.of_type(ast.Call):
+                f = c.func
+                if f.__class__ is ast.Attribute and f.attr == "append" and f.value.__class__ is ast.Name \
+                        and f.value.id == value.id and len(c.args) == 1:
+                    made.append(c.args[0])
+        classes = set()
+        for m in made:
+            if m.__class__ is not ast.Call or m.func.__class__ is not ast.Name:
+                return None
+            info = self.classes.get(m.func.id)
+            if info is None or not info.module_kind or self.resolve_scope(m.func.id, method) is not info.scope:
+                return None
+            classes.add(id(info))
+            found = info
+        return found if len(classes) == 1 else None
 
     def _resolve_method(self, expr: ast.Attribute, scope: Function) -> Optional[CallTarget]:
         """``self.method`` (bound: ``self`` is passed) or ``Class.method``."""
@@ -126,6 +169,14 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         parameter annotated with the class (``def forward(model: Model, ids)``)."""
         home = self.resolve_scope(expr.id, scope)
         if home is None:
+            return None
+        loop = next((b for b in self.bindings(expr.id, home) if b.kind == "for"), None)
+        if loop is not None and len(self.bindings(expr.id, home)) == 1:
+            # ``for block in self.blocks: x = block(x)``
+            it = loop.value
+            if loop.path == () and it is not None:
+                info = self._element_class(it, home)
+                return self._class_call(info) if info is not None else None
             return None
         if expr.id in home.param_nodes:
             ann = home.param_nodes[expr.id].annotation
@@ -653,7 +704,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 for inner in [fn] + [c for c in fn.children]:
                     for call in inner.of_type(ast.Call):
                         f = call.func
-                        if f.__class__ not in (ast.Name, ast.Attribute, ast.Call):
+                        if f.__class__ not in (ast.Name, ast.Attribute, ast.Call, ast.Subscript):
                             continue     # (``Block(features=4)(x)``: a linen submodule made and called)
                         t = self.resolve_callable(f, inner)
                         g = t.function if t is not None else None
@@ -717,7 +768,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         while todo:
             fn = todo.pop()
             for call in fn.of_type(ast.Call):
-                if call.func.__class__ not in (ast.Name, ast.Attribute):
+                if call.func.__class__ not in (ast.Name, ast.Attribute, ast.Subscript):
                     continue
                 target = self.resolve_callable(call.func, fn)
                 if target is None or target.transforms or target.function is fn:
