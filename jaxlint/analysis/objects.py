@@ -14,6 +14,7 @@ import ast
 from typing import Optional
 
 from . import knowledge as K
+from .statics import ARRAY_METHODS
 from .scopes import Function
 
 # calls that make a ref: its ``[...]`` is written on purpose
@@ -128,7 +129,8 @@ def held_as_sequence(e: ast.AST, fn: Function) -> bool:
     iterated (``for g in xs``, ``enumerate(xs)``, ``zip(xs, ...)``), has a list method
     called on it (``xs.append``), is tested with ``isinstance(xs, dict|list|...)``, or
     an item of it is updated functionally (``xs[i].at[...]``: an array holding arrays
-    would be written ``xs.at[i, ...]``)."""
+    would be written ``xs.at[i, ...]``), or an item of it has an attribute no array has
+    (``states[i].params``: the items are objects, a list of train states)."""
     name = _root_name(e)
     if name is None:
         return False
@@ -151,10 +153,21 @@ def held_as_sequence(e: ast.AST, fn: Function) -> bool:
                         return True
             elif isinstance(f, ast.Attribute) and f.attr in _LIST_METHODS and is_name(f.value):
                 return True
-        if isinstance(n, ast.Attribute) and n.attr == "at" and isinstance(n.value, ast.Subscript) \
-                and is_name(n.value.value):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Subscript) and is_name(n.value.value) \
+                and (n.attr == "at" or not _array_attribute(n.attr)):
             return True
     return False
+
+
+def _array_attribute(name: str) -> bool:
+    """An attribute or method a JAX array has (``shape``, ``T``, ``at``, ``sum``, ``astype``...)."""
+    return name in K.STATIC_ATTRS or name in _ARRAY_ATTRS or name in ARRAY_METHODS
+
+
+# attributes of ``jax.Array`` besides its metadata (``knowledge.STATIC_ATTRS``) and methods
+_ARRAY_ATTRS = frozenset({"T", "mT", "real", "imag", "at", "flat", "device", "devices", "addressable_shards",
+                          "is_fully_replicated", "block_until_ready", "copy_to_host_async", "conj", "conjugate",
+                          "item", "tolist", "view", "squeeze", "reshape", "astype"})
 
 
 def ref_named(e: ast.AST) -> bool:
