@@ -511,6 +511,10 @@ CONTAINER_CALLS = frozenset({
 CONTAINER_RESULT_METHODS = frozenset({"unfreeze"})
 # modules of neural-network layers: ``nn.Dense(4)(x)`` takes and returns arrays
 LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
+# packages whose functions jaxlint knows (their array work, their collectives): a call of any
+# other package's function handed a traced value is an unknown (it may build a Python object, or
+# reduce across devices inside)
+KNOWN_LIBRARY_PREFIXES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "chex.", "math.")
 ARRAY_MODULES = (
     "jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.", "jax.image.",
     "jax.ops.", "flax.linen.activation.", "optax.",

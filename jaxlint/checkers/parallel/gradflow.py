@@ -31,10 +31,10 @@ APPLY_METHODS: Dict[str, Tuple[str, int]] = {"apply_gradients": ("grads", 0)}
 # two arguments; ``dict.update`` takes one)
 TX_UPDATE = "update"
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path"})
-# libraries whose functions the rule knows (a collective among them is named in axes.py): a
+# libraries whose functions the rule knows (knowledge.KNOWN_LIBRARY_PREFIXES, and functools): a
 # gradient handed to a function of any other module -- another module of the project that
 # exports no ``reduces`` fact, a package not analysed -- is an unknown
-KNOWN_LIBRARIES = ("jax.", "numpy.", "optax.", "flax.", "equinox.", "chex.", "haiku.", "math.", "functools.")
+KNOWN_LIBRARIES = K.KNOWN_LIBRARY_PREFIXES + ("functools.",)
 # array reductions a per-example gradient is averaged with on one device
 _REDUCING_ARRAY = frozenset({"jax.numpy.mean", "jax.numpy.sum", "jax.numpy.average"})
 

@@ -7,6 +7,7 @@ import ast
 from typing import Iterator
 
 from ....analysis import Function, SemanticModel, proven
+from ....analysis import knowledge as K
 from ....fixes.edits import UNSAFE
 from ...base import Context, Finding, FixOffer, Rule, register, traced_functions
 from .rewrite import LoopFix, NoFix, carry_names
@@ -218,10 +219,6 @@ def _named_slot(t: ast.AST) -> bool:
         for x in (k.left, k.right)))
 
 
-# libraries whose calls on traced values are array work
-_ARRAY_LIBRARIES = ("jax.", "numpy.", "flax.", "optax.", "equinox.", "haiku.", "chex.", "math.")
-
-
 def _opaque_call(m, v: ast.AST, fn: Function) -> bool:
     """``jqtc.Rx(gammas[i])``, ``cirq.append(...)``: a call of a package outside JAX's array
     libraries or of a method on an object the module cannot see into, handed a traced value --
@@ -233,4 +230,4 @@ def _opaque_call(m, v: ast.AST, fn: Function) -> bool:
     q = m.qualname(v.func, fn)
     if q is None:
         return v.func.__class__ is ast.Attribute and not m.is_array(v.func.value, fn)
-    return "." in q and not q.startswith(_ARRAY_LIBRARIES) and m.external_facts(q) is None
+    return "." in q and not q.startswith(K.KNOWN_LIBRARY_PREFIXES) and m.external_facts(q) is None
