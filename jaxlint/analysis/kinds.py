@@ -847,9 +847,15 @@ class KindsMixin:
     def _args_traced(self, call: ast.Call, fn: Function) -> int:
         """``TRACED`` when an argument of ``call`` is proven traced, ``TRACED | UNSURE`` when
         the traced ones are unknowns, else 0."""
+        return self._traced_among([a.value if a.__class__ is ast.Starred else a for a in call.args]
+                                  + [kw.value for kw in call.keywords], fn)
+
+    def _traced_among(self, args, fn: Function) -> int:
+        """``TRACED`` when one of ``args`` is proven traced, ``TRACED | UNSURE`` when the traced
+        ones are unknowns, else 0."""
         out = 0
-        for a in list(call.args) + [kw.value for kw in call.keywords]:
-            k = self.kind(a.value if a.__class__ is ast.Starred else a, fn)
+        for a in args:
+            k = self.kind(a, fn)
             if k & TRACED:
                 if not k & UNSURE:
                     return TRACED
@@ -860,19 +866,14 @@ class KindsMixin:
         """:meth:`_args_traced` over the arguments ``call`` passes for the parameters ``flows``
         names (another module's function, whose export says which reach its result); None when the
         call's arguments cannot be paired with the parameters (``*args``, ``**kwargs``)."""
-        out = 0
+        args = []
         for p in flows:
             a = passed_argument(call, params, p)
             if a is None:
                 return None
-            if a is False:
-                continue
-            k = self.kind(a, fn)
-            if k & TRACED:
-                if not k & UNSURE:
-                    return TRACED
-                out = TRACED | UNSURE
-        return out
+            if a is not False:
+                args.append(a)
+        return self._traced_among(args, fn)
 
     def _args_kind(self, call: ast.Call, fn: Function) -> int:
         k = 0
