@@ -191,3 +191,27 @@ def dead_after(block: List[ast.stmt], stmt: ast.stmt, names: FrozenSet[str], exi
     if got == READ:
         return False
     return not after or (exits and whole)
+
+
+def attribute_unread(tree: ast.Module, cls: ast.ClassDef, self_name: Optional[str], attr: str) -> bool:
+    """No code of the module ``tree`` loads the attribute ``attr`` of an instance of ``cls``
+    except to update it (``x.n = x.n + 1``; an augmented ``+=`` stores only): inside the class
+    only ``self.<attr>`` is the attribute, elsewhere any ``obj.<attr>`` may be.  What is stored
+    there is then never read in this module (another module might)."""
+    inside = {id(n) for n in ast.walk(cls)}
+    selves = {"self", self_name}
+    updates = set()
+    loads = []
+    for node in ast.walk(tree):
+        t = node.__class__
+        if t is ast.Attribute and node.attr == attr and node.ctx.__class__ is ast.Load:
+            loads.append(node)
+        elif t is ast.Assign and any(isinstance(x, ast.Attribute) and x.attr == attr for x in node.targets):
+            updates.update(id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute) and n.attr == attr)
+    for n in loads:
+        if id(n) in updates:
+            continue
+        if id(n) in inside and not (isinstance(n.value, ast.Name) and n.value.id in selves):
+            continue    # ``train_state.n_updates`` in a method: another object's field
+        return False
+    return True

@@ -7,6 +7,7 @@ from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .facts import (PurityFacts, Write, traced_writes, value_traced)
+from ...analysis.liveness import attribute_unread
 from .jax102_global_write_under_trace import TRACE_COUNTER_BASIS, trace_counter
 from ..base import Context, Finding, TracedCodeRule, register
 
@@ -409,29 +410,10 @@ UNREAD_STATE_BASIS = ("nothing in this module reads the attribute (only its own 
 
 
 def _never_read(m: SemanticModel, fn: Function, w) -> bool:
-    """``self.n_updates += 1`` where no code of the module loads it except to update it (its own
-    ``+=``, ``x.n_updates = x.n_updates + 1``): dead state.  Inside the class only ``self.n_updates``
-    is the attribute; elsewhere any ``obj.n_updates`` may be."""
+    """``self.n_updates += 1`` where nothing in the module reads ``self.n_updates`` except its own
+    updates (``liveness.attribute_unread``): dead state."""
     t = w.target
     owner = fn.enclosing_method()
     if not isinstance(t, ast.Attribute) or owner is None or owner.cls is None:
         return False
-    attr = t.attr
-    cls_node = owner.cls.node
-    inside = {id(n) for n in ast.walk(cls_node)}
-    updates = set()
-    loads = []
-    for node in ast.walk(m.tree):
-        cls = node.__class__
-        if cls is ast.Attribute and node.attr == attr and node.ctx.__class__ is ast.Load:
-            loads.append(node)
-        elif cls is ast.Assign and any(isinstance(x, ast.Attribute) and x.attr == attr for x in node.targets):
-            # ``x.n = x.n + 1``: the load is the update's own
-            updates.update(id(n) for n in ast.walk(node.value) if isinstance(n, ast.Attribute) and n.attr == attr)
-    for n in loads:
-        if id(n) in updates:
-            continue
-        if id(n) in inside and not (isinstance(n.value, ast.Name) and n.value.id in ("self", owner.self_name)):
-            continue    # ``train_state.n_updates`` in a method: another object's field
-        return False
-    return True
+    return attribute_unread(m.tree, owner.cls.node, owner.self_name, t.attr)
