@@ -16,6 +16,11 @@ from .trips import for_trip, while_trip
 # why a loop whose trip count is not known here belongs to the strict profile
 UNKNOWN_COUNT_BASIS = ("how many times the loop runs is not known here (a static argument or configuration "
                        "value without a default): a few unrolled iterations cost little")
+# why a loop over the rows (or the length) of a traced array belongs to the strict profile: the
+# array's length is static under a trace, but not known where the loop is written
+UNKNOWN_LENGTH_BASIS = ("how many rows the traced array has is not known here (its length is fixed when "
+                        "it is traced, and is often a handful: the images of a lens, the sequences of a "
+                        "prompt, the feature maps of a block)")
 # class-construction prefixes of layer libraries: a loop that builds or calls layers
 _LAYER_PREFIXES = ("flax.linen.", "flax.nnx.", "equinox.nn.", "haiku.")
 
@@ -79,12 +84,16 @@ class UnrolledPythonLoop(Rule):
     ## Profiles
     The default profile reports a loop whose trip count is known where it is
     written (a literal, a module constant, or the default of the static
-    argument or field that bounds it), and a loop over the rows or the length
-    of a traced array (a sequence unrolled step by step). A loop bounded by a
-    static argument with no default or a configuration value goes to the
-    strict profile (`--strict`): how many copies it makes is not known here,
-    and on real code such loops are most often a handful of iterations (the
-    epochs of a small configuration, a block count chosen by the caller).
+    argument or field that bounds it). A loop bounded by a static argument
+    with no default or a configuration value, and a loop over the rows or the
+    length of a traced array (`for x_t in xs`, `range(x.shape[0])`), go to
+    the strict profile (`--strict`): how many copies it makes is not known
+    here. An array's length is fixed when it is traced, but not where the
+    loop is written, and on real code such loops are most often a handful of
+    iterations (the epochs of a small configuration, a block count chosen by
+    the caller, the images of a lens or the feature maps of a block: blind
+    reads of nine fresh samples of repositories found none of them a
+    maintainer would change).
     """
 
     trace_dependent = True
@@ -136,8 +145,11 @@ class UnrolledPythonLoop(Rule):
                         fix = LoopFix(ctx, fn, loop, self.fix).build()
                     except NoFix:
                         fix = None
-                strict = UNKNOWN_COUNT_BASIS if trip.count is None and trip.kind == "static" \
-                    and not trip.array_length else None
+                strict = None
+                if trip.count is None and (trip.kind == "array" or trip.array_length):
+                    strict = UNKNOWN_LENGTH_BASIS
+                elif trip.count is None and trip.kind == "static":
+                    strict = UNKNOWN_COUNT_BASIS
                 yield ctx.finding(self, loop, msg, confidence=fn.confidence, fix=fix, end_node=loop.iter
                                   if isinstance(loop, ast.For) else loop.test, strict=strict)
 
