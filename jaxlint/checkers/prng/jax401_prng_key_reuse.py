@@ -98,8 +98,14 @@ class PrngKeyReuse(Rule):
     on every iteration), and a key stored on an object at construction
     (`self.rng = key` in `__init__`) that a method consumes and no method
     ever replaces (every call of that method draws the same numbers; whether
-    it is called more than once is not known here). Each strict finding says
-    why in its `basis`.
+    it is called more than once is not known here), and two splits of one key
+    that ask for different numbers of keys (`env_keys = split(key, n)`, then
+    `key, sub = split(key)`): `split(k, 2)` always equals `split(k, 2)`
+    (reported by default), but `split(k, 5)` and `split(k, 2)` share only
+    their first two keys, and only under JAX's default partitionable
+    threefry; whether the shared keys feed the same draws is not followed
+    here (a second split that a loop repeats on every iteration is reported
+    by default). Each strict finding says why in its `basis`.
 
     ## Example
     ```python
@@ -394,6 +400,8 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
             and reevaluated(r.fn, r.first, r.use):
         return ("the second call re-evaluates the same randomized computation at inputs computed from "
                 "the first one's result (a sharpness-aware or line-search step keeps its randomness on purpose)")
+    if _prefix_overlap_only(r):
+        return PREFIX_OVERLAP_BASIS
     if r.first is not None and r.reason == "again" and not _derives(ctx, r.fn, r.first) \
             and _derives(ctx, r.fn, r.use):
         # (the reverse -- split, then the parent drawn from -- is the slip maintainers fix)
@@ -406,6 +414,41 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample" \
         and _seed(r) is None    # (teaching material shows that one seed gives one key on purpose)
     return deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
+
+
+# why two splits of one key with different counts belong to the strict profile
+PREFIX_OVERLAP_BASIS = ("the two splits ask for different numbers of keys: they share only their first "
+                        "subkeys (with JAX's default partitionable threefry; none with the classic one), "
+                        "and whether those shared subkeys feed the same draws is not known here")
+
+
+def _prefix_overlap_only(r: Reuse) -> bool:
+    """``keys = split(key, n)`` then ``key, sub = split(key)``: two splits of one key whose counts
+    differ (or are not known to be equal).  ``split(k, n)`` always equals ``split(k, n)`` -- the
+    same keys, reported by default -- but ``split(k, 5)`` and ``split(k, 2)`` agree only in their
+    first two keys, and only under ``jax_threefry_partitionable`` (the default since JAX 0.5):
+    the repeat is of some subkeys, whose consumers are not followed here.  A second split that
+    a loop repeats (the first outside it) hands out the same keys on every iteration: not this."""
+    a, b = r.first, r.use
+    if r.reason != "again" or a is None or a.kind != "split" or b.kind != "split" or a.call is b.call:
+        return False
+    if _split_count(a.call) == _split_count(b.call):
+        return False
+    fn = getattr(b, "fn", None) or r.fn
+    if fn is not None and any(_within(b.call, loop) and not _within(a.call, loop)
+                              for loop in fn.of_type(ast.For, ast.AsyncFor, ast.While)):
+        return False
+    return True
+
+
+def _split_count(call: ast.Call) -> str:
+    """The number of keys ``jax.random.split`` is asked for, as syntax (``2`` when not given)."""
+    n = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "num"), None)
+    if n is None:
+        return "2"
+    if isinstance(n, ast.Constant):
+        return repr(n.value)
+    return ast.dump(n, annotate_fields=False, include_attributes=False)
 
 
 # samplers that pick positions of the array they are given: one key picks the same positions
