@@ -425,6 +425,17 @@ STATIC_ATTRS = frozenset({
 # is bookkeeping: trace-time shape logs, ``assert a.shape == b.shape``)
 SHAPE_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 
+# calls that read only the structure of what they are given (shapes, dtypes, tree structure),
+# never its numbers
+STRUCTURE_READERS = frozenset(
+    {f"{m}.{f}" for m in ("jax.numpy", "numpy") for f in ("zeros_like", "ones_like", "empty_like", "shape", "ndim")}
+    | {"jax.eval_shape", "jax.ShapeDtypeStruct", "jax.tree.structure", "jax.tree_util.tree_structure"})
+# methods that build state from example inputs: Flax/Haiku ``model.init(rng, *example)`` and a
+# replay buffer's ``buffer.init(example)`` (flashbax) trace the example for its shapes and dtypes;
+# the parameters and buffers they build come from the key and the initializers, not the
+# example's numbers
+EXAMPLE_INPUT_METHODS = frozenset({"init", "lazy_init"})
+
 # calls whose result is a Python value computed from static facts only
 STATIC_RESULT_CALLS = frozenset({
     "len", "isinstance", "issubclass", "type", "id", "callable", "hasattr",

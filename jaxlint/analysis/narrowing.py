@@ -171,6 +171,80 @@ class NarrowingMixin:
         exits = to_end and not fn.is_module
         return dead_after(block, stmt, frozenset(names), exits, block is getattr(fn.node, "body", None), closures)
 
+    def structure_only(self, stmt: ast.stmt, fn: Function, names, depth: int = 4) -> bool:
+        """What ``stmt`` bound to ``names`` is read, and only for its structure: every read of
+        them in ``fn`` after ``stmt`` (or anywhere in a loop around it) takes a shape attribute
+        (``x.shape``), is handed to a call that reads only structure (``jnp.zeros_like``,
+        ``jax.eval_shape``: ``K.STRUCTURE_READERS``), or is an example input of an ``init``
+        (``model.init(key, x)``, ``buffer.init(timestep)``: ``K.EXAMPLE_INPUT_METHODS``) --
+        possibly wrapped on the way by containers and calls (``Timestep(obs=x)``), or through a
+        statement that binds what it computes from them to names read only so in turn
+        (``depth`` such steps).  The numbers of such values are never used: a dummy input
+        built to give ``init`` its shapes."""
+        names = set(names)
+        if not names:
+            return False
+        parents = self._parent_map(fn)
+        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+        loops = [lp for lp in fn.of_type(ast.For, ast.AsyncFor, ast.While)
+                 if lp.lineno <= stmt.lineno and (stmt.end_lineno or stmt.lineno) <= (lp.end_lineno or lp.lineno)]
+        reads = []
+        body = [fn.node.body] if fn.is_lambda else list(getattr(fn.node, "body", []))
+        stack = list(body)
+        while stack:
+            n = stack.pop()
+            if n.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+                if any(x.__class__ is ast.Name and x.id in names for x in ast.walk(n)):
+                    return False    # a nested function may read them any way
+                continue
+            if n.__class__ is ast.Name and n.id in names and n.ctx.__class__ is ast.Load:
+                at = (n.lineno, n.col_offset)
+                if at > end or any(lp.lineno <= n.lineno <= (lp.end_lineno or lp.lineno) for lp in loops):
+                    reads.append(n)
+                continue
+            stack.extend(ast.iter_child_nodes(n))
+        if not reads:
+            return False
+        return all(self._read_for_structure(n, fn, parents, depth) for n in reads)
+
+    def _read_for_structure(self, n: ast.AST, fn: Function, parents: dict, depth: int) -> bool:
+        node = n
+        while True:
+            p = parents.get(id(node))
+            if p is None:
+                return False
+            t = p.__class__
+            if t is ast.Attribute:
+                return node is p.value and p.attr in K.SHAPE_ATTRS
+            if t is ast.Call:
+                if node is p.func:
+                    return False
+                q = self.qualname(p.func, fn) if p.func.__class__ in (ast.Name, ast.Attribute) else None
+                if q in K.STRUCTURE_READERS:
+                    return True
+                if p.func.__class__ is ast.Attribute and p.func.attr in K.EXAMPLE_INPUT_METHODS:
+                    # (the first of several arguments, and ``rngs=``, are the keys ``init`` draws from)
+                    if p.args and node is p.args[0] and (len(p.args) > 1 or p.keywords):
+                        return False
+                    return not (node.__class__ is ast.keyword and node.arg in ("rngs", "rng", "key"))
+                node = p        # its result carries what it computed from the value
+                continue
+            if t in (ast.keyword, ast.Tuple, ast.List, ast.Dict, ast.Starred, ast.BinOp, ast.UnaryOp,
+                     ast.Subscript, ast.IfExp):
+                if t is ast.Subscript and node is not p.value:
+                    return False
+                node = p
+                continue
+            if t is ast.Assign and node is p.value and depth > 0:
+                targets = []
+                for tg in p.targets:
+                    if not all(x.__class__ in (ast.Name, ast.Tuple, ast.List, ast.Starred) for x in ast.walk(tg)
+                               if x.__class__ not in (ast.Store, ast.Load)):
+                        return False
+                    targets.extend(x.id for x in ast.walk(tg) if x.__class__ is ast.Name)
+                return bool(targets) and self.structure_only(p, fn, targets, depth - 1)
+            return False
+
     def _isinstance_tests(self, test: ast.expr, fn: Function, positive: bool):
         """(name, kind) of the ``isinstance(name, T)`` facts ``test`` being true
         (``positive``) or false establishes."""

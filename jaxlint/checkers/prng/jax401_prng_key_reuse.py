@@ -105,7 +105,13 @@ class PrngKeyReuse(Rule):
     their first two keys, and only under JAX's default partitionable
     threefry; whether the shared keys feed the same draws is not followed
     here (a second split that a loop repeats on every iteration is reported
-    by default). Each strict finding says why in its `basis`.
+    by default), and a key whose consumers, all but one, only make values
+    read for their shapes and dtypes (`tau = uniform(key, (1, n))` handed to
+    `model.init(key, obs, tau)`; a dummy reset, action and step of an
+    environment packed into a transition for `buffer.init`; a sample whose
+    `.shape` alone is read): `init` traces an example input for its structure,
+    so its numbers are never used. Each strict finding says why in its
+    `basis`.
 
     ## Example
     ```python
@@ -413,13 +419,49 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
                 "derived keys do not repeat the numbers drawn")
     same_draws = r.first is not None and r.first.kind == "sample" and r.use.kind == "sample" \
         and _seed(r) is None    # (teaching material shows that one seed gives one key on purpose)
-    return deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
+    basis = deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
+    if basis is None and _examples_only(ctx.model, r):
+        return EXAMPLE_BASIS
+    return basis
 
 
 # why two splits of one key with different counts belong to the strict profile
 PREFIX_OVERLAP_BASIS = ("the two splits ask for different numbers of keys: they share only their first "
                         "subkeys (with JAX's default partitionable threefry; none with the classic one), "
                         "and whether those shared subkeys feed the same draws is not known here")
+
+
+# why a reuse whose draws, all but one, only build example inputs belongs to the strict profile
+EXAMPLE_BASIS = ("all but one of the consumers only make values whose shapes and dtypes are read (example "
+                 "inputs for `init`, a dummy transition for a buffer, `.shape`): their numbers are never used")
+
+
+def _examples_only(m: SemanticModel, r: Reuse) -> bool:
+    """Every consumer of the key but one makes values read only for their structure
+    (``SemanticModel.structure_only``): ``tau = uniform(key, (1, n))`` then ``model.init(key,
+    obs, tau)``; ``obs, state = env.reset(key)``, ``action = env.sample(key)``, ... then
+    ``buffer.init(Timestep(obs, action, ...))``.  One key gives the example's numbers and the
+    parameters' draws, but nothing reads the example's numbers: nothing repeats that matters."""
+    if r.reason != "again" or r.first is None:
+        return False
+    sites = list(r.sites or [r.first, r.use])
+    for u in (r.first, r.use):
+        if all(x is not u for x in sites):
+            sites.append(u)
+    real = 0
+    for u in sites:
+        stmt = u.stmt
+        fn = getattr(u, "fn", None) or r.fn
+        names = []
+        if stmt.__class__ is ast.Assign and fn is not None and all(
+                x.__class__ in (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store, ast.Load)
+                for t in stmt.targets for x in ast.walk(t)):
+            names = [x.id for t in stmt.targets for x in ast.walk(t) if x.__class__ is ast.Name]
+        if u.kind in ("split", "fold_in") or not (names and m.structure_only(stmt, fn, names)):
+            real += 1
+            if real > 1:
+                return False
+    return True
 
 
 def _prefix_overlap_only(r: Reuse) -> bool:
