@@ -46,14 +46,25 @@ _CLAUSES = frozenset({ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHa
 _NESTED = frozenset({ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
 
 
+def _parallel(stmt: ast.stmt) -> bool:
+    """``a, b = x, y``: one tuple target, a tuple value of the same length, nothing starred --
+    each name gets its own element, as if bound by ``a = x`` and ``b = y``."""
+    if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1:
+        return False
+    t, v = stmt.targets[0], stmt.value
+    return t.__class__ in (ast.Tuple, ast.List) and v.__class__ in (ast.Tuple, ast.List) \
+        and len(t.elts) == len(v.elts) and not any(e.__class__ is ast.Starred for e in t.elts + v.elts)
+
+
 def _nested_entry(stmt: ast.stmt, block: list) -> tuple:
     """The entry of a statement of a nested block (a branch, a loop or ``with`` body): a plain
     ``name = value`` there reaches the loads after it up to the end of its block (the block's end
     position in place of the top-level flag); anything else is no plain assign."""
     end = (stmt.end_lineno, stmt.end_col_offset)
-    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+    single = stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name
+    if single or _parallel(stmt):
         last = block[-1]
-        return end, (last.end_lineno, last.end_col_offset), stmt.value
+        return end, (last.end_lineno, last.end_col_offset), stmt.value if single else None
     return end, False, None
 
 
@@ -78,8 +89,8 @@ class _Rebinding:
         for stmt in body:
             top = stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
                 and stmt.targets[0].__class__ is ast.Name
-            self._statement(stmt, ((stmt.end_lineno, stmt.end_col_offset), top, stmt.value if top else None),
-                            stores, ())
+            self._statement(stmt, ((stmt.end_lineno, stmt.end_col_offset), top or _parallel(stmt),
+                                   stmt.value if top else None), stores, ())
         self.stores = {n: sorted(v, key=lambda t: t[0]) for n, v in stores.items() if len(v) > 1}
 
     # Each binding of a name is recorded with its statement's entry: (end position of the
@@ -102,6 +113,16 @@ class _Rebinding:
             self._target(s.name, entry, stores, loops)
         if not self._statements_only:
             self._walk(s, entry, stores, loops)
+            return
+        if entry[1] and entry[2] is None and _parallel(s):
+            # ``a, b = x, y``: each name reaches its loads with its own element
+            for target, value in zip(s.targets[0].elts, s.value.elts):
+                if target.__class__ is ast.Name:
+                    stores.setdefault(target.id, []).append((entry[0], entry[1], value))
+                    for names in loops:
+                        names.add(target.id)
+                else:
+                    self._target(target, (entry[0], False, None), stores, loops)
             return
         targets = _TARGETS.get(t)
         if targets is not None:

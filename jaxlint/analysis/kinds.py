@@ -299,10 +299,10 @@ class KindsMixin:
         return (``x.shape[1]``, ``0``, a config int) stays one in the caller; the
         others get the call's kind as usual.  Only for a callee the model analyses as
         traced code (its parameters carry the caller's tracers), else None."""
-        if call.func.__class__ not in (ast.Name, ast.Attribute):
-            return None
         fallback = k & ~CONTAINER if not (k & CONTAINER and not k & ARRAYISH) else k & TRACED_BITS
-        q = self.qualname(call.func, fn)
+        # (a module called where it is made or held -- ``Block()(x)``, ``self.blocks[i](x)`` --
+        # is resolved to its ``__call__`` below)
+        q = self.qualname(call.func, fn) if call.func.__class__ in (ast.Name, ast.Attribute) else None
         if q is not None:
             # another module's function: which items it returns are Python values whatever
             # the arguments (its module says, through the project)

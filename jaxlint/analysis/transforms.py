@@ -768,8 +768,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         while todo:
             fn = todo.pop()
             for call in fn.of_type(ast.Call):
-                if call.func.__class__ not in (ast.Name, ast.Attribute, ast.Subscript):
-                    continue
+                if call.func.__class__ not in (ast.Name, ast.Attribute, ast.Subscript, ast.Call):
+                    continue    # (``Block(...)(x)``: a module made and called at once)
                 target = self.resolve_callable(call.func, fn)
                 if target is None or target.transforms or target.function is fn:
                     continue
