@@ -660,6 +660,48 @@ def value_traced(model: SemanticModel, fn: Function, values: List[ast.expr]) -> 
     return None
 
 
+def reset_before_return(m: SemanticModel, fn: Function, w: Write) -> bool:
+    """The traced function puts a value that is not traced back into the place ``w`` wrote before it
+    returns: an assignment to the same target (``self.state = previous_state``, ``model.signals =
+    None``) after ``w``, in the function's own body or a ``finally:`` of it, with no ``return``
+    between them.  The trace ends with no tracer there: JAX raises ``UnexpectedTracerError`` only
+    when a leaked tracer is used after its trace."""
+    want = ast.dump(w.target, annotate_fields=False, include_attributes=False).replace("Store()", "")
+    line = getattr(w.node, "end_lineno", None) or w.node.lineno
+    resets = []
+    blocks = [fn.node.body]
+    for st in fn.node.body:
+        if isinstance(st, ast.Try):
+            blocks.append(st.finalbody)
+    for block in blocks:
+        for st in block:
+            if isinstance(st, ast.Assign) and st.lineno > line and len(st.targets) == 1 \
+                    and ast.dump(st.targets[0], annotate_fields=False,
+                                 include_attributes=False).replace("Store()", "") == want \
+                    and value_traced(m, fn, [st.value]) is None:
+                resets.append(st.lineno)
+    if not resets:
+        return False
+    first = min(resets)
+    returns = [n.lineno for n in fn.of_type(ast.Return)]
+    in_finally = any(isinstance(st, ast.Try) and any(r.lineno == first for r in st.finalbody)
+                     for st in fn.node.body)
+    return in_finally or not any(line < r < first for r in returns)
+
+
+
+def restores_entry_value(model: SemanticModel, fn: Function, w: Write) -> bool:
+    """``backup = self.state`` ... ``self.state = backup``: the write puts back the value the place
+    held when the function began (the name is bound once, to the same place, and nothing between
+    can rebind it): the object ends as it started."""
+    if w.kind != "attr" or not w.values or w.values[0].__class__ is not ast.Name:
+        return False
+    saved = model.single_value(w.values[0].id, fn)
+    if saved is None or model.resolve_scope(w.values[0].id, fn) is not fn:
+        return False
+    dump = lambda e: ast.dump(e, annotate_fields=False, include_attributes=False).replace("Store()", "Load()")
+    return dump(saved) == dump(w.target) and saved.lineno < w.node.lineno
+
 def depends_on_locals(model: SemanticModel, fn: Function, values: List[ast.expr]) -> bool:
     """Does a traced value among ``values`` read a traced local or parameter of
     ``fn`` itself (as opposed to only values closed over from an outer trace)?"""

@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
-from .facts import (PurityFacts, Write, traced_writes, value_traced)
+from .facts import (PurityFacts, Write, reset_before_return, restores_entry_value, traced_writes, value_traced)
 from ...analysis.liveness import attribute_unread
 from .jax102_global_write_under_trace import TRACE_COUNTER_BASIS, trace_counter
 from ..base import Context, Finding, TracedCodeRule, register
@@ -35,7 +35,10 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     static metadata, the same on every trace) or to a literal or a
     module-level function, class or imported name (`self.update_fn = _full_update` chosen by
     static configuration: the same value on every trace, so storing it once
-    loses nothing), the carry of a
+    loses nothing), an attribute put back before the function returns
+    (`backup = self.state` ... `self.state = backup`; `self.mode = "eval"`
+    after a temporary change: the object ends as every call leaves it), the
+    carry of a
     `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
     (`nnx.jit` propagates object mutations).
 
@@ -124,6 +127,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             return None   # a tree of axis-name tuples: the same static metadata on every trace
         if w.kind == "attr" and value_traced(facts.model, fn, w.values[:1]) is not None:
             return None   # a traced value: JAX106
+        if w.kind == "attr" and (restores_entry_value(facts.model, fn, w) or reset_before_return(facts.model, fn, w)):
+            return None   # put back as it was (``self.state = backup``), or reset before the function returns
         if w.kind == "attr" and isinstance(w.node, ast.Assign) and w.values \
                 and _trace_invariant(facts.model, fn, w.values[0]):
             return None   # the same module-level function or constant on every trace: once is enough

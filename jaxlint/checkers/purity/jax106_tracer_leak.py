@@ -7,7 +7,8 @@ from ...analysis import Function, SemanticModel
 from ...analysis.objects import kernel_ref, ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .idioms import scoped_state
-from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, traced_writes, value_traced)
+from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, reset_before_return, traced_writes,
+                    value_traced)
 from ..messages import short
 from ..base import Context, Finding, TracedCodeRule, register
 
@@ -96,7 +97,7 @@ class TracerLeak(TracedCodeRule):
                     continue
                 if w.kind == "attr" and tuple_tree(m, fn, values[0]):
                     continue   # ``tree_map(lambda x: tuple(x.names), tree)``: axis-name tuples, no tracer
-                if w.kind in ("attr", "item", "name") and _reset_before_return(m, fn, w):
+                if w.kind in ("attr", "item", "name") and reset_before_return(m, fn, w):
                     continue   # put back before the trace ends: no tracer outlives it
                 shown = ast.unparse(culprit)
                 if len(shown) > 30:
@@ -187,31 +188,3 @@ class TracerLeak(TracedCodeRule):
                 return True
         return False
 
-
-def _reset_before_return(m: SemanticModel, fn: Function, w: Write) -> bool:
-    """The traced function puts a value that is not traced back into the place ``w`` wrote before it
-    returns: an assignment to the same target (``self.state = previous_state``, ``model.signals =
-    None``) after ``w``, in the function's own body or a ``finally:`` of it, with no ``return``
-    between them.  The trace ends with no tracer there: JAX raises ``UnexpectedTracerError`` only
-    when a leaked tracer is used after its trace."""
-    want = ast.dump(w.target, annotate_fields=False, include_attributes=False).replace("Store()", "")
-    line = getattr(w.node, "end_lineno", None) or w.node.lineno
-    resets = []
-    blocks = [fn.node.body]
-    for st in fn.node.body:
-        if isinstance(st, ast.Try):
-            blocks.append(st.finalbody)
-    for block in blocks:
-        for st in block:
-            if isinstance(st, ast.Assign) and st.lineno > line and len(st.targets) == 1 \
-                    and ast.dump(st.targets[0], annotate_fields=False,
-                                 include_attributes=False).replace("Store()", "") == want \
-                    and value_traced(m, fn, [st.value]) is None:
-                resets.append(st.lineno)
-    if not resets:
-        return False
-    first = min(resets)
-    returns = [n.lineno for n in fn.of_type(ast.Return)]
-    in_finally = any(isinstance(st, ast.Try) and any(r.lineno == first for r in st.finalbody)
-                     for st in fn.node.body)
-    return in_finally or not any(line < r < first for r in returns)
