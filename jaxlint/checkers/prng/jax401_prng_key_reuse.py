@@ -469,15 +469,18 @@ def _prefix_overlap_only(r: Reuse) -> bool:
     differ (or are not known to be equal).  ``split(k, n)`` always equals ``split(k, n)`` -- the
     same keys, reported by default -- but ``split(k, 5)`` and ``split(k, 2)`` agree only in their
     first two keys, and only under ``jax_threefry_partitionable`` (the default since JAX 0.5):
-    the repeat is of some subkeys, whose consumers are not followed here.  A second split that
+    the repeat is of some subkeys, whose consumers are not followed here.  The same holds in a
+    loop whose next iteration splits again, with another count, the key a split further down
+    left unrebound (``rng, _ = split(rng)`` then ``keys = split(rng, n)``).  A second split that
     a loop repeats (the first outside it) hands out the same keys on every iteration: not this."""
     a, b = r.first, r.use
-    if r.reason != "again" or a is None or a.kind != "split" or b.kind != "split" or a.call is b.call:
+    if r.reason not in ("again", "loop") or a is None or a.kind != "split" or b.kind != "split" \
+            or a.call is b.call:
         return False
     if _split_count(a.call) == _split_count(b.call):
         return False
     fn = getattr(b, "fn", None) or r.fn
-    if fn is not None and any(_within(b.call, loop) and not _within(a.call, loop)
+    if r.reason == "again" and fn is not None and any(_within(b.call, loop) and not _within(a.call, loop)
                               for loop in fn.of_type(ast.For, ast.AsyncFor, ast.While)):
         return False
     return True
