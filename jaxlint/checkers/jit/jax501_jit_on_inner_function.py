@@ -12,6 +12,28 @@ from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 
+# decorators known to leave a function as it is (no transform, no compilation)
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps", "functools.cache",
+                               "functools.lru_cache", "functools.cached_property", "abc.abstractmethod",
+                               "typing.overload", "typing.final", "contextlib.contextmanager"})
+
+
+def _strict_basis(m: SemanticModel, caller: Function) -> Optional[str]:
+    """Why the claim that ``caller`` runs eagerly on every step rests on what is not known here:
+    a decorator of another package or of the project that may compile it (``@train_utils.jit_once``
+    wraps ``jax.jit``), or a test helper (called once per test, not on every step)."""
+    for d in caller.decorators:
+        f = d.func if d.__class__ is ast.Call else d
+        q = m.qualname(f, caller.parent or caller) if f.__class__ in (ast.Name, ast.Attribute) else None
+        if q in _PLAIN_DECORATORS or (q is not None and q.startswith(K.KNOWN_LIBRARY_PREFIXES)):
+            continue
+        return (f"{caller.display()} is decorated by `{short(f)}`, whose effect is not known here "
+                f"(a project's decorator may jit it)")
+    if m.in_test_code(caller):
+        return "test code: a helper called once per test, not a step run on every iteration"
+    return None
+
+
 # calls that cannot run under jit (Python side effects, host conversion)
 _NOT_JITTABLE = frozenset({"print", "float", "int", "bool", "open", "input", "numpy.asarray", "numpy.array",
                            "jax.device_get", "time.time", "time.perf_counter"})
@@ -27,6 +49,11 @@ class JitOnInnerFunction(Rule):
     work of its own: an optimizer update (`tx.update`, `optax.apply_updates`,
     `state.apply_gradients`), a parameter update with `jax.tree.map`, eager
     differentiation with `jax.grad`, or arithmetic on the gradients.
+
+    **Profiles.** The default profile reports a caller known to run
+    eagerly here. `--strict` adds a caller wrapped by a decorator whose
+    effect is not known (a project's `@jit_once` may compile it) and a
+    helper of test code (run once per test, not on every step).
 
     ## Why is this bad?
     In PyTorch, wrapping the model in `torch.compile` speeds up the whole
@@ -106,7 +133,7 @@ class JitOnInnerFunction(Rule):
                 msg = (f"`jax.jit` covers only {inner}, but its caller {caller.display()} is not jitted and "
                        f"runs {work} eagerly every step; jit the whole step instead")
                 fix = self._fix(ctx, idx, b, caller, calls)
-                yield ctx.finding(self, b.site.node, msg, fix=fix)
+                yield ctx.finding(self, b.site.node, msg, fix=fix, strict=_strict_basis(m, caller))
                 break
 
     # ------------------------------------------------------------ evidence
