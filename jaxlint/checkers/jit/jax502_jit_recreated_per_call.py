@@ -29,26 +29,6 @@ AMORTIZED_BASIS = ("each one built is called in a loop of the function that buil
 VARIES = "varies"
 VARIES_BASIS = ("the function captures a value the loop hands out: each iteration may need its own program "
                 "anyway (a loop over configurations or parameter names); only one over data recompiles needlessly")
-# why a transform of a one-operation lambda belongs to the strict profile
-ONE_OP_BASIS = ("the function is one `jax.lax` operation on its arguments (a cross-device `psum` or "
-                "`all_gather` used to synchronise): its program compiles in milliseconds")
-
-
-def _one_op_lambda(m: SemanticModel, b: JitBinding, scope: Function) -> bool:
-    """``jax.pmap(lambda x: lax.psum(x, "i"), "i")``: the callable is a lambda whose body is one
-    ``jax.lax`` call on its own parameters and constants -- a program of one operation, whose
-    compilation is as cheap as compilation gets.  Rebuilding it in a loop repeats nothing costly."""
-    f = b.fun_expr
-    if f.__class__ is not ast.Lambda or f.body.__class__ is not ast.Call:
-        return False
-    q = m.qualname(f.body.func, scope) if f.body.func.__class__ in (ast.Name, ast.Attribute) else None
-    if q is None or not q.startswith("jax.lax."):
-        return False
-    params = {a.arg for a in f.args.args}
-    args = list(f.body.args) + [k.value for k in f.body.keywords]
-    return all(a.__class__ is ast.Constant or (a.__class__ is ast.Name and a.id in params) for a in args)
-
-
 # a loop over epochs/steps/batches (not over configurations, seeds or experiments)
 _PER_STEP_LOOP = re.compile(r"epoch|step|iter|batch|round|update|loader", re.IGNORECASE)
 
@@ -98,10 +78,7 @@ class JitRecreatedPerCall(Rule):
     and the jitted function captures what each call is handed anew (a restored
     checkpoint), or is given it and it is no array (another model or parameter
     tree per run of a sweep): one compile per run, shared by every step of its
-    loop, and a different program anyway. So is a transform of a lambda that
-    is one `jax.lax` operation on its arguments (`jax.pmap(lambda x:
-    lax.psum(x, "i"), "i")`, the usual cross-device sync): a one-operation
-    program compiles in milliseconds.
+    loop, and a different program anyway.
 
     ## Example
     ```python
@@ -177,8 +154,6 @@ class JitRecreatedPerCall(Rule):
                    f"so it retraces and recompiles each time; create it once before the loop")
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
             strict = None if sweep is not VARIES else VARIES_BASIS
-            if strict is None and _one_op_lambda(ctx.model, b, scope):
-                strict = ONE_OP_BASIS
             return ctx.finding(self, b.site.node, msg, fix=fix, strict=strict)
         if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
@@ -287,8 +262,6 @@ class JitRecreatedPerCall(Rule):
         outer_per_step = chain is not None and _per_step_loop(chain[-1].loop)
         strict = AMORTIZED_BASIS if any(u.in_loop for u in uses) and not outer_per_step \
             and len(chain or ()) == 1 and _captures_what_varies(ctx.model, b, scope, chain[0], uses) else None
-        if strict is None and _one_op_lambda(ctx.model, b, scope):
-            strict = ONE_OP_BASIS
         return ctx.finding(self, b.site.node, msg, strict=strict)
 
     @staticmethod
