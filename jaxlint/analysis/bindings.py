@@ -256,15 +256,24 @@ class BindingsMixin:
     def single_value(self, name: str, scope: Function) -> Optional[ast.expr]:
         """The value ``name`` surely holds where it resolves from ``scope``: that scope
         binds it exactly once, by a plain ``name = value`` or ``name: T = value`` with
-        ``name`` as the whole target.  ``None`` for a parameter, def, class, import, an
-        unresolved name, or one also bound by ``+=``, a loop/``with``/walrus target or
-        unpacking."""
+        ``name`` as the whole target, or by a parallel assignment (``a, b = x, y``: its
+        element).  ``None`` for a parameter, def, class, import, an unresolved name, or one
+        also bound by ``+=``, a loop/``with``/walrus target or other unpacking."""
         bs = self.lookup(name, scope)
         if len(bs) != 1:
             return None
         b = bs[0]
-        if b.kind != ASSIGN or b.path or b.node.__class__ not in (ast.Assign, ast.AnnAssign):
+        if b.kind != ASSIGN or b.node.__class__ not in (ast.Assign, ast.AnnAssign):
             return None
+        if b.path:
+            # ``env, buffer = Env(), Buffer()``: a parallel assignment gives each name its element
+            t = b.node.targets[0] if b.node.__class__ is ast.Assign and len(b.node.targets) == 1 else None
+            v = b.value
+            if len(b.path) != 1 or t.__class__ not in (ast.Tuple, ast.List) \
+                    or v.__class__ not in (ast.Tuple, ast.List) or len(t.elts) != len(v.elts) \
+                    or any(e.__class__ is ast.Starred for e in t.elts + v.elts):
+                return None
+            return v.elts[b.path[0]]
         return b.value   # type: ignore[return-value]
 
     # ------------------------------------------------- the model's own uses
