@@ -92,7 +92,8 @@ class PrngKeyReuse(Rule):
     notebooks and tutorials (demo data drawn from one key included: read
     samples found it nothing a maintainer acts on), a key drawn from first and only then split
     (the derived keys do not repeat the drawn numbers; in a `lax` loop:
-    drawn in one step and split in the next), a key handed to a function of
+    drawn in one step and split in the next; in a Python loop: drawn below,
+    split at the top of the next iteration), a key handed to a function of
     the module that passes it on only to callables whose effect is unknown
     (`state.apply_fn(params, batch, rng)` in a jitted step given the same key
     on every iteration), and a key stored on an object at construction
@@ -408,8 +409,9 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
                 "the first one's result (a sharpness-aware or line-search step keeps its randomness on purpose)")
     if _prefix_overlap_only(r):
         return PREFIX_OVERLAP_BASIS
-    if r.first is not None and r.reason == "again" and not _derives(ctx, r.fn, r.first) \
-            and _derives(ctx, r.fn, r.use):
+    if r.first is not None and r.reason in ("again", "loop") and r.first.call is not r.use.call \
+            and not _derives(ctx, r.fn, r.first) and _derives(ctx, r.fn, r.use) and not _unrebound_in_loop(r):
+        # (in a loop: drawn from below, split at the top of the next iteration)
         # (the reverse -- split, then the parent drawn from -- is the slip maintainers fix)
         return ("the key is drawn from first and only then split (or folded): the derived keys "
                 "do not repeat the numbers drawn")
@@ -462,6 +464,20 @@ def _examples_only(m: SemanticModel, r: Reuse) -> bool:
             if real > 1:
                 return False
     return True
+
+
+def _unrebound_in_loop(r: Reuse) -> bool:
+    """Both consumers sit in a loop that never rebinds the key's name: every iteration draws from
+    the one key again, whatever order the draw and the split come in."""
+    name = r.use.name
+    fn = getattr(r.use, "fn", None) or r.fn
+    if name is None or fn is None or r.first is None or r.first.name != name:
+        return False
+    for loop in fn.of_type(ast.For, ast.AsyncFor, ast.While):
+        if _within(r.use.call, loop) and _within(r.first.call, loop) and not any(
+                n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Store for n in ast.walk(loop)):
+            return True
+    return False
 
 
 def _prefix_overlap_only(r: Reuse) -> bool:
