@@ -507,11 +507,38 @@ class KindsMixin:
         # ``x = [...]`` ... ``x[i][j] = v`` ... ``x = jnp.array(x)`` -- a list up to the rebinding
         seen = self.reaching_value(e, fn)
         if seen is None:
+            if k & TRACED:
+                got = self._loop_variable_kind(e, fn)
+                if got is not None:
+                    return got
             if k & TRACED and self.sees_parameter(e, fn):
                 # ``assert n >= 1`` before ``n = jnp.asarray(n)``: still the parameter here
                 return self._param_kind(e.id, fn, self.container_evidence(fn))
             return k
         return self.kind(seen, fn)
+
+    def _loop_variable_kind(self, e: ast.Name, fn: Function) -> Optional[int]:
+        """``for k in range(n): comb(d, k)`` in a function that binds ``k`` again elsewhere (``k =
+        jnp.asarray(...)`` below the loop): inside the loop's body, where nothing else binds it, the
+        name holds an element of what the loop iterates over -- that kind, not every binding's.
+        None when the load is not in such a loop."""
+        if not hasattr(e, "lineno") or not fn.nodes.get(ast.For):
+            return None
+        at = (e.lineno, e.col_offset)
+        for loop in fn.of_type(ast.For):
+            body = loop.body
+            if not body or not ((body[0].lineno, body[0].col_offset) <= at
+                                <= (loop.end_lineno, loop.end_col_offset or 0)):
+                continue
+            if not any(n.__class__ is ast.Name and n.id == e.id for n in ast.walk(loop.target)):
+                continue
+            if any(n.__class__ is ast.Name and n.id == e.id and n.ctx.__class__ is not ast.Load
+                   for st in body + loop.orelse for n in ast.walk(st)):
+                return None     # (rebound in the body too)
+            elems: Dict[str, int] = {}
+            self._assign(loop.target, self.kind(loop.iter, fn), elems, fn, loop.iter, "for")
+            return elems.get(e.id, 0)
+        return None
 
     def _kind_attribute(self, e: ast.Attribute, fn: Function) -> int:
         if e.attr in K.STATIC_ATTRS or e.attr.startswith(K.STATIC_ATTR_PREFIXES) \
