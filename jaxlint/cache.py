@@ -120,7 +120,8 @@ def _valid_index(v) -> bool:
     return (isinstance(v, dict) and _str_map(v.get("functions"), _str_list)
             and _str_map(v.get("classes"), lambda c: _str_map(c, _str_list))
             and _str_map(v.get("aliases"), lambda a: isinstance(a, str))
-            and all(_str_list(v.get(k, [])) for k in ("static_attrs", "static_methods", "data_attrs", "constants")))
+            and all(_str_list(v.get(k, [])) for k in ("static_attrs", "static_methods", "data_attrs", "constants",
+                                                      "staticmethods")))
 
 
 def _valid_outgoing(v) -> bool:

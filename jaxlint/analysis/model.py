@@ -102,7 +102,7 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                  is_package: bool = False, seeds: Iterable["Seed"] = (),
                  static_attrs: Iterable[str] = (), static_methods: Iterable[str] = (),
                  static_constants: Iterable[str] = (), data_attrs: Optional[Iterable[str]] = None,
-                 local_statics=None):
+                 plain_methods: Optional[Iterable[str]] = None, local_statics=None):
         """``module_name`` (``pkg.sub.train``; ``is_package`` for an ``__init__.py``)
         resolves relative imports to absolute names; ``seeds`` are what the rest
         of the project knows about this module's functions (see
@@ -143,6 +143,10 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         local_fields, local_methods = statics.static_names(tree) if local_statics is None else local_statics
         self.static_fields |= local_fields
         self.static_methods |= local_methods
+        # method names every class defining them declares @staticmethod (the project's, when it
+        # passes them, else this module's): ``obj.name`` is one plain function whatever ``obj`` is
+        self.plain_methods: Set[str] = set(plain_methods) if plain_methods is not None \
+            else statics.plain_method_names(tree)
         # field names the project's pytree classes declare as leaves, and library pytrees' data
         # fields (the project's union when it passes one, else this module's): see kinds._field_kind
         self.data_fields: Set[str] = (set(data_attrs) if data_attrs is not None else statics.data_names(tree)) \

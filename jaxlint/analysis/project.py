@@ -105,6 +105,7 @@ class Module:
     static_attrs: List[str] = field(default_factory=list)                 # see analysis/statics.py
     static_methods: List[str] = field(default_factory=list)
     data_attrs: List[str] = field(default_factory=list)                   # pytree fields that are leaves
+    staticmethods: List[str] = field(default_factory=list)      # "Class.method" declared @staticmethod
     constants: List[str] = field(default_factory=list)          # string constants, enum members
     # facts other modules read about this module's functions: exporter -> function -> fact
     exports: Dict[str, Dict[str, object]] = field(default_factory=dict)
@@ -133,6 +134,8 @@ def _index_module(m: Module) -> None:
         elif isinstance(stmt, ast.ClassDef):
             m.classes[stmt.name] = {s.name: _params(s) if _static_method(s) else _params(s)[1:] for s in stmt.body
                                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            m.staticmethods.extend(f"{stmt.name}.{s.name}" for s in stmt.body
+                                   if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and _static_method(s))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.add(stmt)
     m.aliases = dict(imports.aliases)
@@ -148,6 +151,18 @@ def _static_method(node: ast.AST) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
+def _plain_methods(modules) -> frozenset:
+    """The method names every project class that defines them declares ``@staticmethod``:
+    ``obj.name`` is then one plain function, whatever ``obj`` is."""
+    static, other = set(), set()
+    for m in modules:
+        declared = set(m.staticmethods)
+        for cls, methods in m.classes.items():
+            for meth in methods:
+                (static if f"{cls}.{meth}" in declared else other).add(meth)
+    return frozenset(static - other)
+
+
 def _package(m: Module) -> str:
     return m.name if m.is_package else m.name.rpartition(".")[0]
 
@@ -156,7 +171,7 @@ def index_entry(m: Module) -> Dict[str, object]:
     """A module's index as JSON-able data (the cache entry, and what ``--jobs`` workers send)."""
     return {"functions": m.top_functions, "classes": m.classes, "aliases": m.aliases,
             "static_attrs": m.static_attrs, "static_methods": m.static_methods, "data_attrs": m.data_attrs,
-            "constants": m.constants}
+            "constants": m.constants, "staticmethods": m.staticmethods}
 
 
 def set_index(m: Module, entry: Dict[str, object]) -> None:
@@ -164,6 +179,7 @@ def set_index(m: Module, entry: Dict[str, object]) -> None:
     m.static_attrs, m.static_methods = entry.get("static_attrs", []), entry.get("static_methods", [])
     m.data_attrs = entry.get("data_attrs", [])
     m.constants = entry.get("constants", [])
+    m.staticmethods = entry.get("staticmethods", [])
     m.indexed = True
 
 
@@ -263,6 +279,7 @@ class Project:
                 "static_attrs": frozenset(a for m in self.modules for a in m.static_attrs),
                 "static_methods": frozenset(a for m in self.modules for a in m.static_methods),
                 "data_attrs": frozenset(a for m in self.modules for a in m.data_attrs),
+                "plain_methods": _plain_methods(self.modules),
                 "static_constants": frozenset(f"{m.name}.{c}" for m in self.modules for c in m.constants)}
         return self._static_names
 
@@ -276,7 +293,7 @@ class Project:
             return
         m.sha = file_digest(raw)
         m.mentions_jax = any(w in raw for w in _JAX_WORDS)
-        key = digest("index", 3, m.sha, m.name, m.is_package) if self.cache is not None else None
+        key = digest("index", 4, m.sha, m.name, m.is_package) if self.cache is not None else None
         entry = self.cache.get("index", key) if self.cache is not None else None
         if entry is not None:
             set_index(m, entry)
@@ -293,7 +310,8 @@ class Project:
             if self._statics_key is None:
                 st = self._statics()
                 self._statics_key = digest(sorted(st["static_attrs"]), sorted(st["static_methods"]),
-                                           sorted(st["static_constants"]), sorted(st["data_attrs"]))
+                                           sorted(st["static_constants"]), sorted(st["data_attrs"]),
+                                           sorted(st["plain_methods"]))
             seeds = self.seeds.get(path, {})
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
                 (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform,

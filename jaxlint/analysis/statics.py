@@ -322,3 +322,15 @@ def module_constants(tree: ast.Module) -> Set[str]:
                     out.update(f"{stmt.name}.{t.id}" for t in item.targets if isinstance(t, ast.Name))
     return out
 
+
+
+def plain_method_names(tree: ast.Module) -> Set[str]:
+    """The method names every class of ``tree`` that defines them declares ``@staticmethod``."""
+    static, other = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for f in node.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    plain = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list)
+                    (static if plain else other).add(f.name)
+    return static - other

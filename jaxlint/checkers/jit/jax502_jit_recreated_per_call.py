@@ -46,7 +46,9 @@ class JitRecreatedPerCall(Rule):
     a bound method (`self.loss`, `model.apply`) or the result of another
     transform (`jax.jit(jax.grad(loss))`). Also flags `jax.jit(f)(x)` called
     inline inside a loop: a bound method (`env.step`) is a new object at
-    every access and recompiles each time; the same plain function only
+    every access and recompiles each time (a method every project class
+    declares `@staticmethod` is not: it is one plain function at every
+    access, on a class or an instance); the same plain function only
     loses jit's fast dispatch path (its compiled program is reused), which
     belongs to the strict profile (`--strict`). Not flagged: a jit per item
     of a loop over different functions (`jax.jit(env.step)` for each
@@ -785,12 +787,20 @@ def _bound_method(m, e: Optional[ast.expr], scope: Function) -> bool:
     attribute (``Metrics.from_output``)."""
     if not isinstance(e, ast.Attribute) or m.qualname(e, scope) is not None:
         return False
+    if _static_method_name(m, e.attr):
+        return False   # a staticmethod is the same plain function at every access, on a class or an instance
     root = e.value
     if isinstance(root, ast.Name):
         if _plain_functions_record(m, root, scope):
             return False   # ``hk.transform(f).apply``: a plain function kept in a record
         return root.id not in m.classes and not root.id[:1].isupper()
     return isinstance(root, (ast.Attribute, ast.Subscript, ast.Call))
+
+
+def _static_method_name(m, attr: str) -> bool:
+    """Every project class that defines a method ``attr`` declares it ``@staticmethod`` (and one
+    does): ``obj.attr`` is then the same function object whatever ``obj`` is."""
+    return attr in m.plain_methods
 
 
 def _root_name(e: ast.expr) -> Optional[str]:
