@@ -298,7 +298,8 @@ class PurityFacts:
     def built_per_trace(self, info: Optional[ClassInfo], _depth: int = 0) -> bool:
         """Instances exist only inside one trace: Haiku modules, which ``hk.transform``
         builds anew on every call of the transformed function (creating one outside
-        it is an error) -- attributes set on ``self`` die with the trace."""
+        it is an error) -- attributes set on ``self`` die with the trace; and objects of a
+        class every construction of which makes a call-local object (``_built_per_call``)."""
         if info is None or _depth > 5:
             return False
         for b in info.bases:
@@ -307,7 +308,42 @@ class PurityFacts:
             local = self.model.classes.get(b)
             if local is not None and local is not info and self.built_per_trace(local, _depth + 1):
                 return True
-        return False
+        return _depth == 0 and self._built_per_call(info)
+
+    def _built_per_call(self, info: ClassInfo) -> bool:
+        """Every instance of the class is made inside a function and used there only as the
+        receiver of its own methods (``interpreter = Seed(key)``, ``return interpreter.eval(f)``;
+        ``Seed(key).eval(f)``): each call of that function makes its own object and drops it when
+        it returns, so what a method stores on ``self`` dies with the call."""
+        m = self.model
+        sites = []
+        for fn in m.functions:
+            for c in fn.of_type(ast.Call):
+                if c.func.__class__ is ast.Name and c.func.id == info.name \
+                        and m.resolve_scope(info.name, fn) is info.scope:
+                    sites.append((fn, c))
+        if not sites or any(fn.is_module or fn.cls is info for fn, _ in sites):
+            return False
+        parents = {}
+        for fn, c in sites:
+            for node in ast.walk(fn.node):
+                for child in ast.iter_child_nodes(node):
+                    parents[id(child)] = node
+            p = parents.get(id(c))
+            if p.__class__ is ast.Attribute and p.value is c and parents.get(id(p)).__class__ is ast.Call \
+                    and parents[id(p)].func is p:
+                continue        # ``Seed(key).eval(f)``
+            if not (p.__class__ is ast.Assign and p.value is c and len(p.targets) == 1
+                    and p.targets[0].__class__ is ast.Name):
+                return False
+            name = p.targets[0].id
+            for n in ast.walk(fn.node):
+                if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load:
+                    a = parents.get(id(n))
+                    if not (a.__class__ is ast.Attribute and parents.get(id(a)).__class__ is ast.Call
+                            and parents[id(a)].func is a):
+                        return False    # handed on, returned or stored: it may outlive the call
+        return True
 
     def variable_write(self, info: Optional[ClassInfo], target: ast.expr) -> bool:
         """``self.<var>.value = ...``: updating a Flax (linen or NNX) variable, the

@@ -32,7 +32,11 @@ class TracerLeak(TracedCodeRule):
     function itself resets before it returns (`previous = self.state`,
     `self.state = update(x)`, ..., `self.state = previous`; `model.signals =
     None` after use; a reset in a `finally:`): no tracer is left there when
-    the trace ends, so nothing can use one later.
+    the trace ends, so nothing can use one later. Nor is `self` of an object
+    every construction of which is local to one call (`interpreter =
+    Seed(key)`, `return interpreter.run(f)`: made, used only as the receiver
+    of its own methods, dropped when the call returns): what it stores dies
+    with the call.
 
     ## Why is this bad?
     In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
