@@ -151,6 +151,10 @@ class KindsMixin:
             methods = self.classes[ann.id].methods
             if "__bool__" not in methods and "__len__" not in methods:
                 return CONTAINER   # an object of a class this module defines: truthy, never a tracer
+        if q is not None and self.class_resolver is not None and not q.startswith(K.KNOWN_LIBRARY_PREFIXES):
+            methods = self.class_resolver(q)
+            if methods is not None and "__bool__" not in methods and "__len__" not in methods:
+                return CONTAINER   # an object of a class another project module defines (a NamedTuple)
         if t is ast.Name and q is None:
             s = self.resolve_scope(ann.id, scope)
             if s is not None and s.is_module:

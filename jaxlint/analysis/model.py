@@ -121,6 +121,8 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.rel_path: Optional[str] = None
         # set by the project: method name -> facts of every project class's method of that name
         self.method_resolver = None
+        # set by the project: qualified name -> methods of the project class it names, or None
+        self.class_resolver = None
         self.module = Function(tree, "<module>", "<module>", None, None)
         self.functions: List[Function] = [self.module]
         self.classes: Dict[str, ClassInfo] = {}

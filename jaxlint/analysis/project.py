@@ -309,9 +309,13 @@ class Project:
         if got is None:
             if self._statics_key is None:
                 st = self._statics()
+                # (the project's classes, and which define their own truth value, are read by other
+                # modules' annotations: kinds.annotation_kind)
+                classes = sorted(f"{mod.name}.{c}" + ("!" if "__bool__" in ms or "__len__" in ms else "")
+                                 for mod in self.modules for c, ms in mod.classes.items())
                 self._statics_key = digest(sorted(st["static_attrs"]), sorted(st["static_methods"]),
                                            sorted(st["static_constants"]), sorted(st["data_attrs"]),
-                                           sorted(st["plain_methods"]))
+                                           sorted(st["plain_methods"]), classes)
             seeds = self.seeds.get(path, {})
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
                 (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform,
@@ -369,6 +373,23 @@ class Project:
             return None
         return None
 
+    def resolve_class(self, qualname: str, near: Module, _depth: int = 0) -> Optional[Dict[str, List[str]]]:
+        """The methods (name -> parameters) of the class ``qualname`` names from ``near``, a
+        class defined in a project module (re-exports followed); None for anything else."""
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            mod = self._find_module(".".join(parts[:cut]), near)
+            if mod is None or not (mod.indexed or self._load(mod)):
+                continue
+            rest = parts[cut:]
+            if len(rest) == 1 and rest[0] in mod.classes:
+                return mod.classes[rest[0]]
+            alias = mod.aliases.get(rest[0])
+            if alias and _depth < 4 and alias != qualname:
+                return self.resolve_class(".".join([alias] + rest[1:]), mod, _depth + 1)
+            return None
+        return None
+
     # ------------------------------------------------------------ models
     def seeds_for(self, path: str) -> Tuple[Seed, ...]:
         """What the rest of the project knows about the functions of ``path``."""
@@ -392,6 +413,7 @@ class Project:
                               local_statics=local, **self._statics())
         model.external_resolver = lambda q: self.external_facts(q, m)
         model.method_resolver = self.methods_named
+        model.class_resolver = lambda q: self.resolve_class(q, m)
         model.rel_path = os.path.relpath(m.path, self.root)
         return model
 
