@@ -202,6 +202,31 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                 continue
             self.module.module_applied_under_trace = True
             return
+        self.module.module_applied_eagerly = self._linen_applied_eagerly()
+
+    def _linen_applied_eagerly(self) -> bool:
+        """The module applies a linen module of its own eagerly: it calls ``model.init`` or
+        ``model.apply`` (``model`` made from a linen class of this file) outside traced code, and
+        nothing here applies a module under a transform.  Flax's ``init`` and ``apply`` run the
+        module eagerly unless a transform is around them; in a notebook, which shows every call
+        its module gets, its module methods are then not known to run traced (the rules' profile
+        split asks ``in_tutorial_code`` too: ``checkers.base.eager_module_seeds_strict``)."""
+        linen = {c.name for c in self.class_list if c.module_kind == "linen"}
+        if not linen:
+            return False
+        for fn in self.functions:
+            if fn.under_trace:
+                continue
+            for call in fn.of_type(ast.Call):
+                f = call.func
+                if f.__class__ is not ast.Attribute or f.attr not in ("init", "apply"):
+                    continue
+                made = f.value
+                if made.__class__ is ast.Name:
+                    made = self.single_value(made.id, fn) if made.id in fn.locals or fn.is_module else None
+                if made.__class__ is ast.Call and made.func.__class__ is ast.Name and made.func.id in linen:
+                    return True
+        return False
 
     def _apply_seeds(self) -> None:
         """Mark the functions other modules trace (cross-module calls and

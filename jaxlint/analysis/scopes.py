@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins as _b
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from . import knowledge as K
 
@@ -67,6 +67,7 @@ class Function:
         "static_params", "locals", "globals_declared", "decorators", "_kinds", "_container_evidence",
         "is_staticmethod", "binding_table", "param_kinds", "param_inits", "_comprehension_loads",
         "param_residuals", "is_module", "is_lambda", "inferred_static", "module_applied_under_trace",
+        "module_applied_eagerly",
     )
 
     def __init__(self, node: ast.AST, name: str, qualname: str, parent: Optional["Function"],
@@ -81,6 +82,8 @@ class Function:
         # cannot name (``model.apply(params, x)``, ``model(x)`` on a parameter inside a transform),
         # so the module methods seeded as traced may well be
         self.module_applied_under_trace = False
+        # (the module node only) a notebook applies its linen modules eagerly only
+        self.module_applied_eagerly = False
         self.is_lambda = node.__class__ is ast.Lambda
         self.params: List[str] = []
         self.kwonly: List[str] = []
@@ -272,11 +275,16 @@ class Function:
 
     @property
     def traced_by_module_seed_only(self) -> bool:
-        """Every trace of this function rests on the guess that an NNX or Equinox module's
-        ``__call__`` runs under a transform (the method seeded as traced, or a helper only such
+        return self.traced_only_by_seeds(EAGER_MODULE_SEEDS)
+
+    def traced_only_by_seeds(self, seeds: FrozenSet[str]) -> bool:
+        """Every trace of this function rests on the guess that a module's method runs under a
+        transform (a seed of ``seeds``: the method seeded as traced, or a helper only such
         methods call), with no transform, ``apply`` or call from traced code behind it, and no
-        code of this module applying a module under a transform.  Those modules run eagerly by
-        default (called like functions), so what such a trace would break is unknown."""
+        code of this module applying a module under a transform.  NNX and Equinox modules run
+        eagerly by default (called like functions), so what such a trace would break is
+        unknown (``traced_by_module_seed_only``); so do linen modules a notebook applies only
+        with ``init``/``apply``."""
         seen: Set[int] = set()
         top = self
         while top.parent is not None:
@@ -291,7 +299,7 @@ class Function:
             if not fn.contexts:
                 return False
             for c in fn.contexts:
-                if c.transform in EAGER_MODULE_SEEDS:
+                if c.transform in seeds:
                     continue
                 if c.transform == "call" and c.caller is not None and seed_only(c.caller):
                     continue

@@ -204,7 +204,8 @@ def eager_module_seeds_strict(m: SemanticModel, found: Iterable[Finding]) -> Ite
     """A finding in code traced only on the guess that an NNX/Equinox module's method runs
     under a transform (``Function.traced_by_module_seed_only``) belongs to the strict profile:
     those modules run eagerly by default, and then nothing of what it says happens."""
-    if not _has_eager_module_seeds(m):
+    linen = m.module.module_applied_eagerly and m.in_tutorial_code()
+    if not _has_eager_module_seeds(m) and not linen:
         yield from found
         return
     for f in found:
@@ -212,11 +213,16 @@ def eager_module_seeds_strict(m: SemanticModel, found: Iterable[Finding]) -> Ite
             fn = _innermost_traced(m, f.line)
             if fn is not None and fn.traced_by_module_seed_only:
                 f = replace(f, profile=STRICT_PROFILE, basis=MODULE_SEED_BASIS)
+            elif fn is not None and linen and fn.traced_only_by_seeds(_LINEN_EAGER_SEEDS):
+                f = replace(f, profile=STRICT_PROFILE, basis=LINEN_EAGER_BASIS)
         yield f
 
 
 MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a transform, which nothing in "
                      "this file shows (such modules run eagerly by default)")
+_LINEN_EAGER_SEEDS = EAGER_MODULE_SEEDS | {"linen.Module"}
+LINEN_EAGER_BASIS = ("traced only if its linen module is applied under a transform: this notebook applies it "
+                     "with `init`/`apply` alone, which run it eagerly")
 
 
 def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
