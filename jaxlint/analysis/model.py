@@ -205,8 +205,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.module.module_applied_eagerly = self._linen_applied_eagerly()
 
     def _linen_applied_eagerly(self) -> bool:
-        """The module applies a linen module of its own eagerly: it calls ``model.init`` or
-        ``model.apply`` (``model`` made from a linen class of this file) outside traced code, and
+        """The module applies a linen module eagerly: it calls ``model.init`` or ``model.apply``
+        (``model`` made from a linen class of this file, or from an imported class, which may hold
+        this file's modules: ``Machine(state_modules=...)``) outside traced code, and
         nothing here applies a module under a transform.  Flax's ``init`` and ``apply`` run the
         module eagerly unless a transform is around them; in a notebook, which shows every call
         its module gets, its module methods are then not known to run traced (the rules' profile
@@ -224,8 +225,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                 made = f.value
                 if made.__class__ is ast.Name:
                     made = self.single_value(made.id, fn) if made.id in fn.locals or fn.is_module else None
-                if made.__class__ is ast.Call and made.func.__class__ is ast.Name and made.func.id in linen:
-                    return True
+                if made.__class__ is ast.Call and (made.func.__class__ is ast.Name and made.func.id in linen
+                                                   or _class_like(made.func)):
+                    return True     # (a module of this file, or an imported one holding this file's)
         return False
 
     def _apply_seeds(self) -> None:
@@ -408,3 +410,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                                 out.add(t.attr)
             self._loggers = out
         return self._loggers
+
+
+def _class_like(f: ast.AST) -> bool:
+    """``Machine`` or ``wax.Machine``: a name spelled like a class."""
+    name = f.id if f.__class__ is ast.Name else f.attr if f.__class__ is ast.Attribute else ""
+    return name[:1].isupper() and not name.isupper()
