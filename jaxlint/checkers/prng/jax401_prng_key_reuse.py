@@ -111,7 +111,9 @@ class PrngKeyReuse(Rule):
     `model.init(key, obs, tau)`; a dummy reset, action and step of an
     environment packed into a transition for `buffer.init`; a sample whose
     `.shape` alone is read): `init` traces an example input for its structure,
-    so its numbers are never used. Each strict finding says why in its
+    so its numbers are never used; and two draws that meet only as the two
+    branches of one `jnp.where` (`where(c, gumbel_approx(key), normal_approx(key))`:
+    each element keeps one of them). Each strict finding says why in its
     `basis`.
 
     ## Example
@@ -424,6 +426,8 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     basis = deliberate_basis(ctx.model, r.fn, same_draws, node=r.use.call if r.use is not None else None)
     if basis is None and _examples_only(ctx.model, r):
         return EXAMPLE_BASIS
+    if basis is None and _exclusive_where(ctx.model, r):
+        return WHERE_BASIS
     return basis
 
 
@@ -478,6 +482,49 @@ def _unrebound_in_loop(r: Reuse) -> bool:
                 n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Store for n in ast.walk(loop)):
             return True
     return False
+
+
+# why two draws that meet only as the branches of one select belong to the strict profile
+WHERE_BASIS = ("the two draws meet only as the two branches of one `jnp.where`: each element keeps one of "
+               "them, so no element sees both")
+_SELECTS = frozenset({"jax.numpy.where", "jax.lax.select"})
+
+
+def _exclusive_where(m: SemanticModel, r: Reuse) -> bool:
+    """``jnp.where(c, gumbel_approx(key, ...), normal_approx(key, ...))``, or ``z = normal(key)``
+    read only in the other branch: the first consumer's numbers reach only one branch of one
+    select and the second's only the other, so each output element takes one draw."""
+    if r.reason != "again" or r.first is None or r.first.call is r.use.call:
+        return False
+    fn = getattr(r.use, "fn", None) or r.fn
+    if fn is None or getattr(r.first, "fn", None) not in (None, fn):
+        return False
+    for w in fn.of_type(ast.Call):
+        if len(w.args) != 3 or w.keywords or w.func.__class__ not in (ast.Name, ast.Attribute) \
+                or m.qualname(w.func, fn) not in _SELECTS:
+            continue
+        a, b = _branch_of(fn, w, r.first), _branch_of(fn, w, r.use)
+        if a is not None and b is not None and a != b:
+            return True
+    return False
+
+
+def _branch_of(fn, w: ast.Call, u: Use) -> Optional[int]:
+    """Which branch (1 or 2) of the select ``w`` all of ``u``'s numbers reach: the consumer's
+    call sits in it, or the consumer binds a name (``z = normal(key)``) read only there."""
+    for i in (1, 2):
+        if _within(u.call, w.args[i]):
+            return i
+    s = u.stmt
+    if s.__class__ is not ast.Assign or s.value is not u.call or len(s.targets) != 1 \
+            or s.targets[0].__class__ is not ast.Name:
+        return None
+    name = s.targets[0].id
+    reads = [n for n in fn.walk() if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
+    for i in (1, 2):
+        if reads and all(_within(n, w.args[i]) for n in reads):
+            return i
+    return None
 
 
 def _prefix_overlap_only(r: Reuse) -> bool:
