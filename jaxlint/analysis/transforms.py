@@ -425,14 +425,47 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             tr = K.transform_for(q)
             if tr is None:
                 continue
+            dead = None
             for fun in self._transform_funs(call, tr):
                 target = self.resolve_callable(fun, scope)
                 site = TransformSite(tr, call, target, scope, False, call)
                 self.transform_sites.append(site)
                 if target is not None:
-                    self._mark(target, tr, call, call, scope)
+                    if dead is None:
+                        dead = self._unused_product(call, scope)
+                    if not dead:
+                        self._mark(target, tr, call, call, scope)
         # custom_jvp/vjp rules: f.defjvp(rule) / f.defvjp(fwd, bwd)
         self._custom_rules()
+
+    def _unused_product(self, call: ast.Call, scope: Function) -> bool:
+        """The transformed function ``call`` makes is bound to a name nothing reads: a local
+        name of a function never loaded there, or a private attribute (``self._compiled_fn =
+        jax.jit(self._fn)``) no code of the module loads.  A transform traces only when what it
+        returns is called: this one never traces its function."""
+        memo = self.__dict__.setdefault("_assigned_calls", {})
+        bound = memo.get(id(scope))
+        if bound is None:
+            bound = memo[id(scope)] = {id(st.value): st for st in scope.of_type(ast.Assign)
+                                       if st.value.__class__ is ast.Call and len(st.targets) == 1}
+        parent = bound.get(id(call))
+        if parent is None:
+            return False
+        t = parent.targets[0]
+        if t.__class__ is ast.Name and not scope.is_module:
+            loads = self.__dict__.setdefault("_loaded_names", {})
+            names = loads.get(id(scope))
+            if names is None:
+                names = loads[id(scope)] = {n.id for n in ast.walk(scope.node)
+                                            if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+            return t.id not in names
+        if t.__class__ is ast.Attribute and t.attr.startswith("_") and not t.attr.startswith("__"):
+            attrs = self.__dict__.get("_loaded_attrs")
+            if attrs is None:
+                attrs = self._loaded_attrs = {n.attr for n in ast.walk(self.tree)
+                                              if n.__class__ is ast.Attribute and n.ctx.__class__ is ast.Load}
+            return t.attr not in attrs
+        return False
 
     def _cached_by_arguments(self, fn: Function) -> bool:
         """``fn`` is decorated with a cache keyed on its arguments (``@functools.lru_cache``,
