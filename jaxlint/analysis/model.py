@@ -123,6 +123,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         self.method_resolver = None
         # set by the project: qualified name -> methods of the project class it names, or None
         self.class_resolver = None
+        # set by the project: why this module cannot be imported (an import of a project module
+        # that does not exist), or None
+        self.unimportable: Optional[str] = None
         self.module = Function(tree, "<module>", "<module>", None, None)
         self.functions: List[Function] = [self.module]
         self.classes: Dict[str, ClassInfo] = {}

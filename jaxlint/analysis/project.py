@@ -303,7 +303,7 @@ class Project:
 
     def seeds_digest(self, path: str) -> str:
         """A key for what the project knows about ``path`` (part of every cache key):
-        its seeds and the project's static names."""
+        its seeds, the project's static names and whether it can be imported."""
         path = os.path.abspath(path)
         got = self._seed_keys.get(path)
         if got is None:
@@ -320,7 +320,7 @@ class Project:
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
                 (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform,
                  [sorted(u) for u in s.untaken])
-                for s in seeds.values()))
+                for s in seeds.values()), self._unimportable().get(path) or "")
         return got
 
     def cache_key(self, path: str, *extra, sha: Optional[str] = None) -> Optional[str]:
@@ -373,6 +373,56 @@ class Project:
             return None
         return None
 
+    def _unimportable(self) -> Dict[str, str]:
+        """Modules that cannot be imported, by path, with why: a top-level import of a module of
+        the project's own packages that the project does not have (``from ..background.background
+        import X`` with no ``background`` package beside it), or of such a module.  Nothing in
+        them runs."""
+        got = self.__dict__.get("_unimportable_memo")
+        if got is not None:
+            return got
+        names = set(self.by_name)
+        packages = {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 1)}
+        known = names | packages
+
+        def target(q: str) -> Tuple[Optional[str], Optional[str]]:
+            """(the project module ``q`` imports from, the first missing module) -- one of them."""
+            parts = q.split(".")
+            if parts[0] not in packages:
+                return None, None           # not an import of the project's own packages
+            for cut in range(len(parts), 1, -1):
+                p = ".".join(parts[:cut])
+                if p in known:
+                    if cut < len(parts) - 1 and p in names and p not in packages:
+                        return None, ".".join(parts[:cut + 1])   # a submodule of a plain module
+                    return p, None
+            return None, ".".join(parts[:2])
+
+        out: Dict[str, str] = {}
+        for m in self.modules:
+            for q in m.aliases.values():
+                found, missing = target(q)
+                if missing is not None and missing.rsplit(".", 1)[0] in packages:
+                    out[m.path] = f"it imports `{missing}`, which the project does not have"
+                    break
+        bad = {m.name: m for m in self.modules if m.path in out}
+        changed = True
+        while changed:
+            changed = False
+            for m in self.modules:
+                if m.path in out:
+                    continue
+                for q in m.aliases.values():
+                    found, _missing = target(q)
+                    if found in bad and bad[found] is not m:
+                        out[m.path] = f"it imports `{found}`, which cannot be imported ({out[bad[found].path]})"
+                        bad[m.name] = m
+                        changed = True
+                        break
+        if all(m.indexed or m.error is not None for m in self.modules):
+            self._unimportable_memo = out    # (else asked before the index was complete: ask again)
+        return out
+
     def resolve_class(self, qualname: str, near: Module, _depth: int = 0) -> Optional[Dict[str, List[str]]]:
         """The methods (name -> parameters) of the class ``qualname`` names from ``near``, a
         class defined in a project module (re-exports followed); None for anything else."""
@@ -414,6 +464,7 @@ class Project:
         model.external_resolver = lambda q: self.external_facts(q, m)
         model.method_resolver = self.methods_named
         model.class_resolver = lambda q: self.resolve_class(q, m)
+        model.unimportable = self._unimportable().get(m.path)
         model.rel_path = os.path.relpath(m.path, self.root)
         return model
 

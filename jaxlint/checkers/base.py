@@ -121,6 +121,10 @@ class Rule:
         found = self.profiled(ctx, found)
         if m.in_legacy_code():
             found = legacy_strict(found)
+        if m.unimportable:
+            basis = f"the module cannot be imported: {m.unimportable}; nothing in it runs"
+            found = [replace(f, profile=STRICT_PROFILE, basis=basis) if f.profile == DEFAULT_PROFILE else f
+                     for f in found]
         if ctx.settings.strict:
             return found
         return (f for f in found if f.profile == DEFAULT_PROFILE)
