@@ -398,11 +398,26 @@ class Project:
                     return p, None
             return None, ".".join(parts[:2])
 
+        def built(m: Module, missing: str) -> bool:
+            """The missing module may exist once the project is built or installed: a private
+            name (``_version``, ``_C``: generated or compiled), or a compiled or Cython file of
+            that name in the folder where it would be."""
+            leaf = missing.rsplit(".", 1)[-1]
+            if leaf.startswith("_"):
+                return True
+            parent = self.by_name.get(missing.rsplit(".", 1)[0])
+            folder = os.path.dirname(parent[0].path) if parent else None
+            try:
+                return folder is not None and any(f.startswith(leaf + ".") and not f.endswith(".py")
+                                                  for f in os.listdir(folder))
+            except OSError:
+                return True
+
         out: Dict[str, str] = {}
         for m in self.modules:
             for q in m.aliases.values():
                 found, missing = target(q)
-                if missing is not None and missing.rsplit(".", 1)[0] in packages:
+                if missing is not None and missing.rsplit(".", 1)[0] in packages and not built(m, missing):
                     out[m.path] = f"it imports `{missing}`, which the project does not have"
                     break
         bad = {m.name: m for m in self.modules if m.path in out}
