@@ -231,8 +231,8 @@ class NarrowingMixin:
                 continue
             if t in (ast.keyword, ast.Tuple, ast.List, ast.Dict, ast.Starred, ast.BinOp, ast.UnaryOp,
                      ast.Subscript, ast.IfExp):
-                if t is ast.Subscript and node is not p.value:
-                    return False
+                if t is ast.Subscript and node is not p.value or t is ast.IfExp and node is p.test:
+                    return False    # (an index or a condition: its numbers decide what is taken)
                 node = p
                 continue
             if t is ast.Assign and node is p.value and depth > 0:
