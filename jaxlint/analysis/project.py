@@ -386,17 +386,19 @@ class Project:
         known = names | packages
 
         def target(q: str) -> Tuple[Optional[str], Optional[str]]:
-            """(the project module ``q`` imports from, the first missing module) -- one of them."""
+            """(the project module ``q`` imports from, the first missing module) -- one of them.
+            ``q`` is what a top-level import binds: its last part may be a name the module
+            defines (``from jax_fem import logger``), so only the parts before it must be modules."""
             parts = q.split(".")
-            if parts[0] not in packages:
-                return None, None           # not an import of the project's own packages
-            for cut in range(len(parts), 1, -1):
+            if parts[0] not in packages or len(parts) < 3:
+                return None, None           # not an import of a submodule of the project's own packages
+            for cut in range(len(parts) - 1, 1, -1):
                 p = ".".join(parts[:cut])
                 if p in known:
                     if cut < len(parts) - 1 and p in names and p not in packages:
                         return None, ".".join(parts[:cut + 1])   # a submodule of a plain module
                     return p, None
-            return None, ".".join(parts[:2])
+            return (None, ".".join(parts[:2])) if len(parts) > 2 else (None, None)
 
         def built(m: Module, missing: str) -> bool:
             """The missing module may exist once the project is built or installed: a private
