@@ -32,7 +32,7 @@ from . import contracts, statics
 from . import knowledge as K
 from .bindings import BindingsMixin
 from .kinds import ARRAYISH, CONTAINER, JAX, NUMPY, TRACED, UNSURE, KindsMixin, proven
-from .names import ImportTable
+from .names import ImportTable, class_like
 from .scopes import (CERTAIN, INDEXED, INFERRED, CallTarget, ClassInfo, Function, ScopeIndex, TraceContext,
                      TransformSite)
 from .flow import FlowMixin
@@ -229,7 +229,7 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                 if made.__class__ is ast.Name:
                     made = self.single_value(made.id, fn) if made.id in fn.locals or fn.is_module else None
                 if made.__class__ is ast.Call and (made.func.__class__ is ast.Name and made.func.id in linen
-                                                   or _class_like(made.func)):
+                                                   or class_like(made.func)):
                     return True     # (a module of this file, or an imported one holding this file's)
         return False
 
@@ -414,8 +414,3 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             self._loggers = out
         return self._loggers
 
-
-def _class_like(f: ast.AST) -> bool:
-    """``Machine`` or ``wax.Machine``: a name spelled like a class."""
-    name = f.id if f.__class__ is ast.Name else f.attr if f.__class__ is ast.Attribute else ""
-    return name[:1].isupper() and not name.isupper()

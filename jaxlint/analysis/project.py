@@ -33,7 +33,7 @@ from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
 from ..discovery import ROOT_MARKERS, find_root  # noqa: F401 (the project root: defined with discovery)
 from .names import ImportTable
-from .statics import data_names, module_constants, static_names
+from .statics import data_names, is_staticmethod, module_constants, static_names
 from .source import SourceError, SourceFile
 
 # how many rounds of cross-module propagation (call chains deeper than this are rare)
@@ -132,10 +132,10 @@ def _index_module(m: Module) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             m.top_functions[stmt.name] = _params(stmt)
         elif isinstance(stmt, ast.ClassDef):
-            m.classes[stmt.name] = {s.name: _params(s) if _static_method(s) else _params(s)[1:] for s in stmt.body
+            m.classes[stmt.name] = {s.name: _params(s) if is_staticmethod(s) else _params(s)[1:] for s in stmt.body
                                     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
             m.staticmethods.extend(f"{stmt.name}.{s.name}" for s in stmt.body
-                                   if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and _static_method(s))
+                                   if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and is_staticmethod(s))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.add(stmt)
     m.aliases = dict(imports.aliases)
@@ -144,11 +144,6 @@ def _index_module(m: Module) -> None:
     m.data_attrs = sorted(data_names(m.tree))
     m.constants = sorted(module_constants(m.tree))
     m.indexed = True
-
-
-def _static_method(node: ast.AST) -> bool:
-    """``@staticmethod``: no ``self`` to leave out of its parameters."""
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
 def _plain_methods(modules) -> frozenset:
@@ -352,26 +347,36 @@ class Project:
         same = [c for c in cands if c.folder == near.folder]
         return same[0] if len(same) == 1 else None   # ambiguous: stay silent
 
-    def resolve_function(self, qualname: str, near: Module, _depth: int = 0) \
-            -> Optional[Tuple[Module, str, List[str]]]:
-        """``(module, "func" or "Class.method", params)`` for a qualified name of
-        a function defined in a project module, following re-exports in
-        ``__init__.py`` (``from .utils import helper``)."""
+    def _resolve(self, qualname: str, near: Module, pick, _depth: int = 0):
+        """What ``pick(module, rest)`` finds for a qualified name of something a project module
+        defines (``rest``: the parts after the module's name), following re-exports in
+        ``__init__.py`` (``from .utils import helper``); None for anything else."""
         parts = qualname.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             mod = self._find_module(".".join(parts[:cut]), near)
             if mod is None or not (mod.indexed or self._load(mod)):
                 continue
             rest = parts[cut:]
+            got = pick(mod, rest)
+            if got is not None:
+                return got
+            alias = mod.aliases.get(rest[0])
+            if alias and _depth < 4 and alias != qualname:
+                return self._resolve(".".join([alias] + rest[1:]), mod, pick, _depth + 1)
+            return None
+        return None
+
+    def resolve_function(self, qualname: str, near: Module) -> Optional[Tuple[Module, str, List[str]]]:
+        """``(module, "func" or "Class.method", params)`` for a qualified name of
+        a function defined in a project module, following re-exports in
+        ``__init__.py`` (``from .utils import helper``)."""
+        def pick(mod: Module, rest: List[str]):
             if len(rest) == 1 and rest[0] in mod.top_functions:
                 return mod, rest[0], mod.top_functions[rest[0]]
             if len(rest) == 2 and rest[1] in mod.classes.get(rest[0], {}):
                 return mod, ".".join(rest), mod.classes[rest[0]][rest[1]]
-            alias = mod.aliases.get(rest[0])
-            if alias and _depth < 4 and alias != qualname:
-                return self.resolve_function(".".join([alias] + rest[1:]), mod, _depth + 1)
             return None
-        return None
+        return self._resolve(qualname, near, pick)
 
     def _unimportable(self) -> Dict[str, str]:
         """Modules that cannot be imported, by path, with why: a top-level import of a module of
@@ -440,22 +445,12 @@ class Project:
             self._unimportable_memo = out    # (else asked before the index was complete: ask again)
         return out
 
-    def resolve_class(self, qualname: str, near: Module, _depth: int = 0) -> Optional[Dict[str, List[str]]]:
+    def resolve_class(self, qualname: str, near: Module) -> Optional[Dict[str, List[str]]]:
         """The methods (name -> parameters) of the class ``qualname`` names from ``near``, a
         class defined in a project module (re-exports followed); None for anything else."""
-        parts = qualname.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            mod = self._find_module(".".join(parts[:cut]), near)
-            if mod is None or not (mod.indexed or self._load(mod)):
-                continue
-            rest = parts[cut:]
-            if len(rest) == 1 and rest[0] in mod.classes:
-                return mod.classes[rest[0]]
-            alias = mod.aliases.get(rest[0])
-            if alias and _depth < 4 and alias != qualname:
-                return self.resolve_class(".".join([alias] + rest[1:]), mod, _depth + 1)
-            return None
-        return None
+        return self._resolve(qualname, near,
+                             lambda mod, rest: mod.classes[rest[0]] if len(rest) == 1 and rest[0] in mod.classes
+                             else None)
 
     # ------------------------------------------------------------ models
     def seeds_for(self, path: str) -> Tuple[Seed, ...]:

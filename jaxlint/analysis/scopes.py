@@ -14,6 +14,7 @@ import builtins as _b
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from . import knowledge as K
+from .statics import is_staticmethod
 
 CERTAIN = "certain"
 INFERRED = "inferred"
@@ -531,9 +532,7 @@ class ScopeIndex:
         self.functions.append(fn)
         if not isinstance(node, ast.Lambda):
             fn.decorators = list(node.decorator_list)
-            for d in node.decorator_list:
-                if isinstance(d, ast.Name) and d.id == "staticmethod":
-                    fn.is_staticmethod = True
+            fn.is_staticmethod = is_staticmethod(node)
         return fn
 
     # ======================================================== name queries

@@ -324,6 +324,12 @@ def module_constants(tree: ast.Module) -> Set[str]:
 
 
 
+def is_staticmethod(node: ast.AST) -> bool:
+    """``@staticmethod``: no ``self`` to leave out of its parameters; one plain function at every
+    access."""
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+
+
 def plain_method_names(tree: ast.Module) -> Set[str]:
     """The method names every class of ``tree`` that defines them declares ``@staticmethod``."""
     static, other = set(), set()
@@ -331,6 +337,5 @@ def plain_method_names(tree: ast.Module) -> Set[str]:
         if isinstance(node, ast.ClassDef):
             for f in node.body:
                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    plain = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list)
-                    (static if plain else other).add(f.name)
+                    (static if is_staticmethod(f) else other).add(f.name)
     return static - other
