@@ -215,3 +215,49 @@ def attribute_unread(tree: ast.Module, cls: ast.ClassDef, self_name: Optional[st
             continue    # ``train_state.n_updates`` in a method: another object's field
         return False
     return True
+
+
+def attribute_read_stale(tree: ast.Module, attr: str) -> bool:
+    """Can some load of ``<x>.attr`` in the module ``tree`` see a value a call left there?
+
+    A load is *fresh* when the body it runs in (a function's, or the module's) has written
+    ``<x>.attr`` for the same name ``x`` in an earlier statement of that same body, on the
+    straight line (``self.full = build(p)`` ... ``use(self.full)``): it reads what this run
+    wrote, never what an earlier call left.  Every other load -- in a body that never writes
+    the attribute, before the write, inside the write's own right-hand side (``self.n =
+    self.n + 1``), under a branch that wrote it, or through any other receiver -- may read a
+    value left by an earlier call, and counts."""
+    def visit(body: List[ast.stmt]) -> bool:
+        written: Set[str] = set()
+        for stmt in body:
+            if _loads_attr(stmt, attr, written):
+                return True
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for t in targets:
+                    for e in ast.walk(t):
+                        if isinstance(e, ast.Attribute) and e.attr == attr and isinstance(e.value, ast.Name) \
+                                and isinstance(e.ctx, ast.Store):
+                            written.add(e.value.id)
+        return False
+
+    if visit(tree.body):
+        return True
+    return any(visit(n.body) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _loads_attr(stmt: ast.stmt, attr: str, written: Set[str]) -> bool:
+    """A load of ``<x>.attr`` in ``stmt`` (not inside a nested function or class, which are
+    bodies of their own) whose receiver is not a name this body has already written it on."""
+    stack: List[ast.AST] = [stmt]
+    while stack:
+        n = stack.pop()
+        if n is not stmt and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(n, ast.ClassDef):
+                stack.extend(s for s in n.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            continue
+        if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load):
+            if not (isinstance(n.value, ast.Name) and n.value.id in written):
+                return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False

@@ -4,6 +4,7 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import Function, SemanticModel
+from ...analysis.liveness import attribute_read_stale
 from ...analysis.objects import kernel_ref, ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .idioms import scoped_state
@@ -37,6 +38,12 @@ class TracerLeak(TracedCodeRule):
     Seed(key)`, `return interpreter.run(f)`: made, used only as the receiver
     of its own methods, dropped when the call returns): what it stores dies
     with the call.
+
+    A tracer left on an attribute that nothing in the module can read stale
+    (no read at all, or every read comes after the same body wrote the
+    attribute anew: `self.full = build(p)` then `use(self.full)`) is
+    reported only in the strict profile (`--strict`): the error needs a
+    later use of the leaked value, and none is visible here.
 
     ## Why is this bad?
     In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
@@ -108,7 +115,11 @@ class TracerLeak(TracedCodeRule):
                     shown = shown[:27] + "..."
                 msg = (f"traced value `{shown}` is stored {where} inside {fn.trace_description()}; it escapes "
                        f"the trace (`UnexpectedTracerError` when used later) — return it instead")
-                yield ctx.finding(self, w.node, msg, confidence=fn.confidence)
+                strict = None
+                if w.kind == "attr" and isinstance(w.target, ast.Attribute) \
+                        and not attribute_read_stale(m.tree, w.target.attr):
+                    strict = NO_STALE_READ_BASIS
+                yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
     def _escape(self, facts: PurityFacts, fn: Function, w: Write, g, n, values) -> Optional[str]:
         b = facts.bindings
@@ -192,3 +203,9 @@ class TracerLeak(TracedCodeRule):
                 return True
         return False
 
+
+
+# why a leaked attribute that no code can read stale belongs to the strict profile
+NO_STALE_READ_BASIS = ("every read of the attribute in this module follows a fresh write in the same body, or there "
+                       "is none: the tracer left there is overwritten before anything here uses it (another module "
+                       "might read it)")
