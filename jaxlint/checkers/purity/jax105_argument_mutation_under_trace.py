@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from ...analysis import knowledge as K
 from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
@@ -35,7 +36,9 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     static metadata, the same on every trace) or to a literal or a
     module-level function, class or imported name (`self.update_fn = _full_update` chosen by
     static configuration: the same value on every trace, so storing it once
-    loses nothing), an attribute put back before the function returns
+    loses nothing), or to a callable built only from such values and the
+    receiver's own methods (`self._step_fn = lambda a, b: self._update(a, b,
+    grad_fn)` with `grad_fn = jax.grad(self._loss)`; `jax.vmap(_clip)`), an attribute put back before the function returns
     (`backup = self.state` ... `self.state = backup`; `self.mode = "eval"`
     after a temporary change: the object ends as every call leaves it), the
     carry of a
@@ -206,18 +209,55 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
         return e is w.root and facts.container_param(fn, p)
 
 
-def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr) -> bool:
-    """``self.update_fn = _condition_on`` / ``self.mode = "train"``: a literal, or a module-level
-    function, class or imported name -- a value no call can change, so storing it once at trace time is the same
-    as storing it on every call (an idempotent write; ``self.n += 1`` is not one)."""
+def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr, _depth: int = 0) -> bool:
+    """``self.update_fn = _condition_on`` / ``self.mode = "train"``: a value no call can change,
+    so storing it once at trace time is the same as storing it on every call (an idempotent
+    write; ``self.n += 1`` is not one).  Invariant: a literal; a module-level function, class
+    or imported name; a method of the receiver (``self._update``); a transform of invariant
+    functions with literal options (``jax.grad(self._loss, has_aux=True)``,
+    ``functools.partial(_step, cfg=True)``); a lambda whose free names are all invariant
+    (``lambda x, y: self._update(x, y, grad_fn)`` with ``grad_fn`` bound once, in this
+    function, to an invariant value).  A parameter, or anything built from one, is not."""
+    if _depth > 4:
+        return False
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.Name):
+        if value.id == fn.self_name or (fn.enclosing_method() is not None
+                                        and value.id == fn.enclosing_method().self_name):
+            return True   # the receiver itself: the same object on every call
         scope = m.resolve_scope(value.id, fn)
-        if scope is None or not scope.is_module:
+        if scope is None:
             return False
         bs = m.lookup(value.id, scope)
-        return bool(bs) and all(b.kind in ("def", "class", "import") for b in bs)
+        if not bs:
+            return False
+        if scope.is_module:
+            return all(b.kind in ("def", "class", "import") for b in bs)
+        up = fn
+        while up is not None and up is not scope:
+            up = up.parent
+        if up is None:
+            return False   # not a name of this function or one around it
+        return len(bs) == 1 and bs[0].kind == "=" and not bs[0].path and bs[0].value is not None \
+            and _trace_invariant(m, scope, bs[0].value, _depth + 1)
+    if isinstance(value, ast.Attribute):
+        owner = fn.enclosing_method()
+        if owner is not None and owner.cls is not None and isinstance(value.value, ast.Name) \
+                and value.value.id == owner.self_name:
+            return value.attr in owner.cls.methods   # a bound method: the same code on every call
+        return False
+    if isinstance(value, ast.Lambda):
+        bound = {a.arg for a in ast.walk(value.args) if isinstance(a, ast.arg)}
+        free = {n.id for n in ast.walk(value.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        return all(name in bound or _trace_invariant(m, fn, ast.Name(id=name, ctx=ast.Load()), _depth + 1)
+                   for name in free - bound)
+    if isinstance(value, ast.Call):
+        q = m.qualname(value.func, fn)
+        if not (K.transform_for(q) is not None or q in ("functools.partial",)):
+            return False
+        return all(_trace_invariant(m, fn, a, _depth + 1) for a in value.args) \
+            and all(isinstance(k.value, ast.Constant) for k in value.keywords)
     return False
 
 
