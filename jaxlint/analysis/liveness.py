@@ -261,3 +261,35 @@ def _loads_attr(stmt: ast.stmt, attr: str, written: Set[str]) -> bool:
                 return True
         stack.extend(ast.iter_child_nodes(n))
     return False
+
+
+_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
+def unreachable_spans(tree: ast.Module) -> List[Tuple[int, int]]:
+    """The line spans of statements no run reaches: those after a ``return``, ``raise``,
+    ``continue`` or ``break`` in the same block (``return project(x)`` followed by the old
+    ``x = lax.cond(...)`` a refactoring left behind).  Only the straight line counts: a block
+    that ends in an ``if`` whose branches all return is not followed up (rare, and a
+    conservative miss)."""
+    spans: List[Tuple[int, int]] = []
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if isinstance(stmt, _TERMINATORS) and i + 1 < len(block):
+                    rest = block[i + 1:]
+                    spans.append((rest[0].lineno, getattr(rest[-1], "end_lineno", None) or rest[-1].lineno))
+                    block = block[:i + 1]
+                    break
+            stack.extend(s for s in block if isinstance(s, ast.stmt))
+        for h in getattr(node, "handlers", None) or ():
+            stack.append(h)
+        for c in getattr(node, "cases", None) or ():
+            stack.append(c)
+    return spans

@@ -316,6 +316,20 @@ class NarrowingMixin:
                 yield from (t.values if t.__class__ is ast.BoolOp and t.op.__class__ is ast.And else [t])
             child, cur = cur, parents.get(id(cur))
 
+    def unreachable_spans(self):
+        """``(first line, last line)`` of the statements no run reaches (after a ``return``,
+        ``raise``, ``continue`` or ``break`` in the same block; ``liveness.unreachable_spans``)."""
+        got = self.__dict__.get("_unreachable_spans")
+        if got is None:
+            from .liveness import unreachable_spans
+            got = self._unreachable_spans = unreachable_spans(self.tree)
+        return got
+
+    def unreachable(self, node: ast.AST) -> bool:
+        """Is ``node`` in a statement no run reaches?"""
+        line = getattr(node, "lineno", None)
+        return line is not None and any(a <= line <= b for a, b in self.unreachable_spans())
+
     def untraced_spans(self):
         """``(first line, last line)`` of every branch body of the module that
         :meth:`untraced_branch` says no trace takes (computed once per module)."""

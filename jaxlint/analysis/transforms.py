@@ -425,7 +425,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             tr = K.transform_for(q)
             if tr is None:
                 continue
-            dead = None
+            dead = True if self.unreachable(call) else None   # a transform no run reaches traces nothing
             for fun in self._transform_funs(call, tr):
                 target = self.resolve_callable(fun, scope)
                 site = TransformSite(tr, call, target, scope, False, call)

@@ -116,6 +116,8 @@ class Rule:
         if self.jax_files_only and not m.mentions_jax:
             return ()
         found = self.findings(ctx, m)
+        if m.unreachable_spans():
+            found = unreachable_dropped(m, found)
         if self.trace_dependent:
             found = eager_module_seeds_strict(m, untraced_branches_dropped(m, found))
         found = self.profiled(ctx, found)
@@ -227,6 +229,13 @@ MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a tr
 _LINEN_EAGER_SEEDS = EAGER_MODULE_SEEDS | {"linen.Module"}
 LINEN_EAGER_BASIS = ("traced only if its linen module is applied under a transform: this notebook applies it "
                      "with `init`/`apply` alone, which run it eagerly")
+
+
+def unreachable_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
+    """The findings outside statements no run reaches (after a ``return``/``raise``/``continue``/
+    ``break`` of the same block): code that never runs has no pitfall to report."""
+    spans = m.unreachable_spans()
+    return [f for f in found if not any(a <= f.line <= b for a, b in spans)]
 
 
 def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
