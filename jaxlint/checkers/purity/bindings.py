@@ -26,6 +26,7 @@ import ast
 import re
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
+from ...analysis import knowledge as K
 from ...analysis.model import Function, SemanticModel
 
 # ----------------------------------------------------------------- vocabulary
@@ -644,7 +645,7 @@ class BindingFacts:
         # later definitions of the same name (a notebook re-running an edited cell): calls after
         # one of them run a new function, traced afresh
         redefined = [b.line for b in self.scope(scope).get(name) if b.line > end] if name else []
-        traced_before = False
+        traced: Dict[str, int] = {}    # called name -> the last line a call of it may have traced
         for call in sorted(self.program_calls(scope), key=lambda c: c.lineno):
             if reach is not None and call.func.id not in reach:
                 continue
@@ -653,10 +654,30 @@ class BindingFacts:
                 continue
             if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops):
                 return True
+            called = call.func.id
             if u < line:
-                traced_before = True
-            elif traced_before and not (call.func.id == name and any(r <= u for r in redefined)):
+                traced[called] = u
+            elif traced and not (called == name and any(r <= u for r in redefined)) \
+                    and not self._fresh_product_between(scope, called, traced.get(called), u):
                 return True   # traced with the old value, called again after the change
+        return False
+
+    def _fresh_product_between(self, scope: Function, called: str, since: Optional[int], until: int) -> bool:
+        """``called`` was bound anew to a transform's product of a new function object
+        (``get_abundance = jit(vmap(g))`` in a later notebook cell) after its last tracing call
+        (``since``) and before ``until``: the call at ``until`` runs a new compiled function with
+        its own trace.  ``jit(g)`` of the same ``g`` again is not one: JAX keys its cache on the
+        function, so the new wrapper reuses the old trace (checked with JAX 0.10.2).  (A name never
+        called before the change (``since`` None) is not followed: some other traced caller
+        may reach the reader.)"""
+        if since is None:
+            return False
+        for b in self.scope(scope).get(called):
+            if since < b.line < until and b.kind in ("assign", "ann") and not b.path and not b.loops \
+                    and isinstance(b.value, ast.Call) and b.value.args \
+                    and isinstance(b.value.args[0], (ast.Call, ast.Lambda)) \
+                    and K.transform_for(self.model.qualname(b.value.func, scope)) is not None:
+                return True   # (``jit(f)`` of the same ``f`` again shares its compiled cache: not fresh)
         return False
 
     def rebinding_after(self, scope: Function, name: str, after) -> Optional[Binding]:
