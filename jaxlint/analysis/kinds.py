@@ -32,6 +32,14 @@ UNSURE = 16     # with TRACED: may hold a tracer, or only Python values (an obje
 TRACED_BITS = TRACED | UNSURE   # what a value passes on of its tracedness
 NOT_ARRAY = -1  # (a narrowing, not a kind: "not a JAX array", see narrowing.py)
 ARRAYISH = TRACED | JAX | NUMPY
+def _index_update(e: ast.AST) -> bool:
+    """``x.at[i]``: the receiver of ``.set``/``.add``/``.get`` ... (an array's index-update helper)."""
+    return e.__class__ is ast.Subscript and e.value.__class__ is ast.Attribute and e.value.attr == "at"
+
+
+# methods of a dict or list: on a receiver of unknown shape, what they give keeps its kind
+_MAPPING_METHODS = frozenset({"items", "values", "keys", "get", "pop", "copy", "setdefault", "popitem",
+                              "index", "count"})
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
 
 
@@ -819,6 +827,13 @@ class KindsMixin:
                     and owner.cls.module_kind == "linen" and m in ("param", "variable"):
                 return TRACED | JAX if fn.under_trace else JAX
         recv = self.kind(recv_node, fn)
+        if recv & TRACED and not recv & CONTAINER and m not in K.ARRAY_ATTRIBUTES and not m.startswith("__") \
+                and m not in _MAPPING_METHODS and not _index_update(recv_node) \
+                and self.resolve_callable(func, fn) is None:
+            # ``args["height"].unwrap()``: no ``jax.Array`` has that method, so the receiver is
+            # some other pytree node (a static wrapper, a distribution, a state object), and
+            # what its method returns is unknown -- a tracer, or a Python value it holds
+            return TRACED | UNSURE
         if recv & UNSURE and not recv & (JAX | NUMPY | CONTAINER):
             # a method of an unknown object (an instance built from tracers): what it returns
             # is unknown too -- a tracer, or a Python value computed from their shapes

@@ -562,6 +562,24 @@ ARRAY_ONLY_ATTRS = frozenset({"shape", "ndim", "T", "dtype", "reshape", "astype"
 # modules whose functions return one array (unless listed in MULTI_ARRAY_RESULTS)
 SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
+# every public attribute and method of a ``jax.Array`` (and of a tracer), as JAX 0.10.2 lists
+# them (``dir(jnp.ones(1))``): a value on which any other method is called is not an array
+# (a pytree node: ``args["height"].unwrap()`` of a static wrapper), and what the call returns
+# is unknown
+ARRAY_ATTRIBUTES = frozenset({
+    "T", "addressable_data", "addressable_shards", "all", "any", "argmax", "argmin", "argpartition", "argsort",
+    "astype", "at", "aval", "block_until_ready", "byteswap", "choose", "clip", "clone", "committed", "compress",
+    "conj", "conjugate", "copy", "copy_to_host_async", "cumprod", "cumsum", "delete", "device", "device_buffer",
+    "device_buffers", "devices", "diagonal", "dot", "dtype", "flat", "flatten", "format", "global_shards", "imag",
+    "is_deleted", "is_fully_addressable", "is_fully_replicated", "is_ready", "item", "itemsize", "mT", "max",
+    "mean", "min", "nbytes", "ndim", "nonzero", "on_device_size_in_bytes", "platform", "prod", "ptp", "ravel",
+    "real", "repeat", "reshape", "round", "searchsorted", "shape", "sharding", "size", "sort", "squeeze", "std",
+    "sum", "swapaxes", "take", "to_device", "tobytes", "tolist", "trace", "traceback", "transpose",
+    "unsafe_buffer_pointer", "var", "view", "weak_type",
+    # tracers only
+    "dimension_as_value", "full_lower", "get_referent", "to_concrete_value",
+})
+
 # methods whose result is a Python value (conversion), not an array
 CONCRETIZING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
 # methods returning Python metadata (NNX Variable metadata, a mapping's keys)
