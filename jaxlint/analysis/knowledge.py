@@ -562,6 +562,43 @@ ARRAY_ONLY_ATTRS = frozenset({"shape", "ndim", "T", "dtype", "reshape", "astype"
 # modules whose functions return one array (unless listed in MULTI_ARRAY_RESULTS)
 SINGLE_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.")
 
+# ---- arguments JAX needs as static Python ints or shapes (a tracer there raises)
+ALL_POSITIONS = -1   # every positional argument
+
+_J, _R, _L = "jax.numpy.", "jax.random.", "jax.lax."
+
+# (JAX202 reports a traced value there; a value passed there is no evidence of an array)
+# qualified name -> (positional indices or (ALL_POSITIONS,), keyword names)
+SHAPE_ARGUMENTS: Dict[str, Tuple[Tuple[int, ...], Tuple[str, ...]]] = {
+    _J + "zeros": ((0,), ("shape",)), _J + "ones": ((0,), ("shape",)), _J + "empty": ((0,), ("shape",)),
+    _J + "full": ((0,), ("shape",)),
+    _J + "zeros_like": ((), ("shape",)), _J + "ones_like": ((), ("shape",)),
+    _J + "empty_like": ((), ("shape",)), _J + "full_like": ((), ("shape",)),
+    _J + "arange": ((ALL_POSITIONS,), ("start", "stop", "step")),
+    _J + "linspace": ((2,), ("num",)), _J + "logspace": ((2,), ("num",)), _J + "geomspace": ((2,), ("num",)),
+    _J + "eye": ((0, 1), ("N", "M")), _J + "identity": ((0,), ("n",)), _J + "tri": ((0, 1), ("N", "M")),
+    _J + "reshape": ((1,), ("shape", "newshape")), _J + "broadcast_to": ((1,), ("shape",)),
+    _J + "tile": ((1,), ("reps",)), _J + "resize": ((1,), ("new_shape",)),
+    _J + "pad": ((1,), ("pad_width",)), _J + "split": ((1,), ("indices_or_sections",)),
+    _J + "array_split": ((1,), ("indices_or_sections",)), _J + "indices": ((0,), ("dimensions",)),
+    _J + "tril_indices": ((0,), ("n",)), _J + "triu_indices": ((0,), ("n",)),
+    _J + "repeat": ((1,), ("repeats",)),
+    "jax.nn.one_hot": ((1,), ("num_classes",)),
+    _R + "normal": ((1,), ("shape",)), _R + "uniform": ((1,), ("shape",)), _R + "randint": ((1,), ("shape",)),
+    _R + "bernoulli": ((2,), ("shape",)), _R + "truncated_normal": ((3,), ("shape",)),
+    _R + "categorical": ((3,), ("shape",)), _R + "gumbel": ((1,), ("shape",)),
+    _R + "exponential": ((1,), ("shape",)), _R + "laplace": ((1,), ("shape",)),
+    _R + "logistic": ((1,), ("shape",)), _R + "rademacher": ((1,), ("shape",)),
+    _R + "cauchy": ((1,), ("shape",)), _R + "gamma": ((2,), ("shape",)), _R + "beta": ((3,), ("shape",)),
+    _R + "dirichlet": ((2,), ("shape",)), _R + "poisson": ((2,), ("shape",)),
+    _R + "choice": ((2,), ("shape",)), _R + "split": ((1,), ("num",)),
+    _L + "iota": ((1,), ("size",)), _L + "full": ((0,), ("shape",)), _L + "broadcast": ((1,), ("sizes",)),
+    _L + "broadcast_in_dim": ((1,), ("shape",)), _L + "reshape": ((1,), ("new_sizes",)),
+    _L + "dynamic_slice": ((2,), ("slice_sizes",)), _L + "dynamic_slice_in_dim": ((2,), ("slice_size",)),
+    _L + "slice": ((1, 2, 3), ("start_indices", "limit_indices", "strides")),
+    _L + "slice_in_dim": ((1, 2, 3), ("start_index", "limit_index", "stride")),
+}
+
 # every public attribute and method of a ``jax.Array`` (and of a tracer), as JAX 0.10.2 lists
 # them (``dir(jnp.ones(1))``): a value on which any other method is called is not an array
 # (a pytree node: ``args["height"].unwrap()`` of a static wrapper), and what the call returns

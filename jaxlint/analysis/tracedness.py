@@ -439,7 +439,9 @@ class TracednessMixin(NarrowingMixin):
     def _array_use(self, e: ast.AST, fn: Function) -> bool:
         """``fn`` uses the expression ``e`` (the same code) as an array somewhere: an
         operand of arithmetic or unary minus, or an argument of a ``jax.numpy``/``lax``
-        call (``w = w / scale``, ``action = -action``, ``jnp.clip(x, 0, 1)``)."""
+        call (``w = w / scale``, ``action = -action``, ``jnp.clip(x, 0, 1)``) -- except where
+        JAX needs a static Python int (``K.SHAPE_ARGUMENTS``: ``jnp.zeros(n)``, the ``num`` of
+        ``jnp.linspace``), which says the opposite."""
         key = ast.dump(e)
         for n in fn.walk():
             t = n.__class__
@@ -452,6 +454,12 @@ class TracednessMixin(NarrowingMixin):
                 if q is None or not q.startswith(_ARRAY_PREFIXES) or q in K.STATIC_RESULT_CALLS:
                     continue
                 sides = n.args
+                shape = K.SHAPE_ARGUMENTS.get(q)
+                if shape is not None:
+                    # ``jnp.logspace(a, b, num)``: JAX needs a Python int there, not an array
+                    positions = shape[0]
+                    sides = [] if K.ALL_POSITIONS in positions else \
+                        [a for i, a in enumerate(n.args) if i not in positions]
             else:
                 continue
             for side in sides:
