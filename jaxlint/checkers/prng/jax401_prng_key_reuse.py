@@ -402,7 +402,7 @@ def _strict_basis(ctx: Context, r: Reuse) -> Optional[str]:
     if r.reason == "stored":
         return ("whether the method runs more than once on one object is not known here "
                 "(one call draws from the stored key once)")
-    if _aligned_permutations(r):
+    if _aligned_permutations(r) or _aligned_by_helper(ctx.model, r):
         return ("one key permutes (or picks from) several arrays: the same positions keep their rows "
                 "aligned (the usual way to shuffle or subsample paired data)")
     for u in (r.first, r.use):
@@ -603,6 +603,44 @@ def _aligned_permutations(r: Reuse) -> bool:
             for g in node.generators:
                 loop_vars.update(n.id for n in ast.walk(g.target) if n.__class__ is ast.Name)
     return any(n.__class__ is ast.Name and n.id in loop_vars for n in ast.walk(data[-1]))
+
+
+def _aligned_by_helper(m: SemanticModel, r: Reuse) -> bool:
+    """Two calls of one function of this module whose only draw from the key is a
+    ``permutation``/``choice`` of its own parameter (``def convert(x): return
+    permutation(subkey, x)``; ``convert(advantages)``, ``convert(targets)``): the same
+    positions of each argument stay aligned, as with :func:`_aligned_permutations`."""
+    if r.reason != "again" or r.first is None or r.first.kind != "call" or r.use.kind != "call":
+        return False
+    got = []
+    for u in (r.first, r.use):
+        target = m.resolve_callable(u.call.func, r.fn)
+        if target is None or target.transforms:
+            return False
+        got.append((target.function, u, target))
+    (f1, u1, t1), (f2, u2, t2) = got
+    if f1 is not f2 or f1.is_lambda:
+        return False
+    draws = [c for c in f1.of_type(ast.Call) if (m.qualname(c.func, f1) or "").startswith("jax.random.")]
+    if len(draws) != 1:
+        return False
+    c = draws[0]
+    if c.func.__class__ is not ast.Attribute or c.func.attr not in _INDEX_SAMPLERS:
+        return False
+    data = _permuted(c)
+    if data.__class__ is not ast.Name or data.id not in f1.param_nodes:
+        return False
+    if any(n.__class__ is ast.Name and n.id == data.id and n.ctx.__class__ is ast.Store and n.lineno < c.lineno
+           for n in f1.walk()):
+        return False    # rebound before the draw: not the argument any more
+    args = []
+    for u, t in ((u1, t1), (u2, t2)):
+        pairs, _ = m.bind_arguments(t, u.call)
+        a = next((a for p, a in pairs if p == data.id), None)
+        if a is None:
+            return False
+        args.append(ast.dump(a))
+    return args[0] != args[1]
 
 
 def _permuted(call: ast.Call) -> Optional[ast.AST]:
