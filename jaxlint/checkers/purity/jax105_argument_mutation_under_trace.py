@@ -38,7 +38,10 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     static configuration: the same value on every trace, so storing it once
     loses nothing), or to a callable built only from such values and the
     receiver's own methods (`self._step_fn = lambda a, b: self._update(a, b,
-    grad_fn)` with `grad_fn = jax.grad(self._loss)`; `jax.vmap(_clip)`), an attribute put back before the function returns
+    grad_fn)` with `grad_fn = jax.grad(self._loss)`; `jax.vmap(_clip)`), a
+    method traced only because traced callers call it on objects they have
+    just built (`op = Identity(shape); op.to(device)`: the object belongs to
+    that trace), an attribute put back before the function returns
     (`backup = self.state` ... `self.state = backup`; `self.mode = "eval"`
     after a temporary change: the object ends as every call leaves it), the
     carry of a
@@ -126,6 +129,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             return None
         if w.kind == "attr" and _filled_once(fn, w):
             return None   # ``if self._fn is None: self._fn = jax.jit(...)``: a cache, filled once on purpose
+        if _receivers_built_by_callers(facts.model, owner):
+            return None   # ``op = Identity(...); op.to(device)``: an object of this very trace
         if w.kind == "attr" and w.values and tuple_tree(facts.model, fn, w.values[0]):
             return None   # a tree of axis-name tuples: the same static metadata on every trace
         if w.kind == "attr" and value_traced(facts.model, fn, w.values[:1]) is not None:
@@ -259,6 +264,30 @@ def _trace_invariant(m: SemanticModel, fn: Function, value: ast.expr, _depth: in
         return all(_trace_invariant(m, fn, a, _depth + 1) for a in value.args) \
             and all(isinstance(k.value, ast.Constant) for k in value.keywords)
     return False
+
+
+def _receivers_built_by_callers(m: SemanticModel, method: Function) -> bool:
+    """``method`` runs under a trace only as a helper, and every traced caller calls it on an
+    object it built itself, in its own body (``op = Identity(shape); op.to(device); return
+    op``): the object is made by the same trace that mutates it, so the change is part of
+    every object that trace makes -- nothing runs once that should run on every call."""
+    if method.cls is None or not method.contexts:
+        return False
+    for ctx in method.contexts:
+        call, caller = ctx.node, ctx.caller
+        if ctx.transform != "call" or caller is None or not isinstance(call, ast.Call) \
+                or not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+            return False
+        bs = m.lookup(call.func.value.id, caller)
+        if not bs or m.resolve_scope(call.func.value.id, caller) is not caller:
+            return False
+        for b in bs:
+            v = b.value
+            if b.kind != "=" or b.path or not isinstance(v, ast.Call) or not isinstance(v.func, ast.Name):
+                return False
+            if m.classes.get(v.func.id) is not method.cls or m.resolve_scope(v.func.id, caller) is not method.cls.scope:
+                return False
+    return True
 
 
 CROSS_MODULE_BASIS = ("a helper called from another module's traced code: whether that caller reads the "
