@@ -652,13 +652,14 @@ class BindingFacts:
             u = call.lineno
             if u <= end:
                 continue
+            called = call.func.id
+            if called == name and any(r <= u for r in redefined):
+                continue   # a later definition of the same name runs here, not this one
             if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops):
                 return True
-            called = call.func.id
             if u < line:
                 traced[called] = u
-            elif traced and not (called == name and any(r <= u for r in redefined)) \
-                    and not self._fresh_product_between(scope, called, traced.get(called), u):
+            elif traced and not self._fresh_product_between(scope, called, traced.get(called), u):
                 return True   # traced with the old value, called again after the change
         return False
 
