@@ -599,6 +599,11 @@ SHAPE_ARGUMENTS: Dict[str, Tuple[Tuple[int, ...], Tuple[str, ...]]] = {
     _L + "slice_in_dim": ((1, 2, 3), ("start_index", "limit_index", "stride")),
 }
 
+# JAX's errors that only a tracer raises (concrete values never do): confirmation's evidence,
+# and what a ``try`` that handles tracing on purpose catches
+TRACER_ERRORS = frozenset({"ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
+                           "TracerArrayConversionError", "NonConcreteBooleanIndexError", "UnexpectedTracerError"})
+
 # every public attribute and method of a ``jax.Array`` (and of a tracer), as JAX 0.10.2 lists
 # them (``dir(jnp.ones(1))``): a value on which any other method is called is not an array
 # (a pytree node: ``args["height"].unwrap()`` of a static wrapper), and what the call returns

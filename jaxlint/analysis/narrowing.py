@@ -44,6 +44,17 @@ _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _GUARDS = frozenset({"isinstance", "is_tracer", "is_traced"})
 
 
+def _catches_tracer_errors(t: Optional[ast.AST]) -> bool:
+    """An ``except`` clause's type names one of JAX's tracer-only errors (``except
+    jax.errors.ConcretizationTypeError``, ``except (TypeError, TracerBoolConversionError)``)."""
+    if t is None:
+        return False
+    if t.__class__ is ast.Tuple:
+        return any(_catches_tracer_errors(e) for e in t.elts)
+    name = t.attr if t.__class__ is ast.Attribute else t.id if t.__class__ is ast.Name else None
+    return name in K.TRACER_ERRORS
+
+
 class NarrowingMixin:
     def narrowed_kind(self, e: ast.Name, fn: Function) -> Optional[int]:
         """The kind of the load ``e`` where an isinstance guard narrows it, else None."""
@@ -349,6 +360,11 @@ class NarrowingMixin:
             out = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno)
                    for stmt in fn.of_type(ast.If) for b in (stmt.body, stmt.orelse)
                    if b and self.untraced_branch(b[0], fn)]
+        for stmt in fn.of_type(ast.Try):
+            if stmt.body and any(_catches_tracer_errors(h.type) for h in stmt.handlers):
+                # ``try: idx = jnp.flatnonzero(w)`` / ``except ConcretizationTypeError: raise
+                # ValueError("not under jit")``: the trace's failure is handled on purpose
+                out.append((stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno))
         for stmt in fn.of_type(ast.Expr):
             c = stmt.value
             if c.__class__ is ast.Call and len(c.args) >= 2 and c.func.__class__ in (ast.Name, ast.Attribute) \
@@ -366,7 +382,7 @@ class NarrowingMixin:
         says no trace of ``fn`` takes, for the contexts ``fn`` has now: a call there hands
         its callee nothing traced."""
         if not fn.contexts or not ((fn.defaults or self._has_guards(fn)) and fn.of_type(ast.If)
-                                   or fn.of_type(ast.Expr)):
+                                   or fn.of_type(ast.Expr) or fn.of_type(ast.Try)):
             return False
         memo = self._memo("_untraced_lines")
         key = (id(fn), len(fn.contexts))

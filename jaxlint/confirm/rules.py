@@ -31,6 +31,8 @@ from __future__ import annotations
 import functools
 from typing import Dict, FrozenSet, Optional, Tuple
 
+from ..analysis import knowledge as K
+
 # strategy name -> what it observes (the worker's STRATEGIES must implement them all)
 STRATEGY_NAMES: Dict[str, str] = {
     "trace-error": "tracing raises the predicted error at the flagged line",
@@ -61,8 +63,7 @@ TRACE_STRATEGIES = frozenset({"print", "global-write", "global-read", "impure-ca
 # declaration that names one claims a traced value, and any other error it accepts (``ValueError:
 # truth value of an array``, which concrete arrays raise too) is evidence only when a concrete
 # re-run of the same call does not raise it
-TRACER_ERRORS = frozenset({"ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
-                           "TracerArrayConversionError", "NonConcreteBooleanIndexError", "UnexpectedTracerError"})
+TRACER_ERRORS = K.TRACER_ERRORS
 
 
 @functools.lru_cache(maxsize=None)
