@@ -217,7 +217,7 @@ def attribute_unread(tree: ast.Module, cls: ast.ClassDef, self_name: Optional[st
     return True
 
 
-def attribute_read_stale(tree: ast.Module, attr: str) -> bool:
+def attribute_read_stale(tree: ast.Module, attr: str, receiver: Optional[str] = None) -> bool:
     """Can some load of ``<x>.attr`` in the module ``tree`` see a value a call left there?
 
     A load is *fresh* when the body it runs in (a function's, or the module's) has written
@@ -226,11 +226,13 @@ def attribute_read_stale(tree: ast.Module, attr: str) -> bool:
     wrote, never what an earlier call left.  Every other load -- in a body that never writes
     the attribute, before the write, inside the write's own right-hand side (``self.n =
     self.n + 1``), under a branch that wrote it, or through any other receiver -- may read a
-    value left by an earlier call, and counts."""
+    value left by an earlier call, and counts.  ``receiver``: the written object is a
+    module-level or closed-over name (``model.params = params``): only loads through that name
+    (``model.params``) read it."""
     def visit(body: List[ast.stmt]) -> bool:
         written: Set[str] = set()
         for stmt in body:
-            if _loads_attr(stmt, attr, written):
+            if _loads_attr(stmt, attr, written, receiver):
                 return True
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -246,7 +248,7 @@ def attribute_read_stale(tree: ast.Module, attr: str) -> bool:
     return any(visit(n.body) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
-def _loads_attr(stmt: ast.stmt, attr: str, written: Set[str]) -> bool:
+def _loads_attr(stmt: ast.stmt, attr: str, written: Set[str], receiver: Optional[str] = None) -> bool:
     """A load of ``<x>.attr`` in ``stmt`` (not inside a nested function or class, which are
     bodies of their own) whose receiver is not a name this body has already written it on."""
     stack: List[ast.AST] = [stmt]
@@ -257,7 +259,9 @@ def _loads_attr(stmt: ast.stmt, attr: str, written: Set[str]) -> bool:
                 stack.extend(s for s in n.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
             continue
         if isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load):
-            if not (isinstance(n.value, ast.Name) and n.value.id in written):
+            if receiver is not None and not (isinstance(n.value, ast.Name) and n.value.id == receiver):
+                pass    # another object's attribute of that name
+            elif not (isinstance(n.value, ast.Name) and n.value.id in written):
                 return True
         stack.extend(ast.iter_child_nodes(n))
     return False

@@ -117,7 +117,7 @@ class TracerLeak(TracedCodeRule):
                        f"the trace (`UnexpectedTracerError` when used later) — return it instead")
                 strict = None
                 if w.kind == "attr" and isinstance(w.target, ast.Attribute) \
-                        and not attribute_read_stale(m.tree, w.target.attr):
+                        and not attribute_read_stale(m.tree, w.target.attr, self._outer_receiver(facts, fn, w)):
                     strict = NO_STALE_READ_BASIS
                 yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
@@ -182,6 +182,17 @@ class TracerLeak(TracedCodeRule):
             if not (b.container_bound(scope, root.id) or not w.direct):
                 return None
         return f"in {owner_text} `{root.id}`"
+
+    @staticmethod
+    def _outer_receiver(facts: PurityFacts, fn: Function, w: Write) -> Optional[str]:
+        """``model.params = p`` on a module-level or closed-over ``model`` (not ``self``, not a
+        class): the name through which later reads reach that object."""
+        t = w.target
+        if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)) or t.value is not w.root:
+            return None
+        if facts.self_root(fn, w.root) is not None or facts.class_root(fn, w.root) is not None:
+            return None
+        return w.root.id
 
     @staticmethod
     def _inner_leak(facts: PurityFacts, fn: Function, values) -> bool:
