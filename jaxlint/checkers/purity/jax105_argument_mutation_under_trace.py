@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Set
 
 from ...analysis import knowledge as K
 from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
@@ -48,7 +48,16 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     `lax` loop body (JAX builds it fresh), `**kwargs`, and Flax NNX code
     (`nnx.jit` propagates object mutations).
 
-    A helper that mutates an argument for a traced caller in another module
+    A write into a parameter that nothing visible observes is reported only
+    in the strict profile (`--strict`): the divergence (eager
+    runs change the caller's object, traced runs do not) shows only to a
+    caller that reads the object afterwards. Reported by default: a caller
+    in the module reads the object it passed after the call (or passes it
+    again on the next iteration of a loop), the write folds the place's old
+    value into the new (`ema[k] = d * ema[k] + ...`, `n += 1`,
+    `log.append(loss)`: running state meant to persist), or it takes data
+    out (`batch.pop("labels")`, `del d[k]`: eager runs lose it). A helper
+    that mutates an argument for a traced caller in another module
     is reported only in the strict profile (`--strict`): whether that caller
     reads the object back inside the same trace, where it sees the mutation,
     is not visible from the helper's module. So is an integer trace counter
@@ -110,6 +119,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
                     msg = self._param_mutation(facts, fn, w)
                     if msg is not None and _helper_of_other_modules(fn):
                         strict = CROSS_MODULE_BASIS
+                    elif msg is not None:
+                        strict = self._param_basis(facts, fn, w)
                 if msg is not None:
                     yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
@@ -171,6 +182,16 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
             return None   # a helper filling in its caller's dict, which reads it afterwards, inside the trace
         return (f"`{w.describe()}` mutates argument `{p}` inside {fn.trace_description()}; under a transform "
                 f"the caller's object is not updated — return the new value instead")
+
+    @staticmethod
+    def _param_basis(facts: PurityFacts, fn: Function, w: Write) -> Optional[str]:
+        """Why a parameter mutation belongs to the strict profile: no caller visible here reads
+        the object it passed after the call (the divergence between eager and traced runs shows
+        only to such a reader)."""
+        m = facts.model
+        if _removes(w) or _accumulates(m, fn, w) or caller_reads_after(m, fn, w.root.id):
+            return None
+        return NO_READER_BASIS
 
     @staticmethod
     def _mutates_container_or_object(facts: PurityFacts, fn: Function, w: Write) -> bool:
@@ -288,6 +309,132 @@ def _receivers_built_by_callers(m: SemanticModel, method: Function) -> bool:
             if m.classes.get(v.func.id) is not method.cls or m.resolve_scope(v.func.id, caller) is not method.cls.scope:
                 return False
     return True
+
+
+# why a parameter mutation no visible caller observes belongs to the strict profile
+NO_READER_BASIS = ("no caller in this module reads the object it passed after the call: the change that eager "
+                   "runs make and traced runs do not is seen by nobody here (a caller elsewhere might)")
+
+
+def _removes(w: Write) -> bool:
+    """The write takes data out of the caller's object (``batch.pop("labels")``, ``del d[k]``,
+    ``.clear()``): eager runs lose it from the caller's object, traced runs do not -- the two
+    disagree about the caller's data whoever reads it next (a second eager call fails)."""
+    return w.kind == "del" or (w.kind == "call" and w.method in ("pop", "popitem", "clear", "remove"))
+
+
+def _accumulates(m: SemanticModel, fn: Function, w: Write) -> bool:
+    """The write folds the old value of the place it writes into the new (``ema[k] = d * ema[k]
+    + (1 - d) * v``; ``stats.update(mean=new_mean)`` with ``new_mean`` computed from
+    ``stats["mean"]``; ``n += 1``; ``history.append(loss)``): running state, meant to persist
+    from call to call.  Computing one entry from another (``data["h"] = f(data["x"])``) is not."""
+    if isinstance(w.node, ast.AugAssign) or (w.kind == "call" and w.method in ("append", "extend", "insert")):
+        return True     # what was there stays, the new is added
+    p = w.root.id
+    places = _written_places(w)
+    if not places:
+        return False
+    seen: Set[str] = set()
+    todo = list(w.values)
+    depth = 0
+    while todo and depth < 4:
+        depth += 1
+        nxt = []
+        for v in todo:
+            for n in ast.walk(v):
+                if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name) \
+                        and n.value.id == p and (_place(n) in places or ("any",) in places):
+                    return True
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in seen \
+                        and n.id in fn.locals and n.id not in fn.param_nodes:
+                    seen.add(n.id)
+                    v2 = m.single_value(n.id, fn)
+                    if v2 is not None:
+                        nxt.append(v2)
+        todo = nxt
+    return False
+
+
+def _place(e: ast.AST):
+    """``d["k"]`` / ``d[i]`` / ``o.attr``: the key, index expression or attribute, comparable."""
+    if isinstance(e, ast.Attribute):
+        return ("attr", e.attr)
+    s = e.slice
+    return ("key", s.value) if isinstance(s, ast.Constant) else ("expr", ast.dump(s))
+
+
+def _written_places(w: Write) -> Set[tuple]:
+    """The places under the root ``w`` writes: ``d["k"] = ...``, ``d[i] = ...``, ``o.a = ...``,
+    ``d.update(k=v)``."""
+    t = w.target
+    if w.kind == "call" and w.method == "update":
+        if any(isinstance(a, ast.DictComp) for a in w.node.args[:1]):
+            return {("any",)}   # ``d.update({k: f(d[k]) for k in ...})``: every entry it names
+        return {("key", k.arg) for k in w.node.keywords if k.arg is not None} | {
+            ("key", k.value) for a in w.node.args[:1] if isinstance(a, ast.Dict)
+            for k in a.keys if isinstance(k, ast.Constant)}
+    if isinstance(t, (ast.Subscript, ast.Attribute)) and t.value is w.root:
+        return {_place(t)}
+    return set()
+
+
+def caller_reads_after(m: SemanticModel, fn: Function, p: str, _depth: int = 0) -> bool:
+    """Some call of ``fn`` in this module -- directly, or of the name its transform's product
+    is bound to (``step = jax.jit(train_step)``; ``@jax.jit`` keeps the name; ``self._step =
+    jax.jit(self.train_step)``) -- passes a name for parameter ``p`` and the calling function
+    reads that name again after the call (``step(state, batch)`` then ``log(batch["labels"])``,
+    or the same call again on the next iteration of a loop that keeps the name): a reader that
+    sees the caller's object, unchanged under a transform and changed eagerly.  Through helpers:
+    a traced caller that passes its own parameter on is asked the same about its callers."""
+    if _depth > 3:
+        return False
+    params = [q for q in fn.params if q != fn.self_name]
+    if p not in params:
+        return False
+    index = params.index(p)
+    names = {fn.name}
+    for site in m.transform_sites:
+        if site.target is None or site.target.function is not fn or site.call is None:
+            continue
+        for st in site.scope.of_type(ast.Assign):
+            if st.value is site.call and len(st.targets) == 1:
+                t = st.targets[0]
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    names.add(t.attr)
+    for caller in m.functions:
+        for call in caller.of_type(ast.Call):
+            f = call.func
+            callee = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if callee not in names:
+                continue
+            arg = call.args[index] if index < len(call.args) and not any(
+                isinstance(a, ast.Starred) for a in call.args[:index + 1]) else \
+                next((k.value for k in call.keywords if k.arg == p), None)
+            if not isinstance(arg, ast.Name):
+                continue
+            end = getattr(call, "end_lineno", None) or call.lineno
+            if any(isinstance(n, ast.Name) and n.id == arg.id and isinstance(n.ctx, ast.Load)
+                   and n.lineno > end for n in caller.walk()):
+                return True
+            if _in_loop_keeping(caller, call, arg.id):
+                return True    # the next iteration passes the same object again
+            if arg.id in caller.param_nodes and caller is not fn and caller.contexts \
+                    and caller_reads_after(m, caller, arg.id, _depth + 1):
+                return True
+    return False
+
+
+def _in_loop_keeping(caller: Function, call: ast.Call, name: str) -> bool:
+    """``call`` runs in a ``for``/``while`` loop of ``caller`` that never rebinds ``name``."""
+    for loop in caller.of_type(ast.For, ast.While, ast.AsyncFor):
+        if not (loop.lineno <= call.lineno <= (loop.end_lineno or loop.lineno)):
+            continue
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(loop)):
+            continue
+        return True
+    return False
 
 
 CROSS_MODULE_BASIS = ("a helper called from another module's traced code: whether that caller reads the "
