@@ -38,6 +38,10 @@ class ConfigParamsMixin:
                     # use as an array (a flag passed on, a config): a tracer only if the module's caller
                     # passes one through its transform -- unknown
                     got |= UNSURE
+            if got & JAX and self._used_as_object(fn, p):
+                # ``env.reset()``: the body uses it as no array is used -- a pytree node (its
+                # leaves may be traced), whose truth value is Python's, not a tracer's
+                got &= ~JAX
             k |= got
         ann = fn.param_nodes[p].annotation
         if ann is not None:

@@ -417,6 +417,8 @@ class TracednessMixin(NarrowingMixin):
             if self.surely_array(e, fn):
                 return True
             a = fn.param_nodes.get(e.id)
+            if a is not None and self._used_as_object(fn, e.id):
+                return False  # ``env.reset()``, ``policy(x)``: no array has that attribute, nor is called
             if a is not None and fn.param_kinds.get(e.id, 0) & JAX:
                 return True   # the traced call sites pass arrays
             if a is not None and a.annotation is not None:
@@ -466,6 +468,24 @@ class TracednessMixin(NarrowingMixin):
                 if side.__class__ is e.__class__ and ast.dump(side) == key:
                     return True
         return False
+
+    def _used_as_object(self, fn: Function, name: str) -> bool:
+        """``fn`` uses ``name`` as something no ``jax.Array`` is: it reads an attribute or
+        calls a method arrays do not have (``env.reset()``, ``cfg.depth``; ``K.ARRAY_ATTRIBUTES``)
+        or calls it (``policy(obs)``).  What the caller passes there is some other pytree node
+        or Python object, whatever the traced call sites look like."""
+        memo = self._memo("_object_uses")
+        used = memo.get(id(fn))
+        if used is None:
+            used = memo[id(fn)] = set()
+            for n in fn.walk():
+                t = n.__class__
+                if t is ast.Attribute and n.value.__class__ is ast.Name and n.ctx.__class__ is ast.Load \
+                        and n.attr not in K.ARRAY_ATTRIBUTES and not n.attr.startswith("__"):
+                    used.add(n.value.id)
+                elif t is ast.Call and n.func.__class__ is ast.Name:
+                    used.add(n.func.id)
+        return name in used
 
     def _used_as_array(self, fn: Function, name: str) -> bool:
         """``name`` is used like an array somewhere in ``fn``: an arithmetic operand, ``.shape``."""
