@@ -40,6 +40,10 @@ class CallContract:
     keywords: Tuple[str, ...]
     role: str                          # what the traced function is, for messages
     any_call_prefix: bool = False
+    # the product's ``apply`` takes this many arguments before the function's own
+    # (``hk.transform(f).apply(params, rng, *args)``: 2): ``jax.jit(t.apply, static_argnums=3)``
+    # makes ``f``'s second parameter static
+    apply_offset: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -66,9 +70,11 @@ CALL_CONTRACTS: Tuple[CallContract, ...] = (
                  "an optax schedule, called with the traced step count inside the optimizer's update",
                  any_call_prefix=True),
     CallContract("haiku.transform", (0,), ("f",),
-                 "a function given to `hk.transform`, traced by `init`/`apply` under a transform"),
+                 "a function given to `hk.transform`, traced by `init`/`apply` under a transform",
+                 apply_offset=2),
     CallContract("haiku.transform_with_state", (0,), ("f",),
-                 "a function given to `hk.transform_with_state`, traced by `init`/`apply` under a transform"),
+                 "a function given to `hk.transform_with_state`, traced by `init`/`apply` under a transform",
+                 apply_offset=3),
     CallContract("haiku.multi_transform", (0,), ("f",),
                  "a function given to `hk.multi_transform`, traced by `init`/`apply` under a transform"),
 )
@@ -156,7 +162,8 @@ def apply_contracts(model: "SemanticModel") -> None:
                     continue
                 fn = target.function
                 params = fn.params[target.bound_positional:]
-                _mark(model, fn, params, TraceContext("contract", INFERRED, call, contract.role))
+                static = _static_through_apply(model, scope, call, contract, params)
+                _mark(model, fn, params, TraceContext("contract", INFERRED, call, contract.role), static)
     for info in model.class_list:
         contract = subclass_contract(model, info)
         if contract is None:
@@ -169,6 +176,35 @@ def apply_contracts(model: "SemanticModel") -> None:
             _mark(model, fn, params, TraceContext("contract", INFERRED, fn.node, contract.role))
 
 
-def _mark(model: "SemanticModel", fn: "Function", params, ctx) -> None:
-    traced = {p for p in params if not model._is_config_param(fn, p)}
+def _static_through_apply(model: "SemanticModel", scope: "Function", call: ast.Call, contract: CallContract,
+                          params) -> set:
+    """``t = hk.transform(f)`` ... ``jax.jit(t.apply, static_argnums=3)``: the parameters of
+    ``f`` that the jit of the product's ``apply`` declares static (``apply(params, rng, *args)``
+    shifts positions by ``contract.apply_offset``)."""
+    if contract.apply_offset is None:
+        return set()
+    bound = {st.targets[0].id for st in scope.of_type(ast.Assign)
+             if st.value is call and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)}
+    if not bound:
+        return set()
+    static = set()
+    for site in model.transform_sites:
+        c = site.call
+        if c is None or site.scope is not scope or not c.args:
+            continue
+        f = c.args[0]
+        if not (isinstance(f, ast.Attribute) and f.attr == "apply" and isinstance(f.value, ast.Name)
+                and f.value.id in bound):
+            continue
+        nums, names = model.static_spec(site.transform, c)
+        for i in nums:
+            j = i - contract.apply_offset
+            if 0 <= j < len(params):
+                static.add(params[j])
+        static.update(n for n in names if n in params)
+    return static
+
+
+def _mark(model: "SemanticModel", fn: "Function", params, ctx, static=frozenset()) -> None:
+    traced = {p for p in params if p not in static and not model._is_config_param(fn, p)}
     model._add_context(fn, ctx, traced, set(params) - traced)
