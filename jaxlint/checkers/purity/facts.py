@@ -801,3 +801,44 @@ def _exclusive_branches(scope: Function, a: int, b: int) -> bool:
                 (other[0] <= a <= other[1] and body[0] <= b <= body[1]):
             return True
     return False
+
+
+def attribute_observed(m: SemanticModel, fn: Function, w: Write, receiver: Optional[str] = None,
+                       own_reads: bool = True) -> bool:
+    """Can some code see what the trace left in the attribute ``w`` writes (``self.theta =
+    ...``) -- a value that, under a transform, was written once at trace time (and may hold a
+    tracer)?  Yes when the attribute is read by code that runs outside every trace (an eager
+    method, a script's module level: where a leaked tracer raises and a skipped update shows), or
+    by the writing function before it writes (``self.n = self.n + 1``: the next trace reads what
+    the last one left).  A read in another traced function only may run in the same trace after
+    the write, or in a later one: not known, so not evidence.  ``receiver``: for a module-level
+    or closed-over object, only reads through that name count.  ``own_reads=False``: the
+    writing function's own reads are no evidence (a counter only its update reads shows
+    nothing to anyone; for a tracer they are: the next trace reads the last one's)."""
+    t = w.target
+    if not isinstance(t, ast.Attribute):
+        return False
+    if isinstance(w.node, ast.AugAssign) and own_reads:
+        return True     # ``self.calls += 1`` reads what the last trace left before writing
+    attr = t.attr
+    start = w.node.lineno
+    end = getattr(w.node, "end_lineno", None) or start
+    for scope in m.functions:
+        eager = scope.is_module or not (scope.contexts or scope.under_trace)
+        if not eager and scope is not fn:
+            continue
+        for node in scope.walk():
+            if node.__class__ is not ast.Attribute or node.attr != attr or node.ctx.__class__ is not ast.Load:
+                continue
+            if receiver is not None and not (node.value.__class__ is ast.Name and node.value.id == receiver):
+                continue
+            if scope is fn and not eager:
+                if own_reads and (node.lineno < start or (start <= node.lineno <= end and _inside(node, w.node))):
+                    return True   # read before (or by) the write: the next trace sees the last one's value
+                continue
+            return True
+    return False
+
+
+def _inside(node: ast.AST, stmt: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(stmt))

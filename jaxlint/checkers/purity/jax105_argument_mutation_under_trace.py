@@ -7,8 +7,8 @@ from ...analysis import knowledge as K
 from ...analysis import CERTAIN, CONTAINER, NUMPY, Function, SemanticModel
 from ...analysis.objects import mutable_by_design, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
-from .facts import (PurityFacts, Write, reset_before_return, restores_entry_value, traced_writes, value_traced)
-from ...analysis.liveness import attribute_unread
+from .facts import (PurityFacts, Write, attribute_observed, reset_before_return, restores_entry_value, traced_writes,
+                    value_traced)
 from .jax102_global_write_under_trace import TRACE_COUNTER_BASIS, trace_counter
 from ..base import Context, Finding, TracedCodeRule, register
 
@@ -63,9 +63,11 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     is not visible from the helper's module. So is an integer trace counter
     on `self` (`self.num_traces += 1`, read nowhere else in the trace; see
     JAX102): counting traces is its point. So is an attribute of `self` that
-    nothing in the module reads except its own update (`self.n_updates += 1`
-    with the real count kept in the train state): the stale value changes
-    nothing here, though another module might read it.
+    no code running outside a trace reads, nor the writing method before it
+    writes (`self.n_updates += 1` with the real count kept in the train
+    state; a stateful object that sets its parameters on `self` and reads
+    them back in the same jitted call): the stale value is seen by nothing
+    visible, though another module might read it.
 
     ## Why is this bad?
     In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
@@ -113,8 +115,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
                 strict = None
                 if msg is not None and trace_counter(m, fn, w):
                     strict = TRACE_COUNTER_BASIS     # ``self.num_traces += 1``: counting traces is its point
-                elif msg is not None and _never_read(m, fn, w):
-                    strict = UNREAD_STATE_BASIS      # ``self.n_updates += 1`` that nothing reads
+                elif msg is not None and not attribute_observed(m, fn, w, own_reads=False):
+                    strict = UNREAD_STATE_BASIS      # ``self.n_updates += 1`` that nothing eager reads
                 if msg is None:
                     msg = self._param_mutation(facts, fn, w)
                     if msg is not None and _helper_of_other_modules(fn):
@@ -626,15 +628,6 @@ def _returned_rebuilt(fn: Function, p: str, w: Write) -> bool:
 
 
 # why a write of an attribute nothing in the module reads belongs to the strict profile
-UNREAD_STATE_BASIS = ("nothing in this module reads the attribute (only its own update does): what the trace "
-                      "left in it changes nothing here, though another module might read it")
-
-
-def _never_read(m: SemanticModel, fn: Function, w) -> bool:
-    """``self.n_updates += 1`` where nothing in the module reads ``self.n_updates`` except its own
-    updates (``liveness.attribute_unread``): dead state."""
-    t = w.target
-    owner = fn.enclosing_method()
-    if not isinstance(t, ast.Attribute) or owner is None or owner.cls is None:
-        return False
-    return attribute_unread(m.tree, owner.cls.node, owner.self_name, t.attr)
+UNREAD_STATE_BASIS = ("no code that runs outside a trace reads the attribute here, nor does the writing function "
+                      "before it writes: what the trace left in it is not seen by anything visible (a traced reader "
+                      "may run after the write in the same trace; another module might read it)")

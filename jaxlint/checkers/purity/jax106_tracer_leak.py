@@ -4,12 +4,11 @@ import ast
 from typing import Iterator, Optional
 
 from ...analysis import Function, SemanticModel
-from ...analysis.liveness import attribute_read_stale
 from ...analysis.objects import kernel_ref, ref_named, tuple_tree
 from .bindings import AMBIGUOUS_METHODS, LIST_METHODS
 from .idioms import scoped_state
-from .facts import (PurityFacts, STORING_METHODS, Write, depends_on_locals, reset_before_return, traced_writes,
-                    value_traced)
+from .facts import (PurityFacts, STORING_METHODS, Write, attribute_observed, depends_on_locals, reset_before_return,
+                    traced_writes, value_traced)
 from ..messages import short
 from ..base import Context, Finding, TracedCodeRule, register
 
@@ -39,11 +38,15 @@ class TracerLeak(TracedCodeRule):
     of its own methods, dropped when the call returns): what it stores dies
     with the call.
 
-    A tracer left on an attribute that nothing in the module can read stale
-    (no read at all, or every read comes after the same body wrote the
-    attribute anew: `self.full = build(p)` then `use(self.full)`) is
+    A tracer left on an attribute that no visible code can read stale is
     reported only in the strict profile (`--strict`): the error needs a
-    later use of the leaked value, and none is visible here.
+    later use of the leaked value. Reported by default: the attribute is
+    read by code that runs outside every trace (an eager method, a
+    script), or by the writing function before it writes (`self.mean =
+    0.9 * self.mean + ...`: the next trace reads the last one's tracer).
+    A read in another traced function may run after the write in the same
+    trace (a stateful object that sets its parameters and reads them back
+    with `get_params()` inside one jitted loss): not evidence.
 
     ## Why is this bad?
     In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
@@ -117,7 +120,7 @@ class TracerLeak(TracedCodeRule):
                        f"the trace (`UnexpectedTracerError` when used later) — return it instead")
                 strict = None
                 if w.kind == "attr" and isinstance(w.target, ast.Attribute) \
-                        and not attribute_read_stale(m.tree, w.target.attr, self._outer_receiver(facts, fn, w)):
+                        and not attribute_observed(m, fn, w, self._outer_receiver(facts, fn, w)):
                     strict = NO_STALE_READ_BASIS
                 yield ctx.finding(self, w.node, msg, confidence=fn.confidence, strict=strict)
 
@@ -217,6 +220,6 @@ class TracerLeak(TracedCodeRule):
 
 
 # why a leaked attribute that no code can read stale belongs to the strict profile
-NO_STALE_READ_BASIS = ("every read of the attribute in this module follows a fresh write in the same body, or there "
-                       "is none: the tracer left there is overwritten before anything here uses it (another module "
-                       "might read it)")
+NO_STALE_READ_BASIS = ("no code that runs outside a trace reads the attribute here, nor does the writing function "
+                       "before it writes: whether anything uses the tracer left there is not known (a traced reader "
+                       "may run after the write in the same trace; another module might read it)")
