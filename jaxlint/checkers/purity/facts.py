@@ -823,8 +823,9 @@ def attribute_observed(m: SemanticModel, fn: Function, w: Write, receiver: Optio
     attr = t.attr
     start = w.node.lineno
     end = getattr(w.node, "end_lineno", None) or start
+    eager_scopes = _eager_scopes(m)
     for scope in m.functions:
-        eager = scope.is_module or not (scope.contexts or scope.under_trace)
+        eager = id(scope) in eager_scopes
         if not eager and scope is not fn:
             continue
         for node in scope.walk():
@@ -838,6 +839,33 @@ def attribute_observed(m: SemanticModel, fn: Function, w: Write, receiver: Optio
                 continue
             return True
     return False
+
+
+def _eager_scopes(m: SemanticModel) -> set:
+    """The ids of the scopes this module shows running outside every trace: its module level,
+    and, transitively, the untraced functions and methods module-level code calls by name
+    (``main()``, ``trainer.report()``).  A function nothing here calls may run anywhere --
+    inside another module's jitted loss too -- so it is not among them."""
+    got = m.__dict__.get("_purity_eager_scopes")
+    if got is not None:
+        return got
+    by_name: Dict[str, List[Function]] = {}
+    for f in m.functions:
+        if not f.is_module and not f.is_lambda and not (f.contexts or f.under_trace):
+            by_name.setdefault(f.name, []).append(f)
+    got = {id(m.module)}
+    todo = [m.module]
+    while todo:
+        scope = todo.pop()
+        for call in scope.of_type(ast.Call):
+            f = call.func
+            name = f.id if f.__class__ is ast.Name else f.attr if f.__class__ is ast.Attribute else None
+            for callee in by_name.get(name, ()):
+                if id(callee) not in got:
+                    got.add(id(callee))
+                    todo.append(callee)
+    m.__dict__["_purity_eager_scopes"] = got
+    return got
 
 
 def _inside(node: ast.AST, stmt: ast.AST) -> bool:
