@@ -32,6 +32,8 @@ UNSURE = 16     # with TRACED: may hold a tracer, or only Python values (an obje
 TRACED_BITS = TRACED | UNSURE   # what a value passes on of its tracedness
 NOT_ARRAY = -1  # (a narrowing, not a kind: "not a JAX array", see narrowing.py)
 ARRAYISH = TRACED | JAX | NUMPY
+
+
 def _index_update(e: ast.AST) -> bool:
     """``x.at[i]``: the receiver of ``.set``/``.add``/``.get`` ... (an array's index-update helper)."""
     return e.__class__ is ast.Subscript and e.value.__class__ is ast.Attribute and e.value.attr == "at"

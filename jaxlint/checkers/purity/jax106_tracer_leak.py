@@ -218,7 +218,6 @@ class TracerLeak(TracedCodeRule):
         return False
 
 
-
 # why a leaked attribute that no code can read stale belongs to the strict profile
 NO_STALE_READ_BASIS = ("no code that runs outside a trace reads the attribute here, nor does the writing function "
                        "before it writes: whether anything uses the tracer left there is not known (a traced reader "
