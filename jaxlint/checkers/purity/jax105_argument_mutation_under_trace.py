@@ -63,11 +63,11 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
     is not visible from the helper's module. So is an integer trace counter
     on `self` (`self.num_traces += 1`, read nowhere else in the trace; see
     JAX102): counting traces is its point. So is an attribute of `self` that
-    no code running outside a trace reads, nor the writing method before it
-    writes (`self.n_updates += 1` with the real count kept in the train
-    state; a stateful object that sets its parameters on `self` and reads
-    them back in the same jitted call): the stale value is seen by nothing
-    visible, though another module might read it.
+    no code this module shows running outside a trace reads (module level,
+    and the functions and methods it calls): `self.n_updates += 1` read only
+    by its own update, a stateful object that sets its parameters on `self`
+    and reads them back in the same jitted call. The stale value is seen by
+    nothing visible, though another module might read it.
 
     ## Why is this bad?
     In PyTorch, `state["step"] += 1` or `metrics.append(loss)` inside the
