@@ -183,9 +183,8 @@ def _static_through_apply(model: "SemanticModel", scope: "Function", call: ast.C
     shifts positions by ``contract.apply_offset``)."""
     if contract.apply_offset is None:
         return set()
-    bound = {st.targets[0].id for st in scope.of_type(ast.Assign)
-             if st.value is call and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)}
-    if not bound:
+    target = model.binding_target(call, scope)
+    if not isinstance(target, ast.Name):
         return set()
     static = set()
     for site in model.transform_sites:
@@ -194,7 +193,7 @@ def _static_through_apply(model: "SemanticModel", scope: "Function", call: ast.C
             continue
         f = c.args[0]
         if not (isinstance(f, ast.Attribute) and f.attr == "apply" and isinstance(f.value, ast.Name)
-                and f.value.id in bound):
+                and f.value.id == target.id):
             continue
         nums, names = model.static_spec(site.transform, c)
         for i in nums:

@@ -193,7 +193,8 @@ def dead_after(block: List[ast.stmt], stmt: ast.stmt, names: FrozenSet[str], exi
     return not after or (exits and whole)
 
 
-_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# statements after which nothing of their block runs
+EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _BLOCKS = ("body", "orelse", "finalbody")
 
 
@@ -212,7 +213,7 @@ def unreachable_spans(tree: ast.Module) -> List[Tuple[int, int]]:
             if not isinstance(block, list):
                 continue
             for i, stmt in enumerate(block):
-                if isinstance(stmt, _TERMINATORS) and i + 1 < len(block):
+                if isinstance(stmt, EXITS) and i + 1 < len(block):
                     rest = block[i + 1:]
                     spans.append((rest[0].lineno, getattr(rest[-1], "end_lineno", None) or rest[-1].lineno))
                     block = block[:i + 1]

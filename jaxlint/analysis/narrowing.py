@@ -18,7 +18,7 @@ from typing import Dict, Optional
 
 from . import knowledge as K
 from .kinds import CONTAINER, NOT_ARRAY, TRACED
-from .liveness import dead_after
+from .liveness import EXITS as _EXITS, dead_after, unreachable_spans
 from .scopes import EAGER_MODULE_SEEDS, Function
 
 # isinstance types whose instances are Python values: the kind a narrowed load gets
@@ -39,7 +39,6 @@ _SCALAR_TYPES = frozenset({"int", "float", "bool", "str", "bytes", "complex", "t
 _CONTAINER_TYPES = frozenset({"tuple", "list", "dict", "set", "frozenset",
                               "collections.abc.Sequence", "collections.abc.Mapping", "typing.Sequence",
                               "typing.Mapping"})
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # calls that can narrow a name
 _GUARDS = frozenset({"isinstance", "is_tracer", "is_traced"})
 
@@ -332,7 +331,6 @@ class NarrowingMixin:
         ``raise``, ``continue`` or ``break`` in the same block; ``liveness.unreachable_spans``)."""
         got = self.__dict__.get("_unreachable_spans")
         if got is None:
-            from .liveness import unreachable_spans
             got = self._unreachable_spans = unreachable_spans(self.tree)
         return got
 

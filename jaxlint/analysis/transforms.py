@@ -438,20 +438,25 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         # custom_jvp/vjp rules: f.defjvp(rule) / f.defvjp(fwd, bwd)
         self._custom_rules()
 
-    def _unused_product(self, call: ast.Call, scope: Function) -> bool:
-        """The transformed function ``call`` makes is bound to a name nothing reads: a local
-        name of a function never loaded there, or a private attribute (``self._compiled_fn =
-        jax.jit(self._fn)``) no code of the module loads.  A transform traces only when what it
-        returns is called: this one never traces its function."""
+    def binding_target(self, call: ast.Call, scope: Function) -> Optional[ast.expr]:
+        """The one target a statement of ``scope`` binds the result of ``call`` to (``step =
+        jax.jit(f)`` gives ``step``; ``self._fn = jax.jit(...)`` the attribute), else None."""
         memo = self.__dict__.setdefault("_assigned_calls", {})
         bound = memo.get(id(scope))
         if bound is None:
             bound = memo[id(scope)] = {id(st.value): st for st in scope.of_type(ast.Assign)
                                        if st.value.__class__ is ast.Call and len(st.targets) == 1}
         parent = bound.get(id(call))
-        if parent is None:
+        return None if parent is None else parent.targets[0]
+
+    def _unused_product(self, call: ast.Call, scope: Function) -> bool:
+        """The transformed function ``call`` makes is bound to a name nothing reads: a local
+        name of a function never loaded there, or a private attribute (``self._compiled_fn =
+        jax.jit(self._fn)``) no code of the module loads.  A transform traces only when what it
+        returns is called: this one never traces its function."""
+        t = self.binding_target(call, scope)
+        if t is None:
             return False
-        t = parent.targets[0]
         if t.__class__ is ast.Name and not scope.is_module:
             loads = self.__dict__.setdefault("_loaded_names", {})
             names = loads.get(id(scope))

@@ -234,8 +234,7 @@ LINEN_EAGER_BASIS = ("traced only if its linen module is applied under a transfo
 def unreachable_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
     """The findings outside statements no run reaches (after a ``return``/``raise``/``continue``/
     ``break`` of the same block): code that never runs has no pitfall to report."""
-    spans = m.unreachable_spans()
-    return [f for f in found if not any(a <= f.line <= b for a, b in spans)]
+    return _outside(found, m.unreachable_spans())
 
 
 def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
@@ -244,6 +243,11 @@ def untraced_branches_dropped(m: SemanticModel, found: Iterable[Finding]) -> Ite
     spans = m.untraced_spans()
     if not spans:
         return found
+    return _outside(found, spans)
+
+
+def _outside(found: Iterable[Finding], spans) -> List[Finding]:
+    """The findings whose line lies in none of the ``(first, last)`` line spans."""
     return [f for f in found if not any(a <= f.line <= b for a, b in spans)]
 
 

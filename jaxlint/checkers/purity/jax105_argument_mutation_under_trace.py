@@ -398,13 +398,11 @@ def caller_reads_after(m: SemanticModel, fn: Function, p: str, _depth: int = 0) 
     for site in m.transform_sites:
         if site.target is None or site.target.function is not fn or site.call is None:
             continue
-        for st in site.scope.of_type(ast.Assign):
-            if st.value is site.call and len(st.targets) == 1:
-                t = st.targets[0]
-                if isinstance(t, ast.Name):
-                    names.add(t.id)
-                elif isinstance(t, ast.Attribute):
-                    names.add(t.attr)
+        t = m.binding_target(site.call, site.scope)
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, ast.Attribute):
+            names.add(t.attr)
     for caller in m.functions:
         for call in caller.of_type(ast.Call):
             f = call.func
