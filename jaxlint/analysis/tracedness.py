@@ -50,7 +50,7 @@ bit when any argument of ``call`` is traced.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Set, Tuple
 
 from . import knowledge as K
 from .kinds import CONTAINER, JAX, NOT_ARRAY, NUMPY, TRACED, UNSURE, proven
@@ -474,32 +474,34 @@ class TracednessMixin(NarrowingMixin):
         calls a method arrays do not have (``env.reset()``, ``cfg.depth``; ``K.ARRAY_ATTRIBUTES``)
         or calls it (``policy(obs)``).  What the caller passes there is some other pytree node
         or Python object, whatever the traced call sites look like."""
-        memo = self._memo("_object_uses")
-        used = memo.get(id(fn))
-        if used is None:
-            used = memo[id(fn)] = set()
-            for n in fn.walk():
-                t = n.__class__
-                if t is ast.Attribute and n.value.__class__ is ast.Name and n.ctx.__class__ is ast.Load \
-                        and n.attr not in K.ARRAY_ATTRIBUTES and not n.attr.startswith("__"):
-                    used.add(n.value.id)
-                elif t is ast.Call and n.func.__class__ is ast.Name:
-                    used.add(n.func.id)
-        return name in used
+        return name in self._name_uses(fn)[1]
 
     def _used_as_array(self, fn: Function, name: str) -> bool:
         """``name`` is used like an array somewhere in ``fn``: an arithmetic operand, ``.shape``."""
-        memo = self._memo("_array_uses")
-        used = memo.get(id(fn))
-        if used is None:
-            # (one walk per function for every name asked about)
-            used = memo[id(fn)] = set()
+        return name in self._name_uses(fn)[0]
+
+    def _name_uses(self, fn: Function) -> Tuple[Set[str], Set[str]]:
+        """The names ``fn`` uses as arrays and the names it uses as other objects (see
+        :meth:`_used_as_array`, :meth:`_used_as_object`): one walk per function for every
+        name asked about."""
+        memo = self._memo("_name_uses_memo")
+        got = memo.get(id(fn))
+        if got is None:
+            arrays: Set[str] = set()
+            objects: Set[str] = set()
             for n in fn.walk():
                 t = n.__class__
                 if t is ast.BinOp:
                     for side in (n.left, n.right):
                         if side.__class__ is ast.Name:
-                            used.add(side.id)
-                elif t is ast.Attribute and n.attr in K.ARRAY_ONLY_ATTRS and n.value.__class__ is ast.Name:
-                    used.add(n.value.id)
-        return name in used
+                            arrays.add(side.id)
+                elif t is ast.Attribute and n.value.__class__ is ast.Name:
+                    if n.attr in K.ARRAY_ONLY_ATTRS:
+                        arrays.add(n.value.id)
+                    if n.ctx.__class__ is ast.Load and n.attr not in K.ARRAY_ATTRIBUTES \
+                            and not n.attr.startswith("__"):
+                        objects.add(n.value.id)
+                elif t is ast.Call and n.func.__class__ is ast.Name:
+                    objects.add(n.func.id)
+            got = memo[id(fn)] = (arrays, objects)
+        return got
