@@ -351,10 +351,16 @@ class KeyCalls:
         return method in DRAWING_OBJECT_METHODS.get(self.m.qualname(made.func, self.fn) or "", ())
 
     def _callee_identity(self, f: ast.AST) -> str:
-        """The function a call runs, seen through ``jax.jit``/``grad``/``partial`` wrappers:
-        ``f(key)`` and ``jax.grad(f)(key)`` evaluate one randomized function with one key."""
+        """The function a call runs, seen through ``jax.jit``/``grad``/``partial`` wrappers and
+        names bound once to them: ``f(key)`` and ``jax.grad(f)(key)`` (or ``g(key)`` after
+        ``g = jax.grad(f)``) evaluate one randomized function with one key."""
         e = f
         for _ in range(6):
+            if isinstance(e, ast.Name):
+                # ``grad_fn = jax.grad(loss)`` then ``grad_fn(w, key)``: the name's one value
+                v = self.m.single_value(e.id, self.fn)
+                if isinstance(v, ast.Call):
+                    e = v
             if not isinstance(e, ast.Call) or not isinstance(e.func, (ast.Name, ast.Attribute)):
                 break
             q = self.m.qualname(e.func, self.fn)

@@ -300,7 +300,10 @@ class KeyAnalysis:
 
     def closure_draws(self, fn: Function, name: str) -> bool:
         """``fn`` (or a function nested in it) draws from ``name``, a key it reads from its
-        enclosing scope (a sampler, a split, or a consumer known to draw takes it)."""
+        enclosing scope (a sampler, a split, or a consumer known to draw takes it).
+        ``jax.random.fold_in(name, data)`` with non-constant data is no draw from ``name``: it
+        derives a key per value of ``data`` (``fold_in(BASE_KEY, step)`` in a jitted step
+        called with the loop's step), like a key parameter that is only folded."""
         memo = self.__dict__.setdefault("_closure_draws", {})
         k = (id(fn), name)
         got = memo.get(k)
@@ -322,7 +325,8 @@ class KeyAnalysis:
             for call in scope.of_type(ast.Call):
                 if any(isinstance(arg, ast.Name) and arg.id == name and (kind != "call" or draws)
                        and not (closure and getattr(arg, "jaxlint_closure", False))
-                       for arg, kind, _data, _callee, _ident, draws in interp.call_info(call)):
+                       and not (closure and kind == "fold_in" and data is None)
+                       for arg, kind, data, _callee, _ident, draws in interp.call_info(call)):
                     return True
             todo.extend(c for c in scope.children if name not in c.locals)
         return False
