@@ -29,6 +29,9 @@ AMORTIZED_BASIS = ("each one built is called in a loop of the function that buil
 VARIES = "varies"
 VARIES_BASIS = ("the function captures a value the loop hands out: each iteration may need its own program "
                 "anyway (a loop over configurations or parameter names); only one over data recompiles needlessly")
+# why a jit re-created only on every k-th iteration (an evaluation or checkpoint interval) is strict
+PERIODIC_BASIS = ("it runs only on every k-th iteration of its loop (`if step % eval_every == 0:`): one "
+                  "compile per evaluation or checkpoint interval, small beside the steps between them")
 # a loop over epochs/steps/batches (not over configurations, seeds or experiments)
 _PER_STEP_LOOP = re.compile(r"epoch|step|iter|batch|round|update|loader", re.IGNORECASE)
 
@@ -66,7 +69,9 @@ class JitRecreatedPerCall(Rule):
     jit created once — at module level, in `__init__`, in a factory that
     returns it, or in a `functools.lru_cache`d builder — is fine and is not
     flagged, nor is a call made on one chosen iteration only
-    (`if epoch == num_epochs - 1:`), nor a jit whose program differs per
+    (`if epoch == num_epochs - 1:`); one made on every k-th iteration only
+    (`if step % eval_every == 0:`, an evaluation or checkpoint interval)
+    compiles once per interval, and is in the strict profile. Nor is a jit whose program differs per
     iteration anyway: its shardings, static arguments or axes come from the
     loop variable (`jax.jit(stack, out_shardings=shardings[name])`), or, in a
     loop over a literal set of configurations, the function captures a value
@@ -155,7 +160,8 @@ class JitRecreatedPerCall(Rule):
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
-            strict = None if sweep is not VARIES else VARIES_BASIS
+            strict = VARIES_BASIS if sweep is VARIES else (
+                PERIODIC_BASIS if _periodic_in_loop(b.site.node, loop) else None)
             return ctx.finding(self, b.site.node, msg, fix=fix, strict=strict)
         if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
@@ -163,7 +169,8 @@ class JitRecreatedPerCall(Rule):
                 msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}: "
                        f"a bound method is a new object at every access, so it retraces and recompiles each "
                        f"time; create it once before the loop")
-                return ctx.finding(self, b.site.node, msg)
+                return ctx.finding(self, b.site.node, msg,
+                                   strict=PERIODIC_BASIS if _periodic_in_loop(b.site.node, loop) else None)
             msg = (f"`{jit}({fun})` is re-wrapped on every iteration of the {where} at line {loop.lineno}, "
                    f"losing jit's fast dispatch path; create it once before the loop")
             return ctx.finding(self, b.site.node, msg,
@@ -264,6 +271,9 @@ class JitRecreatedPerCall(Rule):
         outer_per_step = chain is not None and _per_step_loop(chain[-1].loop)
         strict = AMORTIZED_BASIS if any(u.in_loop for u in uses) and not outer_per_step \
             and len(chain or ()) == 1 and _captures_what_varies(ctx.model, b, scope, chain[0], uses) else None
+        if strict is None and chain is not None and chain[-1].loop is not None \
+                and _periodic_in_loop(chain[-1].call, chain[-1].loop):
+            strict = PERIODIC_BASIS
         return ctx.finding(self, b.site.node, msg, strict=strict)
 
     @staticmethod
@@ -491,6 +501,24 @@ def _once_in_loop(c: CallSite) -> bool:
             if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
                     and any(isinstance(n, ast.Name) and n.id in loop_vars for n in (t.left, t.comparators[0])):
                 return True   # ``epoch == last`` (not ``epoch % k == 0``: that runs every k-th time)
+    return False
+
+
+def _periodic_in_loop(node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` sits, inside ``loop``, under an ``if`` whose test picks every k-th iteration
+    (``if step % config.eval_every_steps == 0 or is_last_step:``, ``if not i % 100:``): it runs
+    once per interval. A literal period below 10 (``i % 2``) runs too often to count."""
+    pos = (node.lineno, node.col_offset)
+    for n in ast.walk(loop):
+        if isinstance(n, ast.If) and n.body \
+                and (n.body[0].lineno, n.body[0].col_offset) <= pos \
+                <= (n.body[-1].end_lineno, n.body[-1].end_col_offset):
+            for t in ast.walk(n.test):
+                if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mod) \
+                        and not isinstance(t.left, ast.Constant) \
+                        and not (isinstance(t.right, ast.Constant)
+                                 and (not isinstance(t.right.value, int) or t.right.value < 10)):
+                    return True
     return False
 
 
