@@ -824,10 +824,13 @@ def attribute_observed(m: SemanticModel, fn: Function, w: Write, receiver: Optio
     start = w.node.lineno
     end = getattr(w.node, "end_lineno", None) or start
     eager_scopes = _eager_scopes(m)
+    home = m.resolve_scope(receiver, fn) if receiver is not None else None
     for scope in m.functions:
         eager = id(scope) in eager_scopes
         if not eager and scope is not fn:
             continue
+        if receiver is not None and home is not None and m.resolve_scope(receiver, scope) is not home:
+            continue   # another function's ``model``: another object
         for node in scope.walk():
             if node.__class__ is not ast.Attribute or node.attr != attr or node.ctx.__class__ is not ast.Load:
                 continue
@@ -837,8 +840,26 @@ def attribute_observed(m: SemanticModel, fn: Function, w: Write, receiver: Optio
                 if own_reads and (node.lineno < start or (start <= node.lineno <= end and _inside(node, w.node))):
                     return True   # read before (or by) the write: the next trace sees the last one's value
                 continue
+            if _before_definition(scope, fn, node):
+                continue
             return True
     return False
+
+
+def _before_definition(scope: Function, fn: Function, node: ast.AST) -> bool:
+    """``node`` is read in ``scope``, which defines ``fn`` (the writer, directly or further in),
+    above that definition and in no loop that also holds it: it runs before ``fn`` exists, so it
+    cannot see what ``fn`` writes (``state = TrainState.create(params=model.params)`` in ``main``,
+    above ``def generate_step(params): model.params = params``)."""
+    d = fn
+    while d is not None and d.parent is not scope:
+        d = d.parent
+    if d is None or d.node.lineno <= node.lineno:
+        return False
+    for loop in scope.of_type(ast.For) + scope.of_type(ast.While):
+        if _inside(node, loop) and _inside(d.node, loop):
+            return False
+    return True
 
 
 def _eager_scopes(m: SemanticModel) -> set:

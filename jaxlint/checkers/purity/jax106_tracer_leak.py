@@ -46,7 +46,9 @@ class TracerLeak(TracedCodeRule):
     0.9 * self.mean + ...`: the next trace reads the last one's tracer).
     A read in another traced function may run after the write in the same
     trace (a stateful object that sets its parameters and reads them back
-    with `get_params()` inside one jitted loss): not evidence.
+    with `get_params()` inside one jitted loss): not evidence; nor is a
+    read that runs before the writer exists (above its `def`, in no loop
+    around it), or a read of another function's object of the same name.
 
     ## Why is this bad?
     In PyTorch, `self.running_mean = ...` inside `forward` just keeps a
