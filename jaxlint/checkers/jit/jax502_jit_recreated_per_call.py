@@ -30,7 +30,7 @@ VARIES = "varies"
 VARIES_BASIS = ("the function captures a value the loop hands out: each iteration may need its own program "
                 "anyway (a loop over configurations or parameter names); only one over data recompiles needlessly")
 # why a jit re-created only on every k-th iteration (an evaluation or checkpoint interval) is strict
-PERIODIC_BASIS = ("it runs only on every k-th iteration of its loop (`if step % eval_every == 0:`): one "
+PERIODIC_BASIS = ("it runs only on every k-th step of its loop (`if step % eval_every == 0:`): one "
                   "compile per evaluation or checkpoint interval, small beside the steps between them")
 # a loop over epochs/steps/batches (not over configurations, seeds or experiments)
 _PER_STEP_LOOP = re.compile(r"epoch|step|iter|batch|round|update|loader", re.IGNORECASE)
@@ -69,9 +69,10 @@ class JitRecreatedPerCall(Rule):
     jit created once — at module level, in `__init__`, in a factory that
     returns it, or in a `functools.lru_cache`d builder — is fine and is not
     flagged, nor is a call made on one chosen iteration only
-    (`if epoch == num_epochs - 1:`); one made on every k-th iteration only
-    (`if step % eval_every == 0:`, an evaluation or checkpoint interval)
-    compiles once per interval, and is in the strict profile. Nor is a jit whose program differs per
+    (`if epoch == num_epochs - 1:`); one made on every k-th step only
+    (`if step % eval_every == 0:`, an evaluation or checkpoint interval
+    counted in steps, not epochs) compiles once per interval, and is in the
+    strict profile. Nor is a jit whose program differs per
     iteration anyway: its shardings, static arguments or axes come from the
     loop variable (`jax.jit(stack, out_shardings=shardings[name])`), or, in a
     loop over a literal set of configurations, the function captures a value
@@ -505,9 +506,10 @@ def _once_in_loop(c: CallSite) -> bool:
 
 
 def _periodic_in_loop(node: ast.AST, loop: ast.AST) -> bool:
-    """``node`` sits, inside ``loop``, under an ``if`` whose test picks every k-th iteration
+    """``node`` sits, inside ``loop``, under an ``if`` whose test picks every k-th step
     (``if step % config.eval_every_steps == 0 or is_last_step:``, ``if not i % 100:``): it runs
-    once per interval. A literal period below 10 (``i % 2``) runs too often to count."""
+    once per interval. A literal period below 10 (``i % 2``) runs too often to count, and an
+    interval counted in epochs (``epoch % eval_every == 0``) may be every epoch."""
     pos = (node.lineno, node.col_offset)
     for n in ast.walk(loop):
         if isinstance(n, ast.If) and n.body \
@@ -516,6 +518,7 @@ def _periodic_in_loop(node: ast.AST, loop: ast.AST) -> bool:
             for t in ast.walk(n.test):
                 if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mod) \
                         and not isinstance(t.left, ast.Constant) \
+                        and not any(isinstance(x, ast.Name) and _EPOCH_NAME.search(x.id) for x in ast.walk(t.left)) \
                         and not (isinstance(t.right, ast.Constant)
                                  and (not isinstance(t.right.value, int) or t.right.value < 10)):
                     return True
