@@ -40,6 +40,10 @@ IMPURE_CALLS = {
     "input": "the input " + BAKED, "open": "the file is read or written only then",
     "io.open": "the file is read or written only then",
 }
+# why a file opened for reading at trace time is strict
+READ_BASIS = ("the file is opened for reading: what it holds (a checkpoint, a table of constants) is loaded "
+              "once and kept as a constant, as a traced program keeps any constant; wrong only if the "
+              "file changes between calls")
 # clock functions that read the current time only when called without arguments
 CLOCK_WITHOUT_ARGS = frozenset({"time.localtime", "time.gmtime", "time.ctime", "time.asctime"})
 
@@ -61,6 +65,9 @@ class ImpureCallUnderTrace(TracedCodeRule):
     such as BigBird's attention blocks), nor a fallback for a missing
     argument in a module method (`if rng is None: rng =
     PRNGKey(int(time.time()))`, which the jitted `apply` may never take).
+    A file opened only for reading (`open(path)`, `open(path, "rb")`: a
+    checkpoint or a table of constants loaded into the program) is in the
+    strict profile (`--strict`); a file written or appended to is not.
 
     ## Why is this bad?
     In PyTorch, `np.random.randn(...)` or `random.random()` in `forward`
@@ -127,7 +134,8 @@ class ImpureCallUnderTrace(TracedCodeRule):
                 spelled, what, suggestion = hit
                 msg = (f"`{spelled}` inside {fn.trace_description()} runs once, at trace time: {what} — "
                        f"{suggestion}")
-                yield ctx.finding(self, call, msg, confidence=fn.confidence)
+                strict = READ_BASIS if _reads_file(m, fn, call) else None
+                yield ctx.finding(self, call, msg, confidence=fn.confidence, strict=strict)
 
     @staticmethod
     def _classify(facts: PurityFacts, fn: Function, call: ast.Call) -> Optional[Tuple[str, str, str]]:
@@ -170,6 +178,21 @@ class ImpureCallUnderTrace(TracedCodeRule):
 
 
 _SEEDS = ("random.seed", "numpy.random.seed")
+_OPENERS = frozenset({"open", "io.open"})
+
+
+def _reads_file(m, fn: Function, call: ast.Call) -> bool:
+    """``open(path)`` / ``open(path, "rb")``: a literal mode (or none) that only reads.  A mode
+    that writes or appends (``"w"``, ``"a"``, ``"x"``, ``"+"``), or one not written out, is not."""
+    f = call.func
+    if f.__class__ not in (ast.Name, ast.Attribute) or m.qualname(f, fn) not in _OPENERS:
+        return False
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None:
+        return not any(a.__class__ is ast.Starred for a in call.args) and \
+            not any(k.arg is None for k in call.keywords)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and \
+        not any(c in mode.value for c in "wax+")
 
 
 def _clock_seed(m, e: ast.AST, fn: Function) -> bool:
