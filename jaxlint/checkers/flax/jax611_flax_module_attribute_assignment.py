@@ -52,7 +52,9 @@ class FlaxModuleAttributeAssignment(Rule):
     ```
     Assignments in `setup` (and in helpers only `setup` calls), `self.param`,
     `self.variable`, `self.sow` and Flax NNX modules (which are mutable Python
-    objects) are not flagged.
+    objects) are not flagged. A property setter (`@encoder.setter`) is
+    checked where it is invoked: `self.encoder = ...` in `setup` is allowed,
+    anywhere else it raises at that assignment.
 
     ## Fix safety
     No fix: whether the value should be a local, a submodule defined in
@@ -78,6 +80,10 @@ class FlaxModuleAttributeAssignment(Rule):
                 if not fn.is_traced and name not in applied:
                     continue
                 if any(m.qualname(d, fn.parent) in ("classmethod", "staticmethod") for d in fn.decorators):
+                    continue
+                if any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in fn.decorators):
+                    # a property setter runs inside the ``self.prop = v`` that invokes it: allowed in
+                    # ``setup``, and raising at that assignment (checked where it is) anywhere else
                     continue
                 selfname = fn.self_name
                 if selfname is None:
