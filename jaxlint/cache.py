@@ -126,11 +126,12 @@ def _valid_index(v) -> bool:
 
 def _valid_outgoing(v) -> bool:
     return isinstance(v, list) and all(
-        isinstance(e, list) and len(e) == 7 and isinstance(e[0], str) and isinstance(e[2], str)
+        isinstance(e, list) and len(e) == 8 and isinstance(e[0], str) and isinstance(e[2], str)
         and isinstance(e[3], str) and (e[4] is None or isinstance(e[4], str))
         and isinstance(e[1], list) and all(isinstance(a, list) and len(a) == 2 and isinstance(a[0], (int, str))
                                            and isinstance(a[1], int) for a in e[1])
-        and isinstance(e[5], list) and all(isinstance(i, int) for i in e[5]) and _str_list(e[6]) for e in v)
+        and isinstance(e[5], list) and all(isinstance(i, int) for i in e[5]) and _str_list(e[6])
+        and isinstance(e[7], bool) for e in v)
 
 
 def _str_pair(v) -> bool:

@@ -425,7 +425,8 @@ class KindsMixin:
         around it) is a ``grad``/``vmap``-style transform applied outside any trace,
         where ``jnp.sum(constant)`` runs eagerly and gives a concrete array (helpers
         called from traced code follow their callers)."""
-        return not self._traced_only_by(fn, "_stages_cache", lambda tr: tr.kind in ("grad", "vmap") or tr.eager)
+        return not self._traced_only_by(fn, "_stages_cache", lambda tr: tr.kind in ("grad", "vmap") or tr.eager,
+                                        unstaged_ok=True)
 
     def _compile_time_eval(self, node: ast.AST, fn: Function) -> bool:
         """``node`` runs in the body of ``with jax.ensure_compile_time_eval():`` (JAX computes
@@ -441,7 +442,7 @@ class KindsMixin:
         line = getattr(node, "lineno", None)
         return any(a <= line <= b for a, b in spans) if spans and line is not None else False
 
-    def _traced_only_by(self, fn: Function, memo: str, accept) -> bool:
+    def _traced_only_by(self, fn: Function, memo: str, accept, unstaged_ok: bool = False) -> bool:
         """``fn`` is traced, and every trace of it and of the functions around it is a
         transform ``accept(record)`` takes, applied outside any trace -- or, for a helper,
         a call from traced code for which the same holds.  (``memo``: the cache, which
@@ -457,14 +458,14 @@ class KindsMixin:
             return True          # on the cycle being answered: it holds unless another path says no
         active[id(fn)] = True
         try:
-            got = self._traced_only_by_now(fn, memo, accept)
+            got = self._traced_only_by_now(fn, memo, accept, unstaged_ok)
         finally:
             del active[id(fn)]
         if not got or not active:
             cache[id(fn)] = got  # (a True found inside a cycle waits for the cycle's answer)
         return got
 
-    def _traced_only_by_now(self, fn: Function, memo: str, accept) -> bool:
+    def _traced_only_by_now(self, fn: Function, memo: str, accept, unstaged_ok: bool = False) -> bool:
         sites = self._site_maps()[0]
         seen, ok = False, True
         s: Optional[Function] = fn
@@ -472,7 +473,10 @@ class KindsMixin:
             for c in s.contexts:
                 seen = True
                 if c.transform == "call" and c.caller is not None:
-                    ok = self._traced_only_by(c.caller, memo, accept)
+                    ok = self._traced_only_by(c.caller, memo, accept, unstaged_ok)
+                elif c.unstaged:
+                    # another module's callers, each traced only by grad/vmap outside any trace
+                    ok = unstaged_ok
                 else:
                     tr = K.TRANSFORMS.get(c.transform)
                     site = sites.get(id(c.node))
@@ -481,7 +485,7 @@ class KindsMixin:
                         # when ``f`` is differentiated, on the values ``f`` is given -- staged exactly
                         # when ``f`` is
                         primal = self._rule_primal(c.node, s)
-                        ok = primal is not None and self._traced_only_by(primal, memo, accept)
+                        ok = primal is not None and self._traced_only_by(primal, memo, accept, unstaged_ok)
                     else:
                         ok = tr is not None and accept(tr) and site is not None and not site.scope.under_trace
                 if not ok:

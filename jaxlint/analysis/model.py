@@ -65,6 +65,9 @@ class Seed:
     # default is; the same two for truthy literals, ``use_jax=True``); () for a transform (its
     # calls are unknown)
     untaken: tuple = ()
+    # every call behind this seed comes from code traced only by ``grad``/``vmap``-style transforms
+    # applied outside any trace (no staging: ``jnp`` on constants gives concrete arrays there)
+    unstaged: bool = False
 
 
 # folders of teaching material (notebooks, tutorials, documentation)
@@ -244,7 +247,8 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
             # a parameter annotated or defaulted as Python configuration (``reverse: bool = False``)
             # stays static whatever another module passes
             traced = {p for p in set(seed.traced_params) & params if not self._is_config_param(fn, p)}
-            ctx = TraceContext(seed.transform, INFERRED, fn.node, seed.description, untaken=seed.untaken)
+            ctx = TraceContext(seed.transform, INFERRED, fn.node, seed.description, untaken=seed.untaken,
+                               unstaged=seed.unstaged)
             self._add_context(fn, ctx, traced)
             for p, k in seed.param_kinds.items():
                 if p in traced:

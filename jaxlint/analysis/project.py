@@ -87,6 +87,7 @@ class Outgoing:
     transform: Optional[str] = None          # jax.jit(mod.f): the transform applied to it
     static_nums: Tuple[int, ...] = ()
     static_names: Tuple[str, ...] = ()
+    unstaged: bool = False                   # the caller does not stage constants (vmap/grad only)
 
 
 @dataclass
@@ -314,7 +315,7 @@ class Project:
             seeds = self.seeds.get(path, {})
             got = self._seed_keys[path] = digest(self._statics_key, sorted(
                 (s.qualname, sorted(s.traced_params), sorted(s.param_kinds.items()), s.description, s.transform,
-                 [sorted(u) for u in s.untaken])
+                 [sorted(u) for u in s.untaken], s.unstaged)
                 for s in seeds.values()), self._unimportable().get(path) or "")
         return got
 
@@ -642,14 +643,16 @@ class Project:
             entry = self.cache.get("outgoing", key)
             if entry is not None:
                 return [Outgoing(e[0], tuple((a, k) for a, k in e[1]), e[2], e[3], e[4],
-                                 tuple(e[5]), tuple(e[6])) for e in entry]
+                                 tuple(e[5]), tuple(e[6]), e[7])
+                        for e in entry]
         model = self._model_of(m)
         if model is None:
             return []
         found = outgoing(model, self._where(model))
         if self.cache is not None and key is not None:
             self.cache.put("outgoing", key, [[o.qualname, [list(a) for a in o.args], o.where, o.caller,
-                                              o.transform, list(o.static_nums), list(o.static_names)]
+                                              o.transform, list(o.static_nums), list(o.static_names),
+                                              o.unstaged]
                                              for o in found], f"{m.path}#{step}")
         return found
 
@@ -667,9 +670,13 @@ class Project:
         # falsy only where every call leaves it falsy
         untaken = tuple(a & b for a, b in zip(old.untaken, seed.untaken)) \
             if old.untaken and seed.untaken else (frozenset(),) * 4
-        if traced == old.traced_params and kinds == old.param_kinds and untaken == old.untaken:
+        # unstaged only where every call is
+        unstaged = old.unstaged and seed.unstaged
+        if traced == old.traced_params and kinds == old.param_kinds and untaken == old.untaken \
+                and unstaged == old.unstaged:
             return False
-        per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform, untaken)
+        per[seed.qualname] = Seed(old.qualname, frozenset(traced), kinds, old.description, old.transform, untaken,
+                                  unstaged)
         return True
 
     def _where(self, model: SemanticModel) -> str:
@@ -706,7 +713,7 @@ class Project:
         untaken = (frozenset(),) * 4 if "*" in passed else \
             (frozenset(falsy), frozenset(falsy | unpassed), frozenset(truthy), frozenset(truthy | unpassed))
         return target, Seed(name, frozenset(traced), kinds,
-                            f"called from {out.caller} in {out.where}", "project", untaken)
+                            f"called from {out.caller} in {out.where}", "project", untaken, out.unstaged)
 
     def _config_seeds(self, m: Module) -> bool:
         """``[tool.jaxlint] traced-functions``: ``pkg.mod:*``, ``pkg.mod:func``,
@@ -757,6 +764,7 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
     for fn in model.functions:
         if not fn.contexts or not _rooted_in_transform(fn, rooted):
             continue
+        unstaged = None   # (asked once per function, when it has an outgoing call)
         if model.concrete_primal(fn):
             # every trace of ``fn`` runs on concrete values (differentiation, custom_jvp/custom_vjp,
             # jvp applied outside any staging trace): what it calls runs eagerly, traced by nobody
@@ -780,7 +788,9 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
                     args.append((kw.arg, _arg_kind(model, kw.value, fn)))
                 else:
                     args.append(("*", 0))
-            out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display()))
+            if unstaged is None:
+                unstaged = not model.stages_constants(fn)
+            out.append(Outgoing(q, tuple(args), f"{where}:{call.lineno}", fn.display(), unstaged=unstaged))
     return out
 
 

@@ -29,10 +29,11 @@ _FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 class TraceContext:
     """Why a function body runs under a transform."""
 
-    __slots__ = ("transform", "confidence", "node", "caller", "description", "untaken")
+    __slots__ = ("transform", "confidence", "node", "caller", "description", "untaken", "unstaged")
 
     def __init__(self, transform: str, confidence: str, node: ast.AST,
-                 description: str, caller: Optional["Function"] = None, untaken: tuple = ()):
+                 description: str, caller: Optional["Function"] = None, untaken: tuple = (),
+                 unstaged: bool = False):
         self.transform = transform
         self.confidence = confidence
         self.node = node
@@ -40,6 +41,9 @@ class TraceContext:
         self.description = description
         # (a cross-module call) the parameters every call from the other module leaves falsy
         self.untaken = untaken
+        # (a cross-module call) every caller behind it is traced only by ``grad``/``vmap``-style
+        # transforms applied outside any trace: operations on constants run eagerly there
+        self.unstaged = unstaged
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"TraceContext({self.transform!r}, {self.confidence!r}, {self.description!r})"
