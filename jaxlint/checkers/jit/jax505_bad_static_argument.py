@@ -49,7 +49,8 @@ class BadStaticArgument(Rule):
     `static_argnums`/`static_argnames` that name a parameter the function does
     not have; a static parameter that receives an array, a list or a dict at a
     call site in this module (directly, through a local or module-level
-    constant, or a `self.<attr>` set in `__init__`) -- or an instance of a
+    constant, a `self.<attr>` set in `__init__`, or a parameter of the
+    calling function that one of its callers here gives a list) -- or an instance of a
     `@dataclass` of the module that is not frozen (the decorator sets its
     `__hash__` to None); a static parameter that
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
@@ -57,7 +58,9 @@ class BadStaticArgument(Rule):
     `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
     learning rate, `lr = lr * decay`, its start also unpacked from a tuple
     display: `temperature, decay = 2.0, 0.9`) or as a maximum over each batch
-    (`max(len(s) for s in batch)`) or over data the loop draws at random anew
+    (`max(len(s) for s in batch)`, also the batch a strided loop selects:
+    `for i in range(0, len(data), bs)` ... `int(lengths.max())` of
+    `data[i:i + bs]`) or over data the loop draws at random anew
     (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`) -- or a new instance of a class of the
     module that hashes by identity (no `__eq__`/`__hash__`:
     `run(x, cfg=Config(3))` in a loop), or a `self.<attr>` that the method
@@ -332,8 +335,8 @@ class BadStaticArgument(Rule):
                 if what is None:
                     continue
                 text = short(a, 30)
-                hint = "pass a tuple" if what in ("a list", "a set") else (
-                    "pass a hashable value (a tuple of pairs, a frozen dataclass)" if what == "a dict" else
+                hint = "pass a tuple" if what.startswith(("a list", "a set")) else (
+                    "pass a hashable value (a tuple of pairs, a frozen dataclass)" if what.startswith("a dict") else
                     "declare it `@dataclass(frozen=True)`" if "dataclass" in what else
                     "make it a regular (traced) argument")
                 msg = (f"`{text}` is {what} passed to static argument `{p}` of {fn.display()}: static "
@@ -378,11 +381,36 @@ class BadStaticArgument(Rule):
                 break
 
     @staticmethod
-    def _unhashable(ctx: Context, a: ast.expr, scope: Function) -> Optional[str]:
+    def _passed_unhashable(ctx: Context, fn: Function, param: str, depth: int) -> Optional[str]:
+        """What a call of ``fn`` in this module passes for ``param`` that is unhashable (a list
+        display, a local list, or one handed on again by its own caller), said with the line of
+        that call; None when no visible call does."""
+        m = ctx.model
+        for call, s, target in _calls_of(m, fn):
+            pairs, _ = m.bind_arguments(target, call)
+            for p, a in pairs:
+                if p != param:
+                    continue
+                what = BadStaticArgument._unhashable(ctx, a, s, depth + 1)
+                if what is not None and "passed" not in what:
+                    return f"{what} (passed for `{param}` on line {call.lineno})"
+                if what is not None:
+                    return what
+        return None
+
+    @staticmethod
+    def _unhashable(ctx: Context, a: ast.expr, scope: Function, depth: int = 0) -> Optional[str]:
         m = ctx.model
         what = _UNHASHABLE.get(type(a))
         if what is not None:
             return what
+        if isinstance(a, ast.Name) and a.id in scope.param_nodes and depth < 2 \
+                and not any(b.kind != "param" for b in m.bindings(a.id, scope)):
+            # a parameter handed on as is: what the module's callers pass for it (the call that
+            # passes a list raises)
+            what = BadStaticArgument._passed_unhashable(ctx, scope, a.id, depth)
+            if what is not None:
+                return what
         if isinstance(a, ast.Call) and isinstance(a.func, ast.Name):
             q = m.qualname(a.func, scope)
             if q in _UNHASHABLE_CALLS:
@@ -414,6 +442,21 @@ class BadStaticArgument(Rule):
         if k & NUMPY and not k & JAX:
             return "a NumPy array"
         return None
+
+
+def _calls_of(m: SemanticModel, fn: Function) -> List[tuple]:
+    """The calls of ``fn`` (by its name) in this module: (call, calling scope, target)."""
+    out = []
+    for s in m.functions:
+        for call in s.of_type(ast.Call):
+            f = call.func
+            if not (isinstance(f, ast.Name) and f.id == fn.name) and \
+                    not (isinstance(f, ast.Attribute) and f.attr == fn.name):
+                continue
+            target = m.resolve_callable(f, s)
+            if target is not None and target.function is fn and not target.transforms:
+                out.append((call, s, target))
+    return out
 
 
 def _unhashable_dataclass(m: SemanticModel, call: ast.Call, scope: Function) -> Optional[str]:
@@ -988,8 +1031,33 @@ def _loop_calling_method(m: SemanticModel, method: Function):
 
 def _step_loop(loop: ast.stmt) -> bool:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
-        return any(_STEP_LOOP.search(n) for n in _names_in(loop.iter) + _names_in(loop.target))
+        return any(_STEP_LOOP.search(n) for n in _names_in(loop.iter) + _names_in(loop.target)) \
+            or _batch_range(loop)
     return any(_STEP_LOOP.search(n) for n in _names_in(loop.test))
+
+
+def _batch_range(loop: ast.stmt) -> bool:
+    """``for i in range(0, len(data), batch_size)``: a loop over the positions of a dataset, in
+    strides (one batch per iteration)."""
+    it = loop.iter
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+        and len(it.args) == 3 and isinstance(it.args[1], ast.Call) \
+        and isinstance(it.args[1].func, ast.Name) and it.args[1].func.id == "len"
+
+
+def _selected_by(loop: ast.stmt, counter: str) -> Set[str]:
+    """Names the loop's body binds from data the counter selects (``tokens, lengths =
+    pad(corpus[i:i + 8])``, ``batch = data[i]``): a new batch on every iteration."""
+    seeds: Set[str] = set()
+    for node in ast.walk(loop):
+        if not isinstance(node, ast.Assign):
+            continue
+        if any(isinstance(x, ast.Subscript) and any(isinstance(n, ast.Name) and n.id == counter
+                                                    for n in ast.walk(x.slice))
+               for x in ast.walk(node.value)):
+            for t in node.targets:
+                seeds.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return derived_names(ast.walk(loop), seeds) if seeds else set()
 
 
 def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, name: Optional[str],
@@ -1080,6 +1148,12 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
         item = ", ".join(f"`{t}`" for t in sorted(items))
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
+    if counter is not None:
+        selected = _selected_by(loop, counter)
+        if selected & used and _step_loop(loop) and _reduces_over(value, selected, m, scope):
+            return (f"is a maximum taken over the batch `{counter}` selects on each iteration of {where}{shown}, "
+                    f"so it takes a new value whenever a batch is longer or shorter than the ones before",
+                    " (one per distinct value)")
     drawn = _drawn_in(loop, m, scope)
     derived = _derived_from(loop, drawn) if drawn else set()
     if derived & used and _step_loop(loop) and _reduces_over(value, derived, m, scope):
