@@ -89,19 +89,20 @@ class ModuleEvaluator:
             return []
         # a flag passed on from a parameter of the enclosing function (``train=train``) takes
         # each literal value the calls of that function give it (or its default)
+        # (also inside an expression: ``deterministic=not training``)
         choices: Dict[str, List[object]] = {}
         for a in args + list(keywords.values()):
-            if isinstance(a, ast.Name) and a.id not in choices:
-                got = self.param_literals(a.id, site.scope)
-                if got:
-                    choices[a.id] = got
+            for n in ast.walk(a):
+                if isinstance(n, ast.Name) and n.id not in choices:
+                    got = self.param_literals(n.id, site.scope)
+                    if got:
+                        choices[n.id] = got
         combos: List[Dict[str, object]] = [{}]
         for name, values in choices.items():
             combos = [dict(c, **{name: v}) for c in combos for v in values][:8]
         reads: Optional[List[Need]] = None
         for combo in combos:
-            env = self._bind(method, args, keywords,
-                             lambda e: combo.get(e.id, UNKNOWN) if isinstance(e, ast.Name) else literal(e))
+            env = self._bind(method, args, keywords, lambda e: self._site_value(e, combo))
             if env is None:
                 return []
             out: List[Need] = []
@@ -112,6 +113,15 @@ class ModuleEvaluator:
             got = [n for n in out if n.kind == READS]
             reads = got if reads is None else [n for n in reads if any(g.name == n.name for g in got)]
         return reads or []
+
+    def _site_value(self, e: ast.expr, combo: Dict[str, object]) -> object:
+        """An apply argument's value given the literal each parameter flag takes in ``combo``:
+        a literal, a flag, or ``not``/``and``/``or`` of them."""
+        if isinstance(e, ast.Name):
+            return combo.get(e.id, UNKNOWN)
+        if isinstance(e, (ast.UnaryOp, ast.BoolOp)):
+            return self._eval(e, combo, None)
+        return literal(e)
 
     def param_literals(self, name: str, scope: Function) -> List[object]:
         """The literal values calls of this file give the parameter ``name`` seen from ``scope``
@@ -254,8 +264,9 @@ class ModuleEvaluator:
                 self._exprs(s.iter if not isinstance(s, ast.While) else s.test, frame, method, certain, out,
                             depth, active)
                 self._forget(s, frame)
-                # a loop over ``self.features`` or ``range(n)`` may run zero times
-                self._block(s.body, frame, method, False, out, depth, active)
+                # a loop over ``self.features`` or ``range(n)`` may run zero times; one over a
+                # non-empty display (``for width in (64, 64):``) or ``range(3)`` runs at least once
+                self._block(s.body, frame, method, certain and _runs_once(s), out, depth, active)
                 self._block(s.orelse, frame, method, False, out, depth, active)
                 self._forget(s, frame)
                 continue
@@ -292,7 +303,8 @@ class ModuleEvaluator:
             if isinstance(s, (ast.Return, ast.Raise)):
                 return
 
-    def _forget(self, s: ast.stmt, frame: _Frame) -> None:
+    @staticmethod
+    def _forget(s: ast.stmt, frame: _Frame) -> None:
         for n in ast.walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 frame.drop(n.id)
@@ -532,3 +544,21 @@ def _walk_no_defs(node: ast.AST):
             if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
             stack.append(c)
+
+
+def _runs_once(loop: ast.stmt) -> bool:
+    """The ``for`` loop's body certainly runs at least once: its iterable is a non-empty tuple or
+    list display, or ``range`` of literal bounds that hold a value."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    if isinstance(it, (ast.Tuple, ast.List)):
+        return bool(it.elts) and not any(isinstance(e, ast.Starred) for e in it.elts)
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+            and not it.keywords and 1 <= len(it.args) <= 3 \
+            and all(isinstance(a, ast.Constant) and type(a.value) is int for a in it.args):
+        try:
+            return len(range(*(a.value for a in it.args))) > 0
+        except ValueError:
+            return False
+    return False

@@ -4,6 +4,7 @@ import ast
 from typing import Iterator, List, Optional, Set
 
 from ...analysis import CERTAIN, INFERRED, Function, SemanticModel
+from ...analysis import knowledge as K
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from ..prng.keys import key_analysis
@@ -35,8 +36,14 @@ class FlaxMissingRngs(Rule):
     that a loop runs, or that a stateful step of the class runs -- one that
     rebinds `self.params` on every call --, directly or passed on to
     `rngs`, also through a step stored as `self._step = jax.jit(self._train_step)`), a key split in the loop from a root the loop never advances
-    (`_, dropout_key = jax.random.split(root_key)`), and a key built from a constant (`jax.random.PRNGKey(0)`) inside the
-    loop or inside a step that a loop of this file calls.
+    (`_, dropout_key = jax.random.split(root_key)`), a key read inside a
+    `lax.scan`/`fori_loop`/`while_loop` body (or a loss function it calls)
+    from outside the body, and a key built from a constant
+    (`jax.random.PRNGKey(0)`) inside the loop or inside a step that a loop of
+    this file calls. Whether dropout is on follows the flags the module is
+    given, also through a forward helper (`deterministic=not training`, the
+    helper called with `training=True`), and layers in a `for` loop over a
+    literal tuple of widths, which runs at least once.
 
     ## Why is this bad?
     In PyTorch, `model.train()` is all dropout needs: every forward pass draws a
@@ -294,6 +301,18 @@ class FlaxMissingRngs(Rule):
             owner = facts.binding_scope(v.id, scope)
             if owner is None or owner is scope:
                 return None
+            body = _lax_body_between(scope, owner)
+            if body is not None and not any(v.id in f.globals_declared for f in m.functions):
+                # a ``lax.scan``/``fori_loop`` body (or a function it calls) reads the key from
+                # outside the body: every step sees the same key
+                passed = f" and passes it on to `rngs={{{need.name!r}: ...}}`" if via else ""
+                return ctx.finding(
+                    self, v,
+                    f"dropout key `{v.id}` is the same on every step of the `{body[1]}` body `{body[0].name}`: "
+                    f"it is read from `{owner.name if not owner.is_module else 'the module'}`, outside the "
+                    f"body{passed}; {need.what} of `{inst}` applies the same mask every step; carry the key "
+                    f"and split it per step, or `fold_in` the step",
+                    confidence=CERTAIN if not via else INFERRED)
             here = _enclosing_loop(scope, v) if via and owner.is_module else None
             if here is not None and not _stores(here, v.id) and len(m.bindings(v.id, owner)) == 1 and \
                     not any(v.id in f.globals_declared for f in m.functions):
@@ -646,4 +665,16 @@ def _stateful_step(facts: FlaxFacts, method: Function):
                 owner = caller.enclosing_method()
                 if owner is not None and owner.cls is cls:
                     todo.append((owner, depth + 1))
+    return None
+
+
+def _lax_body_between(scope: Function, owner: Function):
+    """The ``lax`` loop body (``lax.scan``/``fori_loop``/``while_loop``) that ``scope`` is, or is
+    nested in, below ``owner`` -- with the loop's name -- or None."""
+    f = scope
+    while f is not None and f is not owner:
+        for c in f.contexts:
+            if c.transform in K.LOOP_BODIES:
+                return f, c.transform.replace("jax.lax.", "lax.")
+        f = f.parent
     return None

@@ -27,8 +27,9 @@ class PrngKeyReuse(Rule):
     without being re-split, and a key taken from a `lax.scan`/`fori_loop`/
     `while_loop` carry that is consumed and then returned unchanged in the
     carry, or a key made in a step, consumed there and returned in the carry
-    (the next step consumes it again), `self.rng` consumed in a `lax` loop
-    body (one key for every step), one key given to several RNG streams of one
+    (the next step consumes it again), `self.rng` or a key of the enclosing
+    function consumed in a `lax` loop body, also by a loss function the body
+    calls that reads it (one key for every step), one key given to several RNG streams of one
     call (`model.init({"params": key, "dropout": key}, x)`), and the same key
     for every element of a comprehension (`[init(rng, shape) for _ in
     range(n)]`, also through a module field whose default is an initializer:

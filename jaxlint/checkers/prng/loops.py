@@ -104,7 +104,7 @@ def closure_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
     for call in sorted(fn.of_type(ast.Call), key=lambda c: (c.lineno, c.col_offset)):
         q = an.random_qualname(call, fn)
         if q is None:
-            r = _helper_reuse(an, fn, call, label, seen)
+            r = _helper_reuse(an, fn, call, label, seen) or _closure_reuse(an, fn, call, label, seen)
             if r is not None:
                 out.append(r)
             continue
@@ -127,6 +127,37 @@ def closure_reuses(an, fn: Function, primitive: str) -> List[Reuse]:
         use = Use(call, a, None, kind, q, None, False, fn)
         out.append(Reuse(fn, use, None, "closure", f"`{label}` body"))
     return out
+
+
+def _closure_reuse(an, fn: Function, call: ast.Call, label: str, seen: Set[str]) -> Optional[Reuse]:
+    """A function called in the ``lax`` loop body ``fn`` (directly or through ``jax.grad``/
+    ``value_and_grad``/``jit``/``partial``) that draws from a key it reads from a scope outside
+    the body (``def loss_fn(p): ... rngs={"dropout": key}`` with ``key`` a parameter of the
+    function running the scan): the same key every step."""
+    m = an.model
+    target = m.resolve_callable(call.func, fn)
+    if target is None:
+        return None
+    callee = target.function
+    if callee is fn:
+        return None
+    for name in sorted({n.id for n in ast.walk(callee.node) if isinstance(n, ast.Name)}):
+        if name in seen or name in fn.locals or name in callee.locals:
+            continue
+        owner = m.resolve_scope(name, fn.parent)
+        if owner is None or name in owner.globals_declared or name not in an.key_names(owner):
+            continue
+        if not an.closure_draws(callee, name):
+            continue
+        seen.add(name)
+        node = ast.Name(id=name, ctx=ast.Load())
+        ast.copy_location(node, call)
+        node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
+        node.jaxlint_closure = callee.qualname   # (no argument to rewrite: the fix leaves it alone)
+        display = ast.unparse(call.func)
+        use = Use(call, node, None, "call", display if len(display) <= 40 else "a call", None, False, fn, None, True)
+        return Reuse(fn, use, None, "closure", f"`{label}` body")
+    return None
 
 
 def _helper_reuse(an, fn: Function, call: ast.Call, label: str, seen: Set[str]) -> Optional[Reuse]:
