@@ -421,11 +421,24 @@ class Project:
             except OSError:
                 return True
 
+        def on_disk(missing: str) -> bool:
+            """The module is a file or folder under the project root (or its ``src``), where Python
+            finds it when the root is on ``sys.path`` -- a script run from the root -- whatever
+            this project's own module names say (a root folder with an ``__init__.py`` of its own
+            gives its modules names that start with the folder's)."""
+            rel = missing.replace(".", os.sep)
+            for base in (self.root, os.path.join(self.root, "src")):
+                path = os.path.join(base, rel)
+                if os.path.isfile(path + ".py") or os.path.isdir(path):
+                    return True
+            return False
+
         out: Dict[str, str] = {}
         for m in self.modules:
             for q in m.aliases.values():
                 found, missing = target(q)
-                if missing is not None and missing.rsplit(".", 1)[0] in packages and not built(m, missing):
+                if missing is not None and missing.rsplit(".", 1)[0] in packages and not built(m, missing) \
+                        and not on_disk(missing):
                     out[m.path] = f"it imports `{missing}`, which the project does not have"
                     break
         bad = {m.name: m for m in self.modules if m.path in out}
