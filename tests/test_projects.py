@@ -95,6 +95,23 @@ def test_module_names_follow_packages():
     assert module_name_for(str(PROJECTS / "scripts" / "run.py"))[0] == "run"
 
 
+def test_a_folder_named_as_no_identifier_is_no_package(tmp_path):
+    """A checkout folder `jax-aht` with an `__init__.py` cannot be imported by name: it is the
+    folder on `sys.path`, and its modules are named from below it (`envs.wrapper`)."""
+    root = tmp_path / "jax-aht"
+    (root / "envs").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "envs" / "__init__.py").write_text("")
+    (root / "envs" / "wrapper.py").write_text("")
+    assert module_name_for(str(root / "envs" / "wrapper.py"), str(root))[:2] == ("envs.wrapper", False)
+    ident = tmp_path / "aht"
+    (ident / "envs").mkdir(parents=True)
+    (ident / "__init__.py").write_text("")
+    (ident / "envs" / "__init__.py").write_text("")
+    (ident / "envs" / "wrapper.py").write_text("")
+    assert module_name_for(str(ident / "envs" / "wrapper.py"))[0] == "aht.envs.wrapper"
+
+
 def test_find_root(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
     (tmp_path / "pkg" / "sub").mkdir(parents=True)

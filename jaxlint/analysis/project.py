@@ -45,7 +45,8 @@ _KIND_BITS = TRACED | ARRAYISH | CONTAINER
 def module_name_for(path: str, root: Optional[str] = None) -> Tuple[str, bool, str]:
     """``(dotted name, is_package, import folder)`` of a Python file, the way
     Python imports it: the chain of folders holding ``__init__.py`` above the
-    file makes the package; the first folder without one is on ``sys.path``.
+    file makes the package; the first folder without one (or whose name is no
+    identifier) is on ``sys.path``.
     With the project ``root``, a folder without ``__init__.py`` below a package
     is a namespace package (PEP 420: ``maxtext/common/types.py`` under a
     ``maxtext/__init__.py`` is ``maxtext.common.types``)."""
@@ -54,7 +55,9 @@ def module_name_for(path: str, root: Optional[str] = None) -> Tuple[str, bool, s
     stem = base[:-3] if base.endswith(".py") else base
     is_package = stem == "__init__"
     parts: List[str] = [] if is_package else [stem]
-    while os.path.exists(os.path.join(folder, "__init__.py")):
+    # (a folder whose name is no identifier -- ``jax-aht`` -- is no package whatever it holds:
+    # Python cannot import it by name, so it is the folder on ``sys.path``)
+    while os.path.exists(os.path.join(folder, "__init__.py")) and os.path.basename(folder).isidentifier():
         folder, pkg = os.path.split(folder)
         parts.insert(0, pkg)
         if not pkg:
