@@ -144,7 +144,8 @@ class KeyCalls:
                     seen.add(id(item[0]))
                     uniq.append(item)
             return uniq
-        return [(c, "call", None, display, ident, self._draws(call, c)) for c in cands
+        derived = DERIVED if _derives_per_variable(call) else None
+        return [(c, "call", derived, display, ident, self._draws(call, c)) for c in cands
                 if not self._draws_nothing(call, c)]
 
     def _stored_in_state(self, call: ast.Call, cands: list) -> Optional[list]:
@@ -380,6 +381,21 @@ class KeyCalls:
         elif isinstance(a, ast.Dict):
             for v in a.values:
                 self._collect(v, out)
+
+
+# the ``data`` of a library ``init``/``apply`` use: the module derives each variable's key from the
+# one it is given (Flax folds in the variable's path, Haiku splits a PRNG sequence off it) and never
+# draws from that key itself -- a sampler's draw from it repeats nothing there (run with Flax:
+# ``normal(key, (32, 6))`` then ``Dense(4).init(key, x)``: different numbers, correlation ~0);
+# two such calls with one key derive the same keys (two inits of one structure: equal weights)
+DERIVED = "derived"
+
+
+def _derives_per_variable(call: ast.Call) -> bool:
+    """``model.init(key, x)``, ``model.init_with_output(...)``, ``model.apply(..., rngs=...)``: a
+    library module's entry point, which derives per-variable keys from the key it is given."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr in ("init", "init_with_output", "apply")
 
 
 def _streams_of(call: ast.Call, key: ast.AST, method: str) -> List[str]:

@@ -11,6 +11,7 @@ from .crn import compared_together, reevaluated
 from .profiles import deliberate_basis
 from ...analysis.liveness import bound_names
 from .keys import Reuse, Use, rule_analysis
+from .states import conflict
 from .naming import split_spelling, subkey_name
 from .vocabulary import RANDOM
 
@@ -77,7 +78,12 @@ class PrngKeyReuse(Rule):
     of an object whose class is unknown counts when every project method of
     that name draws from the key. Objects of library classes whose methods
     draw from the key they are given first count too (numpyro's `MCMC.run`,
-    `Predictive(...)(key)`, `SVI.init`/`run`).
+    `Predictive(...)(key)`, `SVI.init`/`run`). A module's `init`/`apply`
+    draws only from keys it derives from the one it is given (Flax folds in
+    each variable's path): a sampler's draw from the same key repeats none of
+    its numbers, while two inits of one module with one key make twin models
+    with equal weights (unless the second is a target network, which starts
+    as a copy on purpose).
 
     A draw whose result nobody reads repeats nothing: numbers thrown away
     (`normal(key, ()).block_until_ready()`), names rebound before any read on
@@ -180,9 +186,18 @@ class PrngKeyReuse(Rule):
                 # consumer whose result is read, if another one follows
                 later = sorted((u for u in (r.sites or []) if u.line > r.use.line and not _dead_result(m, r.fn, u, ka)),
                                key=lambda u: u.line)
-                if _dead_result(m, r.fn, r.use, ka) or not later or not _straight(m, r.fn, r.use, later[0]):
-                    continue
-                r.first, r.use = r.use, later[0]
+                if not _dead_result(m, r.fn, r.use, ka):
+                    if not later or not _straight(m, r.fn, r.use, later[0]):
+                        continue
+                    r.first, r.use = r.use, later[0]
+                else:
+                    # (the recorded reuse is itself dead: the first live pair after it that repeats
+                    # numbers -- two inits replaced by loaded weights, then two draws)
+                    pair = next(((a, b) for i, a in enumerate(later) for b in later[i + 1:]
+                                 if conflict(a, b) and _straight(m, r.fn, a, b)), None)
+                    if pair is None:
+                        continue
+                    r.first, r.use = pair
             if _seed(r) is not None and m.in_test_code(r.fn):
                 continue    # tests re-seed each input for reproducibility, on purpose
             if r.reason == "again" and r.first is not None and _rebound_by_loop_between(r):

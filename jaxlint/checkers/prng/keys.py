@@ -322,7 +322,10 @@ class KeyAnalysis:
         while todo:
             scope = todo.pop()
             interp = Interpreter(self, scope, {name}, None)
+            folded = self._folded_on(scope) if closure else ()
             for call in scope.of_type(ast.Call):
+                if id(call) in folded:
+                    continue   # ``fold_in(fold_in(KEY, 1), step)``: a step of a per-call derivation
                 if any(isinstance(arg, ast.Name) and arg.id == name and (kind != "call" or draws)
                        and not (closure and getattr(arg, "jaxlint_closure", False))
                        and not (closure and kind == "fold_in" and data is None)
@@ -330,6 +333,22 @@ class KeyAnalysis:
                     return True
             todo.extend(c for c in scope.children if name not in c.locals)
         return False
+
+    def _folded_on(self, scope: Function) -> Set[int]:
+        """Ids of the ``fold_in`` calls of ``scope`` whose result is folded again with non-constant
+        data (``fold_in(fold_in(KEY, 1), step)``, directly or through more constant folds): each is
+        only a step of deriving a key per value of that data."""
+        folds = [c for c in scope.of_type(ast.Call) if self.random_qualname(c, scope) == "jax.random.fold_in"]
+        out: Set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for c in folds:
+                if (not constant_data(c) or id(c) in out) and c.args and isinstance(c.args[0], ast.Call) \
+                        and id(c.args[0]) not in out and self.random_qualname(c.args[0], scope) == "jax.random.fold_in":
+                    out.add(id(c.args[0]))
+                    changed = True
+        return out
 
     def param_reaches_unknown(self, fn: Function, param: str) -> bool:
         """``fn``'s parameter ``param`` is not a key there by any evidence, but reaches a call

@@ -149,6 +149,10 @@ def conflict(first: Use, second: Use) -> bool:
         # a key kept in a state is split by the state's next step: that repeats a split here
         other = second if first.kind == "store" else first
         return other.kind == "split" and other.call is not (first if other is second else second).call
+    if {first.data, second.data} & {"derived"} and "sample" in (first.kind, second.kind):
+        # a sampler draws from the key itself; a module's init/apply only from keys it derives
+        # from it (Flax folds in each variable's path): the two repeat no numbers
+        return False
     if first.kind == "fold_in" or second.kind == "fold_in":
         # fold_in(key, d) derives a distinct key per datum: only the same constant twice repeats
         return first.kind == second.kind == "fold_in" and first.data is not None and first.data == second.data
@@ -158,8 +162,29 @@ def conflict(first: Use, second: Use) -> bool:
         # function is not known to draw from the key (a data generator replayed); a known
         # sampler called on different inputs draws correlated numbers
         # (``add_noise(images, key)``, ``add_noise(labels, key)``)
-        return first.draws and second.draws and first.other_arguments() != second.other_arguments()
+        # -- except a module's ``init``: two inits of one module with one key are twin models
+        # with equal weights (twin critics), never a replay
+        # -- except a module's ``init``: two inits of one module with one key are twin models
+        # with equal weights (twin critics), never a replay -- unless one is a target network,
+        # which starts as a copy of the online one on purpose (DQN, SAC)
+        return first.draws and second.draws and (
+            first.other_arguments() != second.other_arguments()
+            or (_initializes(first.call) and not (_target_network(first) or _target_network(second))))
     return True
+
+
+def _initializes(call: ast.Call) -> bool:
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr in ("init", "init_with_output")
+
+
+def _target_network(use: Use) -> bool:
+    """The use's result is bound to a target network (``target_params = net.init(key, x)``)."""
+    st = use.stmt
+    if not isinstance(st, ast.Assign):
+        return False
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and "target" in (n.id if isinstance(n, ast.Name) else n.attr)
+               for t in st.targets for n in ast.walk(t))
 
 
 def mentions(e: ast.AST, names: Set[str]) -> bool:
