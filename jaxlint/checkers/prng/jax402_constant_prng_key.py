@@ -24,7 +24,10 @@ class ConstantPrngKey(Rule):
     """
     ## What it does
     Flags `jax.random.PRNGKey(<literal>)` / `jax.random.key(<literal>)`
-    created inside a loop body or inside a traced function (`jax.jit`,
+    created inside a loop body (also from a seed the loop never changes:
+    `PRNGKey(seed + 1)`), inside a function or method that a loop of the
+    module calls on every iteration (`agent.select()` drawing from
+    `jax.random.key(0)`), or inside a traced function (`jax.jit`,
     `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
     called from one), and keys seeded from the clock (`time.time()`) in eager
     code (unless the seed has a deterministic alternative: `666 if
@@ -120,15 +123,22 @@ class ConstantPrngKey(Rule):
                     continue
                 literal = _is_literal(seed)
                 clock = None if literal else _clock(m, seed, fn)
-                if not literal and clock is None:
-                    continue
                 if loops is None:
                     loops = _loop_ranges(fn)
                 loop = _enclosing_loop(call, loops)
+                if not literal and clock is None:
+                    # ``PRNGKey(seed + 1)`` in a loop that rebinds nothing the seed reads: the same
+                    # key on every iteration, as a literal would be
+                    if loop is None or not _loop_invariant(seed, loop):
+                        continue
+                    literal = True
                 if loop is not None and is_config_sweep(m, loop, fn):
                     loop = None      # the same inputs for each literal configuration, on purpose
                 traced = _runs_traced(fn)
-                if literal and (loop is not None or traced):
+                looped = None
+                if literal and loop is None and not traced:
+                    looped = _called_in_loop(m, fn)
+                if literal and (loop is not None or traced or looped is not None):
                     # a constant key matters only where numbers are drawn from it: a dummy key
                     # for `ones_init`/`initialize_carry`, or one read for its `.dtype`, is fine
                     if flow is None:
@@ -137,6 +147,8 @@ class ConstantPrngKey(Rule):
                         loop = None
                     if traced and loop is None and not flow.drawn(call, calls_too=False):
                         traced = False
+                    if looped is not None and not flow.drawn(call, calls_too=False):
+                        looped = None
                 spelled = "jax.random." + q.rsplit(".", 1)[1]
                 if clock is not None:
                     if traced:
@@ -157,6 +169,45 @@ class ConstantPrngKey(Rule):
                     msg = (f"`{spelled}({short(seed)})` inside {fn.trace_description()} is the same key on "
                            f"every call, so every call draws the same numbers; pass a fresh key in")
                     yield ctx.finding(self, call, msg, confidence=fn.confidence, strict=deliberate_basis(m, fn, node=call))
+                elif looped is not None:
+                    site = looped
+                    what = loop_label(site.loop)
+                    msg = (f"`{spelled}({short(seed)})` is re-created on every call of {fn.display()}, which this "
+                           f"module calls on every iteration of a {what} (line {site.call.lineno}): every call "
+                           f"draws the same numbers; keep a key (on the object, or passed in) and split it per call")
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN,
+                                      strict=deliberate_basis(m, fn, node=call) or deliberate_basis(m, site.scope))
+
+
+def _loop_invariant(e: ast.expr, loop: ast.AST) -> bool:
+    """``e`` is arithmetic on names that ``loop`` never binds -- neither its target nor anything its
+    body assigns: the same value on every iteration.  (An attribute or item may change through a
+    call in the loop: not followed, so not invariant.)"""
+    bound = set()
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            bound.add(n.id)
+    for n in ast.walk(e):
+        if isinstance(n, ast.Name):
+            if n.id in bound:
+                return False
+        elif not isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Constant, ast.Load, ast.operator, ast.unaryop)):
+            return False   # a call, a comprehension, ...: may differ per iteration
+    return True
+
+
+def _called_in_loop(m: SemanticModel, fn: Function):
+    """A call of ``fn`` (``f(...)``, ``agent.select()``) in a loop of this module's untraced code
+    that is not a sweep over literal configurations: each iteration runs ``fn`` again."""
+    if fn.is_module or fn.is_lambda:
+        return None
+    from ..jit.calls import call_index
+    for site in call_index(m).callers_of(fn):
+        if site.loop is None or site.scope is fn or site.scope.is_traced:
+            continue
+        if isinstance(site.loop, (ast.For, ast.AsyncFor, ast.While)) and not is_config_sweep(m, site.loop, site.scope):
+            return site
+    return None
 
 
 # why a clock seed outside traced code, made once, belongs to the strict profile
