@@ -354,9 +354,12 @@ class KindsMixin:
             ki = 0
             for r in rets:
                 ki |= self.kind(r.elts[i], callee)
-            # a Python value, or a tuple of them (``(hp, wp)`` from ``x.shape``), stays one
-            out.append(ki if not ki & (TRACED | ARRAYISH) else fallback)
-        return out if any(not o & TRACED for o in out) else None
+            # a Python value, or a tuple of them (``(hp, wp)`` from ``x.shape``), stays one; so does
+            # a proven traced array (``done = jnp.abs(pos) > 2`` of ``state, reward, done =
+            # env_step(state, action)`` in a traced caller)
+            out.append(ki if not ki & (TRACED | ARRAYISH)
+                       or (proven(ki) and ki & JAX and not ki & CONTAINER) else fallback)
+        return out if any(o != fallback for o in out) else None
 
     def _residual_elements(self, fn: Function, name: str, n: int) -> Optional[List[int]]:
         """Kinds of the elements of a custom_vjp residual tuple ``name`` of ``n`` items:
