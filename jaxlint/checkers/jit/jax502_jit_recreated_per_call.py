@@ -32,6 +32,11 @@ VARIES_BASIS = ("the function captures a value the loop hands out: each iteratio
 # why a jit re-created only on every k-th iteration (an evaluation or checkpoint interval) is strict
 PERIODIC_BASIS = ("it runs only on every k-th step of its loop (`if step % eval_every == 0:`): one "
                   "compile per evaluation or checkpoint interval, small beside the steps between them")
+# why a jit built per iteration of an outer loop, over what that iteration binds, and called only in
+# an inner loop of it is strict
+INNER_LOOP_BASIS = ("each one built is called only in an inner loop of the same iteration (a phase or run "
+                    "that trains many steps) and captures what the iteration binds: one compile per outer "
+                    "iteration, shared by every inner step, and a different program anyway")
 # a loop over epochs/steps/batches (not over configurations, seeds or experiments)
 _PER_STEP_LOOP = re.compile(r"epoch|step|iter|batch|round|update|loader", re.IGNORECASE)
 
@@ -72,7 +77,9 @@ class JitRecreatedPerCall(Rule):
     (`if epoch == num_epochs - 1:`); one made on every k-th step only
     (`if step % eval_every == 0:`, an evaluation or checkpoint interval
     counted in steps, not epochs) compiles once per interval, and is in the
-    strict profile. Nor is a jit whose program differs per
+    strict profile; so is one built per iteration of an outer loop over what
+    that iteration binds and called only in an inner loop of it (a phase
+    that trains many steps): one compile per phase. Nor is a jit whose program differs per
     iteration anyway: its shardings, static arguments or axes come from the
     loop variable (`jax.jit(stack, out_shardings=shardings[name])`), or, in a
     loop over a literal set of configurations, the function captures a value
@@ -162,7 +169,8 @@ class JitRecreatedPerCall(Rule):
                    f"so it retraces and recompiles each time; create it once before the loop")
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
             strict = VARIES_BASIS if sweep is VARIES else (
-                PERIODIC_BASIS if _periodic_in_loop(b.site.node, loop) else None)
+                PERIODIC_BASIS if _periodic_in_loop(b.site.node, loop) else
+                INNER_LOOP_BASIS if _called_in_inner_loop(idx, b, loop) and _captures_rebound(b, loop) else None)
             return ctx.finding(self, b.site.node, msg, fix=fix, strict=strict)
         if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
@@ -503,6 +511,38 @@ def _once_in_loop(c: CallSite) -> bool:
                     and any(isinstance(n, ast.Name) and n.id in loop_vars for n in (t.left, t.comparators[0])):
                 return True   # ``epoch == last`` (not ``epoch % k == 0``: that runs every k-th time)
     return False
+
+
+def _called_in_inner_loop(idx: CallIndex, b: JitBinding, loop: ast.AST) -> bool:
+    """Every call of the jitted function sits in a loop nested inside ``loop`` (a phase loop
+    around an epoch loop): each one built serves every step of that inner loop."""
+    calls = idx.calls_to(b)
+    return bool(calls) and all(c.loop is not None and c.loop is not loop and _inside(c.loop, loop)
+                               for c in calls)
+
+
+def _captures_rebound(b: JitBinding, loop: ast.AST) -> bool:
+    """The jitted function (or a function of the loop it calls) reads a name the loop binds
+    (``reference = data[phase]`` above ``def train_step``): each iteration's function differs."""
+    bound = _assigned_names(loop)
+    node = b.site.node
+
+    def free(f: ast.AST) -> Set[str]:
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = f.args
+            own = {x.arg for x in list(a.posonlyargs) + list(a.args) + list(a.kwonlyargs)}
+            own |= {n.id for st in f.body for n in ast.walk(st) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
+            return {n for st in f.body for n in _free_names(st)} - own
+        return _free_names(f)
+
+    reads = free(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+        free(b.fun_expr) if b.fun_expr is not None else set()
+    # (through other functions defined in the loop: their free names count too)
+    for d in ast.walk(loop):
+        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in reads and d is not node:
+            reads |= free(d)
+    return bool(reads & bound)
 
 
 def _periodic_in_loop(node: ast.AST, loop: ast.AST) -> bool:

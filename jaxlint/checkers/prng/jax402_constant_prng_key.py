@@ -25,9 +25,12 @@ class ConstantPrngKey(Rule):
     ## What it does
     Flags `jax.random.PRNGKey(<literal>)` / `jax.random.key(<literal>)`
     created inside a loop body (also from a seed the loop never changes:
-    `PRNGKey(seed + 1)`), inside a function or method that a loop of the
-    module calls on every iteration (`agent.select()` drawing from
-    `jax.random.key(0)`), or inside a traced function (`jax.jit`,
+    `PRNGKey(seed + 1)` in a loop over steps), inside a function or method
+    that a loop of the module calls on every iteration (`agent.select()`
+    drawing from `jax.random.key(0)`; strict when the function runs loops of
+    its own -- a whole evaluation or trial per call, the same inputs per run
+    on purpose -- and silent for a default taken only when no key is passed,
+    `if key is None:`), or inside a traced function (`jax.jit`,
     `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
     called from one), and keys seeded from the clock (`time.time()`) in eager
     code (unless the seed has a deterministic alternative: `666 if
@@ -129,14 +132,14 @@ class ConstantPrngKey(Rule):
                 if not literal and clock is None:
                     # ``PRNGKey(seed + 1)`` in a loop that rebinds nothing the seed reads: the same
                     # key on every iteration, as a literal would be
-                    if loop is None or not _loop_invariant(seed, loop):
+                    if loop is None or not _counting_loop(loop) or not _loop_invariant(seed, loop):
                         continue
                     literal = True
                 if loop is not None and is_config_sweep(m, loop, fn):
                     loop = None      # the same inputs for each literal configuration, on purpose
                 traced = _runs_traced(fn)
                 looped = None
-                if literal and loop is None and not traced:
+                if literal and loop is None and not traced and not _missing_argument_fallback(call, fn):
                     looped = _called_in_loop(m, fn)
                 if literal and (loop is not None or traced or looped is not None):
                     # a constant key matters only where numbers are drawn from it: a dummy key
@@ -175,8 +178,38 @@ class ConstantPrngKey(Rule):
                     msg = (f"`{spelled}({short(seed)})` is re-created on every call of {fn.display()}, which this "
                            f"module calls on every iteration of a {what} (line {site.call.lineno}): every call "
                            f"draws the same numbers; keep a key (on the object, or passed in) and split it per call")
-                    yield ctx.finding(self, call, msg, confidence=CERTAIN,
-                                      strict=deliberate_basis(m, fn, node=call) or deliberate_basis(m, site.scope))
+                    strict = deliberate_basis(m, fn, node=call) or deliberate_basis(m, site.scope) or (
+                        RUN_BASIS if fn.of_type(ast.For, ast.AsyncFor, ast.While) else None)
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN, strict=strict)
+
+
+def _missing_argument_fallback(call: ast.Call, fn: Function) -> bool:
+    """``call`` sits under ``if key is None:`` (or the ``else`` of ``is not None``) for a parameter
+    of ``fn``: a default for callers that pass no key, not what the callers that pass one get."""
+    for node in fn.of_type(ast.If):
+        t = node.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.left, ast.Name)
+                and t.left.id in fn.param_nodes and isinstance(t.comparators[0], ast.Constant)
+                and t.comparators[0].value is None):
+            continue
+        branch = node.body if isinstance(t.ops[0], ast.Is) else node.orelse if isinstance(t.ops[0], ast.IsNot) else []
+        if any(n is call for st in branch for n in ast.walk(st)):
+            return True
+    return False
+
+
+def _counting_loop(loop: ast.AST) -> bool:
+    """A loop over steps -- ``range(...)`` (or ``reversed`` of one), or a ``while`` --, not over a
+    collection of configurations (``for wavelet in wavelet_types``: the same seed for each, on
+    purpose)."""
+    if isinstance(loop, ast.While):
+        return True
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "reversed" and it.args:
+        it = it.args[0]
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
 
 
 def _loop_invariant(e: ast.expr, loop: ast.AST) -> bool:
@@ -208,6 +241,11 @@ def _called_in_loop(m: SemanticModel, fn: Function):
         if isinstance(site.loop, (ast.For, ast.AsyncFor, ast.While)) and not is_config_sweep(m, site.loop, site.scope):
             return site
     return None
+
+
+# why a fixed key per call of a function that runs loops of its own is strict
+RUN_BASIS = ("the function runs loops of its own: each call is a whole run (an evaluation, a trial, a "
+             "solver), and one fixed key per run gives every run the same inputs, usually on purpose")
 
 
 # why a clock seed outside traced code, made once, belongs to the strict profile
