@@ -135,7 +135,8 @@ def _mutable_names(v: ast.expr):
 
 def _discarded(facts: FlaxFacts, site: ApplySite) -> Optional[ast.AST]:
     """The node showing the updated collections are thrown away, if they are: the call as a
-    statement, ``[0]`` of it, ``_`` or an unused name as its second result, or that name
+    statement, ``[0]`` of it (also through a name read only as ``name[0]``), ``_`` or an unused
+    name as its second result, or that name
     returned (as ``aux`` of ``jax.value_and_grad(..., has_aux=True)``, or plainly) to callers
     that all throw it away."""
     fn: Function = site.scope
@@ -150,6 +151,14 @@ def _discarded(facts: FlaxFacts, site: ApplySite) -> Optional[ast.AST]:
     if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2 and \
             not any(isinstance(e, ast.Starred) for e in target.elts):
         return _fate(facts, fn, target.elts[1], 0)
+    if isinstance(target, ast.Name) and target.id != "_":
+        # ``outputs = apply(..., mutable=...)`` read only as ``outputs[0]``: the updates, its
+        # second element, are never read
+        loads = _loads(facts, fn, target.id)
+        firsts = [n for n in fn.of_type(ast.Subscript) if isinstance(n.value, ast.Name) and n.value.id == target.id
+                  and isinstance(n.slice, ast.Constant) and n.slice.value == 0]
+        if loads and len(firsts) == len(loads) and all(any(f.value is l for f in firsts) for l in loads):
+            return firsts[0]
     return None
 
 

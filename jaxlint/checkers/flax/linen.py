@@ -360,6 +360,14 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         assigned once in the class's methods -- holds ``model.apply`` itself or a transform of
         it (``predict = jax.jit(model.apply)``); None otherwise."""
         got: Optional[Tuple[ast.expr, Function]] = None
+        if isinstance(f, ast.Name) and f.id in fn.param_nodes \
+                and not any(b.kind != "param" for b in self.model.bindings(f.id, fn)):
+            # ``def loss(params, apply_fn, x): apply_fn(params, x)`` whose every caller here passes
+            # a module's apply (``jax.grad(loss)(state.params, state.apply_fn, x)``)
+            passed = self.callers().get((id(fn), f.id)) or []
+            if passed and all(isinstance(a, ast.Attribute) and a.attr in ("apply", "apply_fn") for a, _ in passed):
+                return passed[0]
+            return None
         if isinstance(f, ast.Name):
             got = self.single_value(f.id, fn)
         elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
