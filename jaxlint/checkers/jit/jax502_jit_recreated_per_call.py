@@ -536,6 +536,8 @@ def _captures_rebound(b: JitBinding, loop: ast.AST) -> bool:
             return {n for st in f.body for n in _free_names(st)} - own
         return _free_names(f)
 
+    if isinstance(b.stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = b.stmt     # a decorated def: the binding statement is the def
     reads = free(node) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
         free(b.fun_expr) if b.fun_expr is not None else set()
     # (through other functions defined in the loop: their free names count too)
