@@ -34,7 +34,8 @@ PERIODIC_BASIS = ("it runs only on every k-th step of its loop (`if step % eval_
                   "compile per evaluation or checkpoint interval, small beside the steps between them")
 # why a jit built per iteration of an outer loop, over what that iteration binds, and called only in
 # an inner loop of it is strict
-INNER_LOOP_BASIS = ("each one built is called only in an inner loop of the same iteration (a phase or run "
+INNER_LOOP_BASIS = ("each one built is called only in an inner loop of the same iteration of an outer loop "
+                    "not over epochs or steps (a phase or run "
                     "that trains many steps) and captures what the iteration binds: one compile per outer "
                     "iteration, shared by every inner step, and a different program anyway")
 # a loop over epochs/steps/batches (not over configurations, seeds or experiments)
@@ -78,8 +79,9 @@ class JitRecreatedPerCall(Rule):
     (`if step % eval_every == 0:`, an evaluation or checkpoint interval
     counted in steps, not epochs) compiles once per interval, and is in the
     strict profile; so is one built per iteration of an outer loop over what
-    that iteration binds and called only in an inner loop of it (a phase
-    that trains many steps): one compile per phase. Nor is a jit whose program differs per
+    that iteration binds and called only in an inner loop of it, when the
+    outer loop is not over epochs or steps (a phase that trains many steps):
+    one compile per phase. Per epoch it stays default. Nor is a jit whose program differs per
     iteration anyway: its shardings, static arguments or axes come from the
     loop variable (`jax.jit(stack, out_shardings=shardings[name])`), or, in a
     loop over a literal set of configurations, the function captures a value
@@ -170,7 +172,8 @@ class JitRecreatedPerCall(Rule):
             fix = self._hoist_fix(ctx, b, loop) if b.kind == "name" else None
             strict = VARIES_BASIS if sweep is VARIES else (
                 PERIODIC_BASIS if _periodic_in_loop(b.site.node, loop) else
-                INNER_LOOP_BASIS if _called_in_inner_loop(idx, b, loop) and _captures_rebound(b, loop) else None)
+                INNER_LOOP_BASIS if _called_in_inner_loop(idx, b, loop) and _captures_rebound(b, loop)
+                and not _per_step_loop(loop) else None)
             return ctx.finding(self, b.site.node, msg, fix=fix, strict=strict)
         if b.kind == "inline" and b.is_jit:
             fun = short(b.fun_expr) if b.fun_expr is not None else "the function"
