@@ -17,6 +17,7 @@ callables and argument binding); cached per model by ``model.facts(FlaxFacts)``.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Collection, Dict, Iterator, List, Optional, Set, Tuple
 
@@ -360,7 +361,7 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
         assigned once in the class's methods -- holds ``model.apply`` itself or a transform of
         it (``predict = jax.jit(model.apply)``); None otherwise."""
         got: Optional[Tuple[ast.expr, Function]] = None
-        if isinstance(f, ast.Name) and f.id in fn.param_nodes \
+        if isinstance(f, ast.Name) and f.id in fn.param_nodes and self._passes_apply_functions() \
                 and not any(b.kind != "param" for b in self.model.bindings(f.id, fn)):
             # ``def loss(params, apply_fn, x): apply_fn(params, x)`` whose every caller here passes
             # a module's apply (``jax.grad(loss)(state.params, state.apply_fn, x)``)
@@ -385,6 +386,16 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
                 and value.args[0].attr == "apply" and self._passes_arguments(value, scope):
             return got
         return None
+
+    def _passes_apply_functions(self) -> bool:
+        """The file hands a module's apply on as an argument somewhere (``state.apply_fn,`` or
+        ``model.apply)`` in a call): only then can a parameter hold one (a text check first, so
+        files that do not never build the call-site index for it)."""
+        got = self.__dict__.get("_passes_apply")
+        if got is None:
+            text = getattr(self.model.source, "text", None)
+            got = self.__dict__["_passes_apply"] = text is None or _PASSED_APPLY.search(text) is not None
+        return got
 
     def _passes_arguments(self, wrapper: ast.Call, fn: Function) -> bool:
         """``wrapper`` (``jax.jit(f)``, ``jax.vmap(f, in_axes=...)``, ``jax.pmap(f)``) calls ``f``
@@ -456,6 +467,9 @@ class FlaxFacts(VariablesShapes, ModuleEvaluator):
             self._callers = out
         return self._callers
 
+
+# ``state.apply_fn,`` / ``model.apply)``: a module's apply handed on as an argument
+_PASSED_APPLY = re.compile(r"\.apply(?:_fn)?\s*[,)]")
 
 # classes of ``flax.linen`` that are not modules
 _NOT_MODULES = frozenset({"Module", "Variable", "Partitioned", "LogicallyPartitioned", "FrozenDict", "Scope"})
