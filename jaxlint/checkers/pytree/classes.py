@@ -279,6 +279,11 @@ class PlainClasses:
         return _one_class(self.instance_of(r.value, fn, depth + 1, seen) if r.value is not None else None
                           for r in fn.of_type(ast.Return))
 
+    def param_class(self, fn: Function, name: str) -> Optional[ClassInfo]:
+        """The plain class of what parameter ``name`` of ``fn`` holds: its annotation, or what
+        this module's calls of ``fn`` pass for it."""
+        return self._param_class(fn, name, 0, frozenset())
+
     def _param_class(self, fn: Function, name: str, depth: int, seen) -> Optional[ClassInfo]:
         if fn.is_module or name in (fn.vararg, fn.kwarg):
             return None

@@ -251,7 +251,8 @@ def _contained(m: SemanticModel, plain, a: ast.expr, scope: Function, depth: int
 def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
     """``params = State(...)`` before a loop whose body calls ``step(params, ...)`` and only
     then rebinds ``params`` (from that call's result): on the first iteration the call is given
-    the instance made before the loop, and raises there."""
+    the instance made before the loop, and raises there.  So for a parameter the loop rebinds
+    (``def fit(p, ...): for ...: g = grad_fn(p, x); p = update(p, g)``): what the callers pass."""
     if not isinstance(a, ast.Name):
         return None, True
     owner = m.resolve_scope(a.id, scope)
@@ -265,6 +266,9 @@ def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call
     before, inside = [], []
     for b in m.bindings(a.id, scope):
         node = getattr(b, "node", None)
+        if b.kind == "param":
+            before.append(b)    # ``def fit(p, ...)``: what the callers pass, before the loop
+            continue
         if b.kind != "=" or node is None or b.element is None:
             return None, True
         if node.lineno < loop.lineno:
@@ -276,4 +280,7 @@ def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call
         # (bound after the loop: does not reach it)
     if len(before) != 1 or not inside:
         return None, True
+    if before[0].kind == "param":
+        got = plain.param_class(scope, a.id)
+        return (got, False) if got is not None else (None, True)
     return plain.evidence(before[0].element, scope)
