@@ -198,6 +198,12 @@ class TracednessMixin(NarrowingMixin):
         by an eager ``init`` only, every jitted ``apply`` passing a key)."""
         if fn.confidence != INFERRED or any(c.transform == "config" for c in fn.contexts):
             return False
+        return self.missing_argument_branch(node, fn)
+
+    def missing_argument_branch(self, node: ast.AST, fn: Function) -> bool:
+        """``node`` sits in a fallback for a missing argument: under ``if p is None:`` (or the
+        ``else`` of ``if p is not None:``) for a parameter ``p`` of ``fn`` -- what callers that
+        leave ``p`` out get, not what the callers that pass it get."""
         return any(v in fn.param_nodes for v in self._none_guards(node, fn))
 
     def _host_type_branch(self, node: ast.AST, fn: Function) -> bool:

@@ -504,16 +504,21 @@ def _once_in_loop(c: CallSite) -> bool:
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
     loop_vars = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    pos = (c.call.lineno, c.call.col_offset)
-    for node in ast.walk(loop):
-        if isinstance(node, ast.If) and node.body \
-                and (node.body[0].lineno, node.body[0].col_offset) <= pos \
-                <= (node.body[-1].end_lineno, node.body[-1].end_col_offset):
-            t = node.test
-            if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
-                    and any(isinstance(n, ast.Name) and n.id in loop_vars for n in (t.left, t.comparators[0])):
-                return True   # ``epoch == last`` (not ``epoch % k == 0``: that runs every k-th time)
+    for t in _guarding_tests(c.call, loop):
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
+                and any(isinstance(n, ast.Name) and n.id in loop_vars for n in (t.left, t.comparators[0])):
+            return True   # ``epoch == last`` (not ``epoch % k == 0``: that runs every k-th time)
     return False
+
+
+def _guarding_tests(node: ast.AST, loop: ast.AST) -> Iterator[ast.expr]:
+    """The tests of the ``if`` statements inside ``loop`` whose body holds ``node``."""
+    pos = (node.lineno, node.col_offset)
+    for n in ast.walk(loop):
+        if isinstance(n, ast.If) and n.body \
+                and (n.body[0].lineno, n.body[0].col_offset) <= pos \
+                <= (n.body[-1].end_lineno, n.body[-1].end_col_offset):
+            yield n.test
 
 
 def _called_in_inner_loop(idx: CallIndex, b: JitBinding, loop: ast.AST) -> bool:
@@ -555,18 +560,14 @@ def _periodic_in_loop(node: ast.AST, loop: ast.AST) -> bool:
     (``if step % config.eval_every_steps == 0 or is_last_step:``, ``if not i % 100:``): it runs
     once per interval. A literal period below 10 (``i % 2``) runs too often to count, and an
     interval counted in epochs (``epoch % eval_every == 0``) may be every epoch."""
-    pos = (node.lineno, node.col_offset)
-    for n in ast.walk(loop):
-        if isinstance(n, ast.If) and n.body \
-                and (n.body[0].lineno, n.body[0].col_offset) <= pos \
-                <= (n.body[-1].end_lineno, n.body[-1].end_col_offset):
-            for t in ast.walk(n.test):
-                if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mod) \
-                        and not isinstance(t.left, ast.Constant) \
-                        and not any(isinstance(x, ast.Name) and _EPOCH_NAME.search(x.id) for x in ast.walk(t.left)) \
-                        and not (isinstance(t.right, ast.Constant)
-                                 and (not isinstance(t.right.value, int) or t.right.value < 10)):
-                    return True
+    for test in _guarding_tests(node, loop):
+        for t in ast.walk(test):
+            if isinstance(t, ast.BinOp) and isinstance(t.op, ast.Mod) \
+                    and not isinstance(t.left, ast.Constant) \
+                    and not any(isinstance(x, ast.Name) and _EPOCH_NAME.search(x.id) for x in ast.walk(t.left)) \
+                    and not (isinstance(t.right, ast.Constant)
+                             and (not isinstance(t.right.value, int) or t.right.value < 10)):
+                return True
     return False
 
 

@@ -445,17 +445,12 @@ class BadStaticArgument(Rule):
 
 
 def _calls_of(m: SemanticModel, fn: Function) -> List[tuple]:
-    """The calls of ``fn`` (by its name) in this module: (call, calling scope, target)."""
+    """The calls of ``fn`` in this module, not through a transform: (call, calling scope, target)."""
     out = []
-    for s in m.functions:
-        for call in s.of_type(ast.Call):
-            f = call.func
-            if not (isinstance(f, ast.Name) and f.id == fn.name) and \
-                    not (isinstance(f, ast.Attribute) and f.attr == fn.name):
-                continue
-            target = m.resolve_callable(f, s)
-            if target is not None and target.function is fn and not target.transforms:
-                out.append((call, s, target))
+    for c in call_index(m).callers_of(fn):
+        target = m.resolve_callable(c.call.func, c.scope)
+        if target is not None and not target.transforms:
+            out.append((c.call, c.scope, target))
     return out
 
 

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from ...analysis import knowledge as K
 from ..messages import short
-from .states import contains
+from .states import DERIVED, contains
 from .vocabulary import (DRAWING_OBJECT_METHODS, CONSTANT_INITIALIZERS, CONTAINER_METHODS, DETERMINISTIC_APPLY, DETERMINISTIC_INIT_LAYERS,
                          DRAWING_KEY_FIRST_METHODS, DRAWING_LIBRARY_PREFIXES, KEY_FIRST_METHODS, LOOK_ONLY_METHODS, NNX_RNG_STREAMS,
                          LOWERING_METHODS, SEED_KEYWORDS, NON_CONSUMING, NON_CONSUMING_PREFIXES,
@@ -188,14 +188,7 @@ class KeyCalls:
             return []
         display = short(f)
         ident = self._callee_identity(f)
-        out = []
-        for n in names:
-            node = ast.Name(id=n, ctx=ast.Load())
-            ast.copy_location(node, call)
-            node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
-            node.jaxlint_closure = callee.qualname   # (no argument to rewrite: the fix leaves it alone)
-            out.append((node, "call", None, display, ident, True))
-        return out
+        return [(closure_stand_in(n, call, callee), "call", None, display, ident, True) for n in names]
 
     def _lowers(self, f: ast.AST) -> bool:
         """``jax.jit(f).lower``/``.trace`` (or of a name bound to a jitted function): the
@@ -383,12 +376,14 @@ class KeyCalls:
                 self._collect(v, out)
 
 
-# the ``data`` of a library ``init``/``apply`` use: the module derives each variable's key from the
-# one it is given (Flax folds in the variable's path, Haiku splits a PRNG sequence off it) and never
-# draws from that key itself -- a sampler's draw from it repeats nothing there (run with Flax:
-# ``normal(key, (32, 6))`` then ``Dense(4).init(key, x)``: different numbers, correlation ~0);
-# two such calls with one key derive the same keys (two inits of one structure: equal weights)
-DERIVED = "derived"
+def closure_stand_in(name: str, call: ast.Call, callee) -> ast.Name:
+    """A name node standing at ``call`` for the key ``name`` that ``callee`` reads from an enclosing
+    scope (no argument to rewrite: the fix leaves it alone)."""
+    node = ast.Name(id=name, ctx=ast.Load())
+    ast.copy_location(node, call)
+    node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
+    node.jaxlint_closure = callee.qualname
+    return node
 
 
 def _derives_per_variable(call: ast.Call) -> bool:

@@ -8,6 +8,7 @@ from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 from ...analysis import knowledge as K
+from ..jit.calls import call_index
 from .keys import rule_analysis
 from .profiles import deliberate_basis
 from .loops import is_config_sweep, loop_label
@@ -139,7 +140,7 @@ class ConstantPrngKey(Rule):
                     loop = None      # the same inputs for each literal configuration, on purpose
                 traced = _runs_traced(fn)
                 looped = None
-                if literal and loop is None and not traced and not _missing_argument_fallback(call, fn):
+                if literal and loop is None and not traced and not m.missing_argument_branch(call, fn):
                     looped = _called_in_loop(m, fn)
                 if literal and (loop is not None or traced or looped is not None):
                     # a constant key matters only where numbers are drawn from it: a dummy key
@@ -183,21 +184,6 @@ class ConstantPrngKey(Rule):
                     yield ctx.finding(self, call, msg, confidence=CERTAIN, strict=strict)
 
 
-def _missing_argument_fallback(call: ast.Call, fn: Function) -> bool:
-    """``call`` sits under ``if key is None:`` (or the ``else`` of ``is not None``) for a parameter
-    of ``fn``: a default for callers that pass no key, not what the callers that pass one get."""
-    for node in fn.of_type(ast.If):
-        t = node.test
-        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.left, ast.Name)
-                and t.left.id in fn.param_nodes and isinstance(t.comparators[0], ast.Constant)
-                and t.comparators[0].value is None):
-            continue
-        branch = node.body if isinstance(t.ops[0], ast.Is) else node.orelse if isinstance(t.ops[0], ast.IsNot) else []
-        if any(n is call for st in branch for n in ast.walk(st)):
-            return True
-    return False
-
-
 def _counting_loop(loop: ast.AST) -> bool:
     """A loop over steps -- ``range(...)`` (or ``reversed`` of one), or a ``while`` --, not over a
     collection of configurations (``for wavelet in wavelet_types``: the same seed for each, on
@@ -234,7 +220,6 @@ def _called_in_loop(m: SemanticModel, fn: Function):
     that is not a sweep over literal configurations: each iteration runs ``fn`` again."""
     if fn.is_module or fn.is_lambda:
         return None
-    from ..jit.calls import call_index
     for site in call_index(m).callers_of(fn):
         if site.loop is None or site.scope is fn or site.scope.is_traced:
             continue

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ...analysis import knowledge as K
 from ...analysis.model import Function, SemanticModel
+from .consumers import closure_stand_in
 from .states import Reuse, Use
 from .vocabulary import COMPREHENSIONS, RANDOM_NON_CONSUMING, constant_data, key_argument
 
@@ -150,10 +151,7 @@ def _closure_reuse(an, fn: Function, call: ast.Call, label: str, seen: Set[str])
         if not an.closure_draws(callee, name):
             continue
         seen.add(name)
-        node = ast.Name(id=name, ctx=ast.Load())
-        ast.copy_location(node, call)
-        node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
-        node.jaxlint_closure = callee.qualname   # (no argument to rewrite: the fix leaves it alone)
+        node = closure_stand_in(name, call, callee)
         display = ast.unparse(call.func)
         use = Use(call, node, None, "call", display if len(display) <= 40 else "a call", None, False, fn, None, True)
         return Reuse(fn, use, None, "closure", f"`{label}` body")

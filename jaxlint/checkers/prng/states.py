@@ -144,12 +144,20 @@ def forget(st: State, vid) -> None:
         del used[k]
 
 
+# the ``data`` of a library ``init``/``apply`` use: the module derives each variable's key from the
+# one it is given (Flax folds in the variable's path, Haiku splits a PRNG sequence off it) and never
+# draws from that key itself -- a sampler's draw from it repeats nothing there (run with Flax:
+# ``normal(key, (32, 6))`` then ``Dense(4).init(key, x)``: different numbers, correlation ~0);
+# two such calls with one key derive the same keys (two inits of one structure: equal weights)
+DERIVED = "derived"
+
+
 def conflict(first: Use, second: Use) -> bool:
     if first.kind == "store" or second.kind == "store":
         # a key kept in a state is split by the state's next step: that repeats a split here
         other = second if first.kind == "store" else first
         return other.kind == "split" and other.call is not (first if other is second else second).call
-    if {first.data, second.data} & {"derived"} and "sample" in (first.kind, second.kind):
+    if DERIVED in (first.data, second.data) and "sample" in (first.kind, second.kind):
         # a sampler draws from the key itself; a module's init/apply only from keys it derives
         # from it (Flax folds in each variable's path): the two repeat no numbers
         return False

@@ -856,7 +856,7 @@ def _before_definition(scope: Function, fn: Function, node: ast.AST) -> bool:
         d = d.parent
     if d is None or d.node.lineno <= node.lineno:
         return False
-    for loop in scope.of_type(ast.For) + scope.of_type(ast.While):
+    for loop in scope.of_type(ast.For, ast.While):
         if _inside(node, loop) and _inside(d.node, loop):
             return False
     return True
