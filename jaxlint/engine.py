@@ -125,8 +125,6 @@ def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings
                 if key in seen:
                     continue
                 seen.add(key)
-                if apply_noqa and source.is_suppressed(f.line, f.code):
-                    continue
                 out.append(f)
         except RecursionError:
             deep.append(rule.code)
@@ -134,6 +132,9 @@ def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings
             tb = traceback.extract_tb(exc.__traceback__)
             where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
             errors.append(f"{rule.code}: internal error {type(exc).__name__}: {exc} ({where})")
+    out = _one_finding_per_pitfall(out, rules)
+    if apply_noqa:
+        out = [f for f in out if not source.is_suppressed(f.line, f.code)]
     out.sort(key=Finding.sort_key)
     relabel = getattr(source, "relabel", None)
     if relabel is not None:     # a notebook: "(line 66)" of the joined cells -> "(cell 5, line 3)"
@@ -145,6 +146,19 @@ def _lint(source: SourceFile, rules: Sequence[Rule], settings: Optional[Settings
         raise AnalysisLimit(f"nested too deeply for jaxlint's analysis: {', '.join(deep)} could not check it "
                             f"(Python's recursion limit was reached); the other rules did", out)
     return out
+
+
+def _one_finding_per_pitfall(found: List[Finding], rules: Sequence[Rule]) -> List[Finding]:
+    """``found`` without the findings another reported finding supersedes: one pitfall, one
+    finding (``Rule.supersedes`` names the codes a rule's finding replaces when both are about
+    the same ``Finding.subject``).  Before ``noqa``: a suppressed finding still covers its pitfall."""
+    over = {r.code: r.supersedes for r in rules if r.supersedes}
+    if not over:
+        return found
+    covered = {(code, f.subject) for f in found if f.subject is not None for code in over.get(f.code, ())}
+    if not covered:
+        return found
+    return [f for f in found if f.subject is None or (f.code, f.subject) not in covered]
 
 
 def lint_path(path: str, rules: Optional[Sequence[Rule]] = None,

@@ -5,7 +5,7 @@ module alone); :mod:`jaxlint.checkers.base` re-exports both.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from .analysis.scopes import CERTAIN
@@ -40,6 +40,10 @@ class Finding:
     # DEFAULT_PROFILE, or STRICT_PROFILE with ``basis`` saying why it is reported only there
     profile: str = DEFAULT_PROFILE
     basis: Optional[str] = None
+    # what the finding is about, when another rule may report the same pitfall (a dropout key
+    # that repeats every step is JAX613's and JAX401's): the engine keeps the finding of the rule
+    # that ``supersedes`` the other (one pitfall, one finding).  In-process only: never stored.
+    subject: Optional[tuple] = field(default=None, compare=False, repr=False)
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.code)

@@ -140,3 +140,65 @@ def test_the_fixes_a_rule_builds_are_the_fix_it_declares(rule):
     for f in built:
         assert (f.fix.title, f.fix.applicability, f.fix_title) == (rule.fix_title, rule.fix_applicability,
                                                                    rule.fix_title)
+
+
+_STALE_DROPOUT = '''
+import jax
+import flax.linen as nn
+import optax
+from flax.training import train_state
+
+
+class Net(nn.Module):
+    @nn.compact
+    def __call__(self, x, train: bool = True):
+        return nn.Dense(2)(nn.Dropout(0.5, deterministic=not train)(nn.Dense(8)(x)))
+
+
+@jax.jit
+def step(state, x, dropout_key):
+    def loss(p):
+        return state.apply_fn({"params": p}, x, rngs={"dropout": dropout_key}).sum()
+    return state.apply_gradients(grads=jax.grad(loss)(state.params))
+
+
+key = jax.random.PRNGKey(0)
+key, init_key, dropout_key = jax.random.split(key, 3)
+x = jax.numpy.ones((4, 3))
+model = Net()
+state = train_state.TrainState.create(apply_fn=model.apply, params=model.init(init_key, x)["params"],
+                                      tx=optax.sgd(0.1))
+for i in range(3):
+    state = step(state, x, dropout_key)
+'''
+
+
+def test_one_pitfall_one_finding_the_superseding_rule_names_it():
+    """A dropout key passed unchanged to every step is JAX613's (the same mask every step) and
+    JAX401's (the same key every iteration): with both rules on, only JAX613 reports it; with
+    JAX613 off, JAX401 still does (supersession never hides a pitfall nobody reports)."""
+    from jaxlint.analysis import SourceFile
+    from jaxlint.engine import lint_source
+    src = SourceFile("stale.py", _STALE_DROPOUT)
+    both = lint_source(src, [REGISTRY["JAX401"], REGISTRY["JAX613"]])
+    assert [f.code for f in both] == ["JAX613"], [f"{f.line} {f.code}" for f in both]
+    alone = lint_source(src, [REGISTRY["JAX401"]])
+    assert [(f.code, f.line) for f in alone] == [("JAX401", both[0].line)]
+    assert alone[0].subject is not None and alone[0].subject[0] == both[0].subject[0] == "key-loop"
+    assert REGISTRY["JAX613"].supersedes == ("JAX401",)
+
+
+def test_supersession_needs_the_same_subject():
+    """In the JAX613 fixtures, a JAX401 finding about another key (an init key reused, a key
+    given to `init` then `apply`) stays: only the same repetition is superseded."""
+    from jaxlint.analysis import SourceFile
+    from jaxlint.engine import lint_source
+    from pathlib import Path
+    want = {"fixed_keys.py": ([28, 40], []), "keys_passed_on.py": ([89], []),
+            "dropout_apply.py": ([63, 70], [63, 70]), "lax_loop_bodies.py": ([None], [])}
+    for name, (alone_lines, kept_lines) in want.items():
+        src = SourceFile.from_path(str(Path(__file__).parent / "fixtures" / "JAX613" / name))
+        alone = [f.line for f in lint_source(src, [REGISTRY["JAX401"]])]
+        both = [f.line for f in lint_source(src, [REGISTRY["JAX401"], REGISTRY["JAX613"]]) if f.code == "JAX401"]
+        assert len(alone) == len(alone_lines) and all(a is None or a in alone for a in alone_lines), (name, alone)
+        assert both == kept_lines, (name, both)

@@ -50,9 +50,11 @@ class Context:
 
     def finding(self, rule: "Rule", node: ast.AST, message: str, *, confidence: str = CERTAIN,
                 fix: Optional[Fix] = None, end_node: Optional[ast.AST] = None,
-                strict: Optional[str] = None) -> Finding:
+                strict: Optional[str] = None, subject: Optional[tuple] = None) -> Finding:
         """A finding of ``rule`` at ``node``.  ``strict``: why it belongs to the strict profile
-        only (it rests on an unknown, or is usually deliberate); None for the default profile."""
+        only (it rests on an unknown, or is usually deliberate); None for the default profile.
+        ``subject``: what the finding is about, when another rule may report the same pitfall
+        (see ``Rule.supersedes``)."""
         src = self.source
         line = node.lineno
         col = src.char_col(line, node.col_offset)
@@ -61,7 +63,7 @@ class Context:
         end_col = src.char_col(end_line, getattr(last, "end_col_offset", None) or node.col_offset)
         return Finding(rule.code, rule.symbol, self.path, line, col, end_line, end_col, message,
                        confidence, fix, rule.fix_title if fix is not None else None, None,
-                       STRICT_PROFILE if strict else DEFAULT_PROFILE, strict)
+                       STRICT_PROFILE if strict else DEFAULT_PROFILE, strict, subject)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,10 @@ class Rule:
     jax_files_only: bool = True
     # the pitfall happens only while JAX traces the code: silent in branches no trace takes
     trace_dependent: bool = False
+    # codes of rules whose finding about the same ``Finding.subject`` this rule's finding
+    # replaces: one pitfall, one finding, named by the rule that says what fails (JAX613's
+    # "the same dropout mask every step" over JAX401's "the same key every iteration")
+    supersedes: Tuple[str, ...] = ()
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         """The findings in one file: what the engine calls.  Findings of the strict profile

@@ -8,6 +8,7 @@ from ...analysis import knowledge as K
 from ..base import Context, Finding, Rule, register
 from ..messages import short
 from ..prng.keys import key_analysis
+from ..prng.states import repeat_subject
 from ..prng.vocabulary import KEY_FROM_SEED
 from .contracts import FALLBACK_STREAM
 from .linen import ApplySite, FlaxFacts, flax_facts
@@ -43,7 +44,9 @@ class FlaxMissingRngs(Rule):
     this file calls. Whether dropout is on follows the flags the module is
     given, also through a forward helper (`deterministic=not training`, the
     helper called with `training=True`), and layers in a `for` loop over a
-    literal tuple of widths, which runs at least once.
+    literal tuple of widths, which runs at least once. A dropout key repeated
+    every step is also a key reused every step: JAX401 does not report it
+    again (one pitfall, one finding: this rule names what fails, the mask).
 
     ## Why is this bad?
     In PyTorch, `model.train()` is all dropout needs: every forward pass draws a
@@ -98,6 +101,9 @@ class FlaxMissingRngs(Rule):
 
     confirm = ("raises", "InvalidRngError", "FlaxError: needs PRNG", "rngs=same-rng")
     summary = "a linen module with active dropout applied without a fresh `rngs={\"dropout\": key}`"
+    # a dropout key repeated every step is also a key JAX401 sees reused: this rule names what
+    # fails (the same mask every step), so its finding replaces JAX401's about the same repetition
+    supersedes = ("JAX401",)
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts = flax_facts(m)
@@ -312,7 +318,7 @@ class FlaxMissingRngs(Rule):
                     f"it is read from `{owner.name if not owner.is_module else 'the module'}`, outside the "
                     f"body{passed}; {need.what} of `{inst}` applies the same mask every step; carry the key "
                     f"and split it per step, or `fold_in` the step",
-                    confidence=CERTAIN if not via else INFERRED)
+                    confidence=CERTAIN if not via else INFERRED, subject=("key-lax-body", id(body[0].node), v.id))
             here = _enclosing_loop(scope, v) if via and owner.is_module else None
             if here is not None and not _stores(here, v.id) and len(m.bindings(v.id, owner)) == 1 and \
                     not any(v.id in f.globals_declared for f in m.functions):
@@ -322,7 +328,7 @@ class FlaxMissingRngs(Rule):
                     f"dropout key `{v.id}` is the same on every iteration of the loop in `{scope.name}` (line "
                     f"{here.lineno}): the module-level `{v.id}`, which nothing rebinds, is passed on to "
                     f"`rngs={{{need.name!r}: ...}}`; {need.what} of `{inst}` applies the same mask every step",
-                    confidence=INFERRED)
+                    confidence=INFERRED, subject=("key-loop", id(here), v.id))
             outer = scope
             while outer.parent is not None and outer.parent is not owner:
                 outer = outer.parent
@@ -353,7 +359,7 @@ class FlaxMissingRngs(Rule):
                 self, v,
                 f"dropout key `{v.id}` is the same on every iteration of the loop in `{caller.name}` (line "
                 f"{loop.lineno}): {source}{passed}; {need.what} of `{inst}` applies the same mask every step",
-                confidence=CERTAIN if caller is owner and not via else INFERRED)
+                confidence=CERTAIN if caller is owner and not via else INFERRED, subject=("key-loop", id(loop), v.id))
 
     @staticmethod
     def _constant_key(ctx: Context, v: ast.expr, scope: Function):
@@ -428,7 +434,7 @@ class FlaxMissingRngs(Rule):
                         f"the dropout key it makes is the same on every iteration; {need.what} of "
                         f"`{site.instance.name}` applies the same mask every step; split the root and keep "
                         f"the new root (`{short(use.arg)}, dropout_key = jax.random.split({short(use.arg)})`)",
-                        confidence=INFERRED)
+                        confidence=INFERRED, subject=repeat_subject(r))
                     continue
             if hit is None:
                 continue
@@ -439,7 +445,7 @@ class FlaxMissingRngs(Rule):
                 f"dropout key `{short(use.arg)}` is the same on every iteration of this {r.where};{where} "
                 f"{need.what} of `{site.instance.name}` applies the same mask every step; split or fold in "
                 f"the step first",
-                confidence=INFERRED if where else CERTAIN)
+                confidence=INFERRED if where else CERTAIN, subject=repeat_subject(r))
 
 
 def _key_reads(facts: FlaxFacts, v: ast.expr, scope: Function, depth: int):

@@ -538,7 +538,8 @@ class Interpreter(KeyCalls):
                 # each iteration of a loop over literal configurations (shapes, dtypes)
                 # replays the same inputs on purpose
                 return
-            self.reports[k] = Reuse(self.fn, use, first, "loop", loop_label(carrier), vid)
+            r = self.reports[k] = Reuse(self.fn, use, first, "loop", loop_label(carrier), vid)
+            r.loop = carrier
         else:
             self.reports[k] = Reuse(self.fn, use, first, "again", "", vid)
         self.reported_vids.add(vid)

@@ -11,7 +11,7 @@ from .crn import compared_together, reevaluated
 from .profiles import deliberate_basis
 from ...analysis.liveness import bound_names
 from .keys import Reuse, Use, rule_analysis
-from .states import conflict
+from .states import conflict, repeat_subject
 from .naming import split_spelling, subkey_name
 from .vocabulary import RANDOM
 
@@ -255,7 +255,8 @@ class PrngKeyReuse(Rule):
         certain = use.kind != "call" and (r.first is None or r.first.kind != "call")
         conf = CERTAIN if certain else INFERRED
         fix = _split_fix(ctx, r)
-        return ctx.finding(self, use.call, msg, confidence=conf, fix=fix, strict=_strict_basis(ctx, r))
+        return ctx.finding(self, use.call, msg, confidence=conf, fix=fix, strict=_strict_basis(ctx, r),
+                           subject=repeat_subject(r))
 
 
 def _same_call_streams(r: Reuse) -> List[str]:

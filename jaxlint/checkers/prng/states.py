@@ -47,6 +47,20 @@ class Use:
         return f"<Use {self.name} by {self.callee} line {self.line}>"
 
 
+def repeat_subject(r: "Reuse") -> Optional[tuple]:
+    """What a key repeated on every step is, as ``Finding.subject``: the consumption a loop
+    repeats (``("key-loop", id(loop), name)``), or the key a ``lax`` loop body reads from outside
+    (``("key-lax-body", id(body), name)``).  A rule naming the same repetition in its own terms
+    (JAX613: the same dropout mask every step) computes the same subject and supersedes
+    JAX401's finding.  None for the other reuses."""
+    if r.reason == "loop" and r.loop is not None and r.use.name is not None and \
+            (r.first is None or r.first.call is r.use.call):
+        return ("key-loop", id(r.loop), r.use.name)
+    if r.reason == "closure" and r.use.name is not None:
+        return ("key-lax-body", id(r.fn.node), r.use.name)
+    return None
+
+
 class Reuse:
     """A key value consumed a second time.
 
@@ -60,7 +74,7 @@ class Reuse:
     never replaced).
     """
 
-    __slots__ = ("fn", "use", "first", "reason", "where", "sites", "_vid", "origin")
+    __slots__ = ("fn", "use", "first", "reason", "where", "sites", "_vid", "origin", "loop")
 
     def __init__(self, fn: Function, use: Use, first: Optional[Use], reason: str, where: str,
                  vid=None):
@@ -73,6 +87,7 @@ class Reuse:
         # before each of them); empty when unknown
         self.sites: List[Use] = []
         self._vid = vid
+        self.loop: Optional[ast.AST] = None   # for ``loop``: the loop statement or comprehension
         self.origin: Optional[int] = None   # ``stored``: the line that stores the key on the object
 
 
