@@ -319,6 +319,38 @@ def test_key_reuse_in_a_library_modules_self_check_is_strict(tmp_path):
     assert got["demo.py"] == ["default"]
 
 
+_SELF_TESTS = ("import jax\n\n"
+               "def coupling_test():\n"
+               "    rng = jax.random.PRNGKey(0)\n"
+               "    x = jax.random.normal(rng, (2, 3))\n"
+               "    theta = jax.random.normal(rng, (2, 3))\n"
+               "    return x + theta\n\n"
+               "def sample_pair():\n"
+               "    rng = jax.random.PRNGKey(1)\n"
+               "    return jax.random.normal(rng, (2,)), jax.random.normal(rng, (2,))\n\n"
+               "def bench_layer():\n"
+               "    rng = jax.random.PRNGKey(2)\n"
+               "    return jax.random.normal(rng, (2,)) * jax.random.uniform(rng, (2,))\n\n"
+               "def api(x):\n"
+               "    return bench_layer() + x\n\n"
+               "if __name__ == '__main__':\n"
+               "    coupling_test()\n"
+               "    sample_pair()\n"
+               "    bench_layer()\n")
+
+
+def test_a_self_check_function_only_the_main_block_runs_is_strict(tmp_path):
+    """`coupling_test()` of a package's module, run only by its `__main__` block, is that block's
+    self-check written as a function: one key drawn twice there is strict. Not so for a function
+    not named as a check (`sample_pair`, library code the block also runs), for one the module's
+    own code calls too (`bench_layer`, called by `api`), nor in a script's module."""
+    found = _lint_tree(tmp_path, {"flows/__init__.py": "", "flows/affine.py": _SELF_TESTS, "run.py": _SELF_TESTS},
+                       strict=True)
+    got = {rel: {x.line: x.profile for x in fs if x.code == "JAX401"} for rel, fs in found.items()}
+    assert got["flows/affine.py"] == {6: "strict", 11: "default", 15: "default"}
+    assert got["run.py"] == {6: "default", 11: "default", 15: "default"}
+
+
 _HOST_SOLVER = ("import numpy as np\n\n"
                 "def solve(x):\n"
                 "    host = np.asarray(x)\n"

@@ -25,6 +25,7 @@ re-derive scopes or tracedness themselves.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Type, TypeVar
 
@@ -86,6 +87,9 @@ def _is_main_test(t: ast.expr) -> bool:
     sides = [t.left, t.comparators[0]]
     return any(x.__class__ is ast.Name and x.id == "__name__" for x in sides) \
         and any(x.__class__ is ast.Constant and x.value == "__main__" for x in sides)
+# names of functions written as a module's self-check (``regular_test``, ``bench_encoder``):
+# when only the module's ``__main__`` block runs them, they are that block's code
+_SELF_CHECK_NAME = re.compile(r"^(test|bench|benchmark|profile|demo)(_|$)|_(test|tests|benchmark|bench|demo)$")
 # base classes of test cases (``unittest.TestCase``, absltest's and parameterized's)
 _TEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase", "parameterized.TestCase"})
 
@@ -357,17 +361,38 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
     def in_smoke_test(self, node: Optional[ast.AST]) -> bool:
         """``node`` sits in the ``if __name__ == "__main__":`` block of a module of a package
         (``nn/embed.py`` under ``nn/__init__.py``): a library module's self-check, run by hand
-        (``python -m nn.embed``), not the program a script's main block is."""
+        (``python -m nn.embed``), not the program a script's main block is.  Also in a
+        function of that module named as a self-check (``regular_test``, ``bench_hash_grid``)
+        that only the ``__main__`` block refers to: the block's code, written as a function."""
         if node is None or "." not in (self.module_name or ""):
             return False
         line = getattr(node, "lineno", None)
         if line is None:
             return False
+        mains = [(stmt.lineno, stmt.end_lineno or stmt.lineno) for stmt in self.tree.body
+                 if stmt.__class__ is ast.If and _is_main_test(stmt.test)]
+        if not mains:
+            return False
+        if any(a <= line <= b for a, b in mains):
+            return True
         for stmt in self.tree.body:
-            if stmt.__class__ is ast.If and _is_main_test(stmt.test) \
+            if stmt.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) \
                     and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-                return True
+                if not _SELF_CHECK_NAME.search(stmt.name):
+                    return False
+                refs = self._name_reads().get(stmt.name, ())
+                return bool(refs) and all(any(a <= r <= b for a, b in mains) for r in refs)
         return False
+
+    def _name_reads(self) -> Dict[str, List[int]]:
+        """Lines where each name is read in this module (built once, on first use)."""
+        got = self.__dict__.get("_name_read_lines")
+        if got is None:
+            got = self._name_read_lines = {}
+            for n in ast.walk(self.tree):
+                if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load:
+                    got.setdefault(n.id, []).append(n.lineno)
+        return got
 
     def in_benchmark_code(self) -> bool:
         """The module is a benchmark: a file under a ``benchmarks``/``benchmark``/``bench`` folder, or one
