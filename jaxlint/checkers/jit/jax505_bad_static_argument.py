@@ -61,7 +61,11 @@ class BadStaticArgument(Rule):
     (`max(len(s) for s in batch)`, also the batch a strided loop selects:
     `for i in range(0, len(data), bs)` ... `int(lengths.max())` of
     `data[i:i + bs]`) or over data the loop draws at random anew
-    (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`) -- or a new instance of a class of the
+    (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`), or an
+    element a generator of the module draws for each item it yields (`for
+    tokens, max_len in batches(rng)` with `length = int(rng.integers(5, 32))`
+    yielded; a pick among a few values, `rng.choice([16, 32])`, is not
+    reported) -- or a new instance of a class of the
     module that hashes by identity (no `__eq__`/`__hash__`:
     `run(x, cfg=Config(3))` in a loop), or a `self.<attr>` that the method
     passing it recomputes from its previous value after the call
@@ -937,7 +941,7 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
     if key is not None:
         binds = _bindings(scope, a.id) if isinstance(a, ast.Name) else _attribute_bindings(scope, key)
         if not binds:
-            return None
+            return _yielded_draw(ctx, a, scope, loops) if isinstance(a, ast.Name) else None
         for loop in loops:
             inside = [b for b in binds if _inside(loop, b)]
             if not inside:
@@ -1162,33 +1166,126 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
 # NumPy / Python random generators: a name bound to one draws new numbers on every call
 _GENERATORS = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
                          "random.Random"})
+# integer draws by their (low, high) arguments: how many values they can take is high - low
+_INTEGER_DRAWS = frozenset({"integers", "randint", "randrange"})
+# draws of a few values picked from a list: a few programs at most, on purpose
+_PICKS = frozenset({"choice", "choices", "sample", "permutation", "shuffle", "binomial", "bernoulli"})
 
 
-def _drawn_in(loop: ast.stmt, m: SemanticModel, scope: Function) -> Set[str]:
+def _is_generator(m: SemanticModel, name: str, scope: Function, generators: Set[str] = frozenset()) -> bool:
+    """``name`` is a random generator: bound once to ``np.random.default_rng(...)`` (or another
+    generator constructor), or a parameter the call site fills with one (``generators``)."""
+    if name in generators:
+        return True
+    owner = m.resolve_scope(name, scope)
+    bs = m.bindings(name, owner) if owner is not None else []
+    return len(bs) == 1 and bs[0].kind == "=" and isinstance(bs[0].element, ast.Call) and \
+        isinstance(bs[0].element.func, (ast.Name, ast.Attribute)) and \
+        m.qualname(bs[0].element.func, owner) in _GENERATORS
+
+
+def _draw_call(m: SemanticModel, c: ast.AST, scope: Function, generators: Set[str] = frozenset()) -> Optional[str]:
+    """The name of the draw when ``c`` is a random draw (``np.random.rand(...)``,
+    ``rng.integers(3, 32)`` on a generator), else None."""
+    if not isinstance(c, ast.Call) or not isinstance(c.func, (ast.Name, ast.Attribute)):
+        return None
+    q = m.qualname(c.func, scope)
+    if q is not None and (q.startswith("numpy.random.") or q.startswith("random.")) and q not in _GENERATORS:
+        return q.rpartition(".")[2]
+    f = c.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and _is_generator(m, f.value.id, scope, generators):
+        return f.attr
+    return None
+
+
+def _drawn_in(loop: ast.stmt, m: SemanticModel, scope: Function, generators: Set[str] = frozenset()) -> Set[str]:
     """Names the loop's body binds (``lengths = rng.integers(3, 32, size=4)``) from a random
     draw: a ``numpy.random``/``random`` function, or a method of a generator bound once
-    (``rng = np.random.default_rng(0)``): new numbers on every iteration."""
+    (``rng = np.random.default_rng(0)``) or handed in (``generators``): new numbers on every
+    iteration."""
     out: Set[str] = set()
     for node in ast.walk(loop):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
-        for c in ast.walk(node.value):
-            if not isinstance(c, ast.Call) or not isinstance(c.func, (ast.Name, ast.Attribute)):
-                continue
-            q = m.qualname(c.func, scope)
-            if q is not None and (q.startswith("numpy.random.") or q.startswith("random.")) and q not in _GENERATORS:
-                out.add(node.targets[0].id)
-                break
-            f = c.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-                owner = m.resolve_scope(f.value.id, scope)
-                bs = m.bindings(f.value.id, owner) if owner is not None else []
-                if len(bs) == 1 and bs[0].kind == "=" and isinstance(bs[0].element, ast.Call) and \
-                        isinstance(bs[0].element.func, (ast.Name, ast.Attribute)) and \
-                        m.qualname(bs[0].element.func, owner) in _GENERATORS:
-                    out.add(node.targets[0].id)
-                    break
+        if any(_draw_call(m, c, scope, generators) is not None for c in ast.walk(node.value)):
+            out.add(node.targets[0].id)
     return out
+
+
+def _many_values(m: SemanticModel, value: ast.expr, scope: Function, generators: Set[str], threshold: int) -> bool:
+    """The draw that ``value`` is (``int(rng.integers(5, PAD_TO))``, ``rng.uniform(0.5, 2.0)``)
+    takes at least ``threshold`` distinct values: an integer draw over a range that wide, or a
+    continuous one.  A pick from a few values (``choice``) is not."""
+    draws = [(c, _draw_call(m, c, scope, generators)) for c in ast.walk(value)]
+    draws = [(c, d) for c, d in draws if d is not None]
+    if len(draws) != 1:
+        return False
+    c, d = draws[0]
+    if d in _PICKS:
+        return False
+    if d in _INTEGER_DRAWS:
+        if len(c.args) < 2:
+            return False
+        try:
+            low, high = _evaluate(c.args[0], {}, scope), _evaluate(c.args[1], {}, scope)
+        except _Unknown:
+            return False
+        return high - low >= threshold
+    return True
+
+
+def _yielded_draw(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.stmt]):
+    """``for tokens, labels, max_len in batches(rng, 5)``, where ``batches`` is a generator of
+    this module yielding, as that element, a value it draws at random on every iteration of its
+    own loop (``length = int(rng.integers(5, PAD_TO))``): a new value on every iteration."""
+    m = ctx.model
+    for loop in loops:
+        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) or \
+                not isinstance(loop.iter.func, (ast.Name, ast.Attribute)):
+            continue
+        t = loop.target
+        if isinstance(t, ast.Name):
+            pos = None if t.id == a.id else -1
+        elif isinstance(t, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in t.elts):
+            hits = [i for i, e in enumerate(t.elts) if isinstance(e, ast.Name) and e.id == a.id]
+            pos = hits[0] if len(hits) == 1 else -1
+        else:
+            pos = -1
+        if pos == -1:
+            continue
+        target = m.resolve_callable(loop.iter.func, scope)
+        if target is None or target.transforms:
+            return None
+        g = target.function
+        yields = [y for y in g.of_type(ast.Yield)]
+        if not yields or g.of_type(ast.YieldFrom):
+            return None
+        pairs, _ = m.bind_arguments(target, loop.iter)
+        generators = {p for p, arg in pairs if isinstance(arg, ast.Name) and _is_generator(m, arg.id, scope)}
+        for y in yields:
+            elt = y.value
+            if pos is not None:
+                if not isinstance(elt, ast.Tuple) or len(elt.elts) <= pos:
+                    return None
+                elt = elt.elts[pos]
+            own = [lp for lp in g.of_type(ast.For, ast.While) if _inside(lp, y)]
+            if not own:
+                return None     # yielded once: one value
+            drawn = set()
+            for lp in own:
+                drawn |= _drawn_in(lp, m, g, generators)
+            names = {n.id for n in ast.walk(elt) if isinstance(n, ast.Name)}
+            if not names & drawn:
+                return None
+            sources = [b for lp in own for b in ast.walk(lp) if isinstance(b, ast.Assign) and len(b.targets) == 1
+                       and isinstance(b.targets[0], ast.Name) and b.targets[0].id in names & drawn]
+            if len(sources) != 1 or not _many_values(m, sources[0].value, g, generators,
+                                                     ctx.settings.unrolled_loop_threshold):
+                return None
+        shown = f" (`{short(sources[0], 40)}`)"
+        return (f"is drawn at random anew by `{g.name}` for every item it yields{shown}, a new value on every "
+                f"iteration of the loop at line {loop.lineno}", " (one per distinct value)")
+    return None
 
 
 class _Substitute(ast.NodeTransformer):
