@@ -25,6 +25,41 @@ def lazy_init(model: SemanticModel, fn: Function, node: ast.AST, name: str) -> b
     return _returned_when_set(fn, node, name)
 
 
+def reached_lazily(model: SemanticModel, fn: Function, name: str) -> bool:
+    """Every call through which ``fn`` runs under a trace is guarded by a test that the global
+    ``name`` is unset, or lacks the entry (``backend = _BACKEND; if backend is None:
+    set_backend(...)``, ``if key not in _REGISTRY: register(key, ...)``): the helper fills the
+    global once -- the lazy singleton or memo of :func:`lazy_init`, one call away."""
+    ctxs = getattr(fn, "contexts", None)
+    if not ctxs:
+        return False
+    for c in ctxs:
+        caller = c.caller
+        if caller is None or c.node.__class__ is not ast.Call:
+            return False
+        aliases = {name}
+        for a in caller.of_type(ast.Assign):
+            if len(a.targets) == 1 and a.targets[0].__class__ is ast.Name and a.value.__class__ is ast.Name \
+                    and a.value.id == name:
+                aliases.add(a.targets[0].id)
+        if not any(_unset_test(t, aliases) for t in model.guarding_tests(c.node, caller)):
+            return False
+    return True
+
+
+def _unset_test(t: ast.AST, names) -> bool:
+    """``X is None``, ``not X``, ``k not in X`` for ``X`` one of ``names``."""
+    if t.__class__ is ast.Compare and len(t.ops) == 1:
+        op, right = t.ops[0].__class__, t.comparators[0]
+        if op is ast.Is and t.left.__class__ is ast.Name and t.left.id in names \
+                and right.__class__ is ast.Constant and right.value is None:
+            return True
+        if op is ast.NotIn and right.__class__ is ast.Name and right.id in names:
+            return True
+    return t.__class__ is ast.UnaryOp and t.op.__class__ is ast.Not \
+        and t.operand.__class__ is ast.Name and t.operand.id in names
+
+
 def _returned_when_set(fn: Function, node: ast.AST, name: str) -> bool:
     """``if _CACHED is not None: return _CACHED`` (or ``if _CACHED: return ...``) as a statement
     of ``fn``'s body before ``node``: past it, ``name`` is unset -- the same lazy singleton."""

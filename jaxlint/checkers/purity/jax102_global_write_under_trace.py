@@ -7,7 +7,7 @@ from typing import Iterator, List, Optional
 from ...analysis import Function, SemanticModel
 from .bindings import LIST_METHODS
 from .facts import PurityFacts, STORING_METHODS, Write, traced_writes, value_traced
-from .idioms import lazy_init, metadata_log, scoped_state
+from .idioms import lazy_init, metadata_log, reached_lazily, scoped_state
 from ..base import Context, Finding, TracedCodeRule, register
 
 
@@ -32,6 +32,11 @@ class GlobalWriteUnderTrace(TracedCodeRule):
     else, and whose name or key says it counts traces or compilations (or that
     untraced code prints or asserts with words that say so:
     `print("compiles =", COUNT["n"])`), is reported only in the strict profile.
+    A global built once is not flagged either: set while it is unset
+    (`if _mgr is None: _mgr = Manager()`), or filled under a membership test
+    (`if key not in CACHE: CACHE[key] = ...`) -- also by a helper whose every
+    traced call sits under such a test (`backend = _BACKEND; if backend is
+    None: set_backend("default")`).
 
     ## Why is this bad?
     In PyTorch the body of your training step runs on every call, so
@@ -101,8 +106,8 @@ class GlobalWriteUnderTrace(TracedCodeRule):
             return None   # ``shapes.append(jnp.shape(carry))`` into the tracing function's own list: bookkeeping
         if w.kind in ("name", "del") and w.target is root:
             if root.id in g:
-                if lazy_init(m, fn, w.node, root.id):
-                    return None   # a lazily built singleton
+                if lazy_init(m, fn, w.node, root.id) or reached_lazily(m, fn, root.id):
+                    return None   # a lazily built singleton (also set by a helper its callers guard)
                 where = "rebinds global"
             elif root.id in n:
                 scope = b.resolve(root.id, fn)
@@ -154,8 +159,9 @@ class GlobalWriteUnderTrace(TracedCodeRule):
             return None
         if w.kind == "item" and value_traced(m, fn, w.values[:1]) is not None:
             return None   # JAX106
-        if w.kind == "item" and not isinstance(w.node, ast.AugAssign) and _memo(fn, root.id):
-            return None   # memoization: ``if key not in CACHE: CACHE[key] = ...``
+        if w.kind == "item" and not isinstance(w.node, ast.AugAssign) and \
+                (_memo(fn, root.id) or reached_lazily(m, fn, root.id)):
+            return None   # memoization: ``if key not in CACHE: CACHE[key] = ...`` (or around the helper's call)
         return f"mutates {owner} `{root.id}`"
 
 

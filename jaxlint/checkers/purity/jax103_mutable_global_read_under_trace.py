@@ -53,7 +53,15 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     A container whose only writes are a registration function storing its
     arguments under a key (`def register_env(name, ctor): ENVS[name] = ctor`)
     is a registry filled at import, before anything is traced: reading it in
-    traced code is reported in the strict profile (`--strict`) only.
+    traced code is reported in the strict profile (`--strict`) only. So is a
+    global whose only writers are setter functions (`def configure(tol):
+    _COND["tol"] = tol`, a value that does not step on from the old one) that
+    this module never shows running after the traced function was first
+    called: configuration set before tracing, like `jax.config.update`, is
+    what JAX expects. A setter a loop runs between calls of the jitted
+    function, a writer that steps the value on (`lr = lr * factor`), or one
+    that traces the reader itself after setting the value is reported by
+    default.
 
     ## Example
     ```python
@@ -158,7 +166,8 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                     continue
                 scope, why = found
                 where = "module-level" if scope.is_module else "closed-over"
-                strict = REGISTRY_BASIS if isinstance(why, _Registry) else None
+                strict = REGISTRY_BASIS if isinstance(why, _Registry) else \
+                    SETTER_BASIS if isinstance(why, _Setter) else None
                 msg = (f"{where} `{node.id}` is read inside {fn.trace_description()} but {why}; the value at trace "
                        f"time is baked in and later changes are ignored — pass it as an argument")
                 yield ctx.finding(self, node, msg, confidence=fn.confidence, strict=strict)
@@ -204,6 +213,7 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
 
         container = None
         registry: Optional[_Registry] = None
+        setter: Optional[_Setter] = None
         for mut in b.writers_of(scope, name):
             if _inside(mut.fn, reader):
                 continue   # the reader's own writes are JAX102/JAX106
@@ -220,6 +230,17 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 continue   # a sibling traced during the same call of the enclosing function
             if mut.kind == "global" and _set_before_own_trace(b, reader, mut):
                 continue   # set once by the function that then traces the reader
+            if scope.is_module and not mut.fn.is_module and _sets(mut, name) and \
+                    not _registration(facts, mut) and not _insertion_of_arguments(mut) and \
+                    not _runs_reader(b, mut.fn, reader, top) and not _setter_runs_after(b, mut.fn, top) and \
+                    (mut.kind == "global" or _mutates(mut, container if container is not None else
+                                                      (b.container_bound(scope, name) or b.numpy_bound(scope, name)))):
+                # ``def configure(x): global _COND; _COND = x``: a setter whose call after the reader
+                # has run this module never shows -- configuration set before tracing, like
+                # ``jax.config.update`` -- unless some call runs it between two calls of the reader
+                verb = "rebound" if mut.kind == "global" else "mutated"
+                setter = setter or _Setter(f"is {verb} by {mut.fn.display()} (line {mut.line})")
+                continue
             if mut.kind in ("global", "nonlocal"):
                 return f"is rebound by {mut.fn.display()} (line {mut.line})"
             if mut.kind == "attr" and not _reads_written_attr(reader, name, mut):
@@ -235,7 +256,7 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
         rb = b.rebinding_after(scope, name, after)
         if rb is not None and not _one_literal_value(b, scope, name):
             return f"is rebound at line {rb.line}"
-        return registry
+        return registry or setter
 
 
 def _literal(e: Optional[ast.AST]) -> bool:
@@ -322,6 +343,55 @@ class _Registry(str):
 # why a read of a registry filled by a registration function belongs to the strict profile
 REGISTRY_BASIS = ("the only writes are a registration function storing its arguments under a key "
                   "(`REGISTRY[name] = ctor`): registries are filled at import, before anything is traced")
+
+
+# why a read of a global that only setter functions change belongs to the strict profile
+SETTER_BASIS = ("the only writes are by functions this module never shows running after the traced code "
+                "(a setter such as `configure(...)`): configuration set before tracing, like "
+                "`jax.config.update`, is what JAX expects")
+
+
+class _Setter(str):
+    """Why the global can change, when its only writers are setter functions (strict)."""
+
+
+def _sets(mut: Mutation, name: str) -> bool:
+    """The write sets a value that does not follow the global's previous one (``_COND = cond``,
+    ``CONFIG["t"] = t``): a setter.  ``lr = lr * factor``, ``count += 1``, ``.append(x)`` step
+    the value on from the last one -- a progression, run again and again -- and are not."""
+    node = mut.node
+    if isinstance(node, ast.Assign) and node.value is not None:
+        return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
+    return False
+
+
+def _runs_reader(b, writer: Function, reader: Function, top: Function) -> bool:
+    """``writer`` calls or transforms the reader itself after setting the value
+    (``SCALE = scale; return jax.jit(make_scaled)(key)``): every call of the writer runs the
+    reader again, after a new value."""
+    start, end = writer.node.lineno, getattr(writer.node, "end_lineno", None) or writer.node.lineno
+    if any(c.caller is writer or (c.caller is None and start <= getattr(c.node, "lineno", 0) <= end)
+           for c in reader.contexts):
+        return True
+    names = {reader.name, top.name}
+    return any(c.func.__class__ is ast.Name and c.func.id in names for c in b.program_calls(writer))
+
+
+def _setter_runs_after(b, writer: Function, top: Function) -> bool:
+    """Does some call of ``writer`` in this module run after ``top`` (the reader's outermost
+    function) may have been traced, and before it runs again?  A call in a loop that also
+    runs the file's functions, or between two such calls (``changes_after_use`` at the call's
+    place).  A writer this module cannot name (a method, a nested function) or never calls
+    gives no such evidence."""
+    if writer.parent is None or not writer.parent.is_module or writer.is_lambda or writer.cls is not None:
+        return False
+    for s in b.model.functions:
+        for c in b.program_calls(s):
+            if c.func.__class__ is ast.Name and c.func.id == writer.name and \
+                    b.changes_after_use(s, c.lineno, b.loops_around(s, c), top.node,
+                                        b.reaching_names(top) if s.is_module else None):
+                return True
+    return False
 
 
 def _insertion_of_arguments(mut: Mutation) -> bool:
