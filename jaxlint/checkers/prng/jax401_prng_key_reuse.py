@@ -625,8 +625,10 @@ def _aligned_permutations(r: Reuse) -> bool:
 def _aligned_by_helper(m: SemanticModel, r: Reuse) -> bool:
     """Two calls of one function of this module whose only draw from the key is a
     ``permutation``/``choice`` of its own parameter (``def convert(x): return
-    permutation(subkey, x)``; ``convert(advantages)``, ``convert(targets)``): the same
-    positions of each argument stay aligned, as with :func:`_aligned_permutations`."""
+    permutation(subkey, x)``; ``convert(advantages)``, ``convert(targets)``), or of its row
+    count (``idx = choice(key, len(data), (n,)); return data[idx]``; ``sample(key, xs)``,
+    ``sample(key, ys)``): the same positions of each argument stay aligned, as with
+    :func:`_aligned_permutations`."""
     if r.reason != "again" or r.first is None or r.first.kind != "call" or r.use.kind != "call":
         return False
     got = []
@@ -644,7 +646,7 @@ def _aligned_by_helper(m: SemanticModel, r: Reuse) -> bool:
     c = draws[0]
     if c.func.__class__ is not ast.Attribute or c.func.attr not in _INDEX_SAMPLERS:
         return False
-    data = _permuted(c)
+    data = _sized(_permuted(c))
     if data.__class__ is not ast.Name or data.id not in f1.param_nodes:
         return False
     if any(n.__class__ is ast.Name and n.id == data.id and n.ctx.__class__ is ast.Store and n.lineno < c.lineno
@@ -658,6 +660,19 @@ def _aligned_by_helper(m: SemanticModel, r: Reuse) -> bool:
             return False
         args.append(ast.dump(a))
     return args[0] != args[1]
+
+
+def _sized(e: Optional[ast.AST]) -> Optional[ast.AST]:
+    """The array whose row count ``e`` is (``len(data)``, ``data.shape[0]``) -- ``choice(key,
+    len(data), (n,))`` draws row indices of ``data`` that depend on nothing but its length --,
+    else ``e`` itself."""
+    if e.__class__ is ast.Call and e.func.__class__ is ast.Name and e.func.id == "len" and len(e.args) == 1 \
+            and not e.keywords:
+        return e.args[0]
+    if e.__class__ is ast.Subscript and e.value.__class__ is ast.Attribute and e.value.attr == "shape" \
+            and e.slice.__class__ is ast.Constant and e.slice.value == 0:
+        return e.value.value
+    return e
 
 
 def _permuted(call: ast.Call) -> Optional[ast.AST]:
