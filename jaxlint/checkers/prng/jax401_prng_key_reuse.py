@@ -97,8 +97,10 @@ class PrngKeyReuse(Rule):
     `--strict` adds the rest: a consumer whose effect on a key is unknown
     (a callable passed in, a library method not in the table), test code
     (one key given to several computations is often deliberate there),
-    benchmarks (`benchmarks/`, `bench/` folders, `bench*` files: inputs
-    that need a shape only), the `__main__` self-check of a package's module,
+    benchmarks (`benchmarks/`, `bench/` folders, `bench*` files, functions
+    named `benchmark_*`/`bench_*`/`profile_*`: inputs that need a shape
+    only), the `__main__` self-check of a package's module (and functions
+    named as checks, `regular_test`, that only that block runs),
     notebooks and tutorials (demo data drawn from one key included: read
     samples found it nothing a maintainer acts on), a key drawn from first and only then split
     (the derived keys do not repeat the drawn numbers; in a `lax` loop:

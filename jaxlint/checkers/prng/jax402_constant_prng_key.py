@@ -42,7 +42,9 @@ class ConstantPrngKey(Rule):
     clock read under a trace (JAX104), not twice.
 
     In test code, benchmarks (files under `benchmarks/` or `bench/`, or
-    named `bench*`), the `__main__` self-check of a package's module and
+    named `bench*`, and functions named `benchmark_*`/`bench_*`/`profile_*`),
+    the `__main__` self-check of a package's module (and functions named as
+    checks that only that block runs) and
     teaching material (notebooks, tutorials) a fixed key is usually
     deliberate (a reproducible or randomised test, the same inputs for every
     benchmark case, a short demonstration): those findings belong to the
