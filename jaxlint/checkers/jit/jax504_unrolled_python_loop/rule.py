@@ -38,7 +38,9 @@ class UnrolledPythonLoop(Rule):
     configuration value (a `static_argnames` parameter, a module field,
     `config.num_steps`), or iteration over the rows of a traced array
     (`for row in x`). Small loops — over a model's layers, over a literal list
-    of a few items, over `range(x.ndim)` — are not flagged.
+    of a few items, over `range(x.ndim)` — are not flagged, nor is a loop
+    over a list of separate variables (`for arg in [itypes, volume, ...]`):
+    each has its own shape and type, nothing a `scan` or `vmap` could stack.
 
     ## Why is this bad?
     In PyTorch a Python loop runs its body N times at run time. Under

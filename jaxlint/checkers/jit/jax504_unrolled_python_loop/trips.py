@@ -55,6 +55,10 @@ def for_trip(m: SemanticModel, fn: Function, loop: ast.For) -> Optional[Trip]:
     if isinstance(it, (ast.List, ast.Tuple, ast.Set)):
         if any(isinstance(e, ast.Starred) for e in it.elts):
             return None
+        if not all(_constant(e) for e in it.elts):
+            # ``for arg in [itypes, all_js, volume, ...]``: distinct values, each of its own shape
+            # and type -- nothing to stack into one array a ``scan``/``vmap`` could run over
+            return None
         return Trip("literal", f"{len(it.elts)} literal items", len(it.elts))
     if isinstance(it, ast.Call) and m.qualname(it.func, fn) == "zip":
         for a in it.args:
@@ -64,6 +68,17 @@ def for_trip(m: SemanticModel, fn: Function, loop: ast.For) -> Optional[Trip]:
     if traced_array(m, fn, it) and not _used_as_mapping(loop):
         return Trip("array", f"the rows of traced array `{short(it)}`")
     return None
+
+
+def _constant(e: ast.expr) -> bool:
+    """A literal value: a number, string, ``-1``, or a tuple/list of them."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        return _constant(e.operand)
+    if isinstance(e, (ast.Tuple, ast.List)):
+        return all(_constant(x) for x in e.elts)
+    return False
 
 
 def _range_trip(m: SemanticModel, fn: Function, call: ast.Call) -> Optional[Trip]:
