@@ -61,8 +61,11 @@ class JitRecreatedPerCall(Rule):
     loses jit's fast dispatch path (its compiled program is reused), which
     belongs to the strict profile (`--strict`). Not flagged: a jit per item
     of a loop over different functions (`jax.jit(env.step)` for each
-    environment, `partial(t.loss_fn, ...)` for each trainer), and one built
-    under `if step is None:` (the first iteration only).
+    environment, `partial(t.loss_fn, ...)` for each trainer), one built
+    under `if step is None:` (the first iteration only), and one called with
+    an array whose shape follows the loop variable (`a = jnp.ones((n, dim,
+    dim))` for each `dim`): JAX compiles a program per shape, so each
+    iteration compiles anyway.
 
     ## Why is this bad?
     In PyTorch you can wrap a function at any time and pay nothing. `jax.jit`
@@ -166,6 +169,8 @@ class JitRecreatedPerCall(Rule):
             return None   # ``for env in envs: jax.jit(env.step)``: a different function each time
         if _made_once(b, loop):
             return None   # ``if step is None: step = jax.jit(...)``: built on the first iteration only
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and _new_shapes_each_iteration(ctx.model, b, loop, scope):
+            return None   # ``A = jnp.ones((n, dim, dim))`` per ``dim``: a new program each iteration anyway
         if what is not None:
             msg = (f"`{jit}` of {what} is created on every iteration of the {where} at line {loop.lineno}, "
                    f"so it retraces and recompiles each time; create it once before the loop")
@@ -769,6 +774,53 @@ def _calls_rebuilt_function(b: JitBinding, loop: ast.AST, m=None, scope=None) ->
         return False
     called = {n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     return bool(called & rebuilt)
+
+
+# array constructors by where their shape argument sits: (position, keyword)
+_SHAPED = {"zeros": (0, "shape"), "ones": (0, "shape"), "empty": (0, "shape"), "full": (0, "shape"),
+           "normal": (1, "shape"), "uniform": (1, "shape"), "randint": (1, "shape"), "bernoulli": (2, "shape"),
+           "rand": (None, None), "randn": (None, None)}
+
+
+def _new_shapes_each_iteration(m, b: JitBinding, loop: ast.AST, scope: Function) -> bool:
+    """The jitted function is called (``jax.jit(f)(A, B)``, or handed with its arguments to a
+    timer: ``timeit(jax.jit(f), A, B)``) with an array the loop makes with a shape that follows
+    the loop variable (``A = jnp.ones((n, dim, dim))`` for ``dim in dims``): JAX compiles a
+    program per shape, so each iteration compiles anyway -- a jit made once would too."""
+    node = b.site.node
+    derived = _loop_derived(loop)
+    args: List[ast.expr] = []
+    for c in _walk_loop(loop):
+        if not isinstance(c, ast.Call):
+            continue
+        if c.func is node:
+            args = list(c.args)
+        elif any(a is node for a in c.args):
+            i = next(i for i, a in enumerate(c.args) if a is node)
+            args = list(c.args[i + 1:])
+        if args:
+            break
+    shaped = set()
+    for a in (x for s in loop.body for x in ast.walk(s)):
+        if not (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
+                and isinstance(a.value, ast.Call) and isinstance(a.value.func, (ast.Name, ast.Attribute))):
+            continue
+        # (unresolved -- ``from pkg import *`` -- the usual spellings count: this only silences)
+        q = m.qualname(a.value.func, scope) or ast.unparse(a.value.func)
+        if not q.startswith(("jax.numpy.", "numpy.", "jax.random.", "jnp.", "np.", "random.")):
+            continue
+        spec = _SHAPED.get(q.rpartition(".")[2])
+        if spec is None:
+            continue
+        pos, kw = spec
+        shape = [k.value for k in a.value.keywords if k.arg == kw] if kw else []
+        if pos is not None and len(a.value.args) > pos:
+            shape.append(a.value.args[pos])
+        elif pos is None:
+            shape = list(a.value.args)
+        if any(_free_names(e) & derived for e in shape):
+            shaped.add(a.targets[0].id)
+    return any(isinstance(x, ast.Name) and x.id in shaped for x in args)
 
 
 def _walk_loop(loop: ast.AST):
