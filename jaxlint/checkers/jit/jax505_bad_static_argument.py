@@ -52,7 +52,8 @@ class BadStaticArgument(Rule):
     constant, a `self.<attr>` set in `__init__`, or a parameter of the
     calling function that one of its callers here gives a list) -- or an instance of a
     `@dataclass` of the module that is not frozen (the decorator sets its
-    `__hash__` to None); a static parameter that
+    `__hash__` to None; also a dict given to a class's constructor and kept on
+    `self`: `Loader(data, {"flip": True})`, `ops=self.ops`); a static parameter that
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
@@ -65,7 +66,9 @@ class BadStaticArgument(Rule):
     element a generator of the module draws for each item it yields (`for
     tokens, max_len in batches(rng)` with `length = int(rng.integers(5, 32))`
     yielded; a pick among a few values, `rng.choice([16, 32])`, is not
-    reported) -- or a new instance of a class of the
+    reported), or a maximum a helper of the module returns for the batch the
+    loop hands it (`tokens, longest = collate(corpus[i:i + 4])` with `return
+    batch, max(len(s) for s in sentences)`) -- or a new instance of a class of the
     module that hashes by identity (no `__eq__`/`__hash__`:
     `run(x, cfg=Config(3))` in a loop), or a `self.<attr>` that the method
     passing it recomputes from its previous value after the call
@@ -88,7 +91,9 @@ class BadStaticArgument(Rule):
     again on every call (five calls with `step` = 0..4, five compilations), so
     the "compiled" step is slower than plain Python. A `range` with a literal
     bound below the unrolled-loop threshold is left alone (a few specialised
-    programs are often on purpose), and so are values that repeat
+    programs are often on purpose) unless its counter names training steps
+    (`for epoch in range(5)`: a short run is still one program per epoch),
+    and so are values that repeat
     (`step % 2`). A plain method under `@jax.jit` receives
     `self` as its first, traced argument, and JAX cannot turn an arbitrary
     object into an array: `TypeError: Error interpreting argument ... as an
@@ -403,6 +408,30 @@ class BadStaticArgument(Rule):
         return None
 
     @staticmethod
+    def _constructed_unhashable(ctx: Context, init: Function, param: str, depth: int) -> Optional[str]:
+        """What a construction of ``init``'s class in this module (``Loader(data, 4, {...})``)
+        passes for ``param`` that is unhashable, said with the line of that call."""
+        m = ctx.model
+        info = init.cls
+        params = [p for p in init.params if p != init.self_name]
+        for s in m.functions:
+            for call in s.of_type(ast.Call):
+                if not isinstance(call.func, ast.Name) or call.func.id != info.name or \
+                        m.resolve_scope(info.name, s) is not info.scope:
+                    continue
+                a = next((k.value for k in call.keywords if k.arg == param), None)
+                if a is None and param in params and params.index(param) < len(call.args) and \
+                        not any(isinstance(x, ast.Starred) for x in call.args[:params.index(param) + 1]):
+                    a = call.args[params.index(param)]
+                if a is None:
+                    continue
+                what = BadStaticArgument._unhashable(ctx, a, s, depth + 1)
+                if what is not None:
+                    return what if "passed" in what else \
+                        f"{what} (passed for `{param}` to `{info.name}` on line {call.lineno})"
+        return None
+
+    @staticmethod
     def _unhashable(ctx: Context, a: ast.expr, scope: Function, depth: int = 0) -> Optional[str]:
         m = ctx.model
         what = _UNHASHABLE.get(type(a))
@@ -428,6 +457,14 @@ class BadStaticArgument(Rule):
             w = _unhashable_dataclass(m, a, scope)
             if w is not None:
                 return w
+        if values and isinstance(a, ast.Attribute) and depth < 2:
+            # ``self.ops = ops`` in ``__init__``: what the module's constructor calls pass for ``ops``
+            init = _init_of(scope)
+            if init is not None and all(isinstance(v, ast.Name) and v.id in init.param_nodes for v in values) \
+                    and len({v.id for v in values}) == 1:
+                what = BadStaticArgument._constructed_unhashable(ctx, init, values[0].id, depth)
+                if what is not None:
+                    return what
         if values:
             kinds = set()
             for v in values:
@@ -521,6 +558,16 @@ def _local_values(scope: Function, name: str) -> List[ast.expr]:
     return out
 
 
+def _init_of(scope: Function) -> Optional[Function]:
+    """The constructor (``__init__``, or a linen module's ``setup``) of the class whose method
+    ``scope`` is."""
+    method = scope.enclosing_method()
+    if method is None or method.cls is None:
+        return None
+    info = method.cls
+    return info.methods.get("setup" if info.module_kind == "linen" else "__init__")
+
+
 def _self_values(scope: Function, attr: ast.Attribute) -> List[ast.expr]:
     """``self.sizes`` inside a method: the values ``__init__`` assigns to it (if it is
     assigned nowhere else)."""
@@ -595,6 +642,11 @@ def _counter_name(a: ast.expr) -> Optional[str]:
 _STEP_LOOP = re.compile(r"step|epoch|iter|batch|loader|data|episode|round|update|sample|^t$|^it$", re.I)
 
 
+# a counter named for the steps of training (``epoch``, ``step``, ``it``): a literal bound below
+# the threshold is a short demo run, a program per step all the same
+_EPOCH_COUNTER = re.compile(r"^(epoch|epochs|step|steps|it|iter|iteration|global_step|ep|n_iter)$", re.I)
+
+
 def _names_in(node: ast.AST) -> List[str]:
     return [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
             if isinstance(n, (ast.Name, ast.Attribute))]
@@ -611,8 +663,8 @@ def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bo
             bounds = [SemanticModel.literal_ints(x) for x in it.args]
             if bounds and all(b is not None and len(b) == 1 for b in bounds):
                 n = len(range(*[b[0] for b in bounds]))
-                if n < ctx.settings.unrolled_loop_threshold:
-                    return False
+                if n < ctx.settings.unrolled_loop_threshold and not _EPOCH_COUNTER.search(name):
+                    return False   # (``for epoch in range(5)``: a demo's short training run still is one)
             return True
         if q == "enumerate" and isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and \
                 isinstance(tgt.elts[0], ast.Name) and tgt.elts[0].id == name:
@@ -941,7 +993,9 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
     if key is not None:
         binds = _bindings(scope, a.id) if isinstance(a, ast.Name) else _attribute_bindings(scope, key)
         if not binds:
-            return _yielded_draw(ctx, a, scope, loops) if isinstance(a, ast.Name) else None
+            if not isinstance(a, ast.Name):
+                return None
+            return _yielded_draw(ctx, a, scope, loops) or _returned_reduction(ctx, a, scope, loops)
         for loop in loops:
             inside = [b for b in binds if _inside(loop, b)]
             if not inside:
@@ -1232,6 +1286,52 @@ def _many_values(m: SemanticModel, value: ast.expr, scope: Function, generators:
             return False
         return high - low >= threshold
     return True
+
+
+def _returned_reduction(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.stmt]):
+    """``tokens, longest = collate(corpus[4 * b:4 * b + 4])`` in the loop, where ``collate``
+    (a function of this module) returns, as that element, a maximum over its parameter
+    (``max(len(s) for s in sentences)``) and the loop hands it a new batch on every iteration
+    (a slice its counter selects, or the loop's item): a new value whenever a batch is longer
+    or shorter than the ones before."""
+    m = ctx.model
+    for loop in loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        counter = _counter_of(loop, m, scope)
+        items = _loop_targets(loop) - ({counter} if counter else set())
+        for node in (x for st in loop.body for x in ast.walk(st)):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and
+                    isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Call) and
+                    isinstance(node.value.func, (ast.Name, ast.Attribute))):
+                continue
+            elts = node.targets[0].elts
+            hits = [i for i, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == a.id]
+            if len(hits) != 1:
+                continue
+            pos = hits[0]
+            target = m.resolve_callable(node.value.func, scope)
+            if target is None or target.transforms:
+                return None
+            g = target.function
+            rets = [r.value for r in g.of_type(ast.Return) if r.value is not None]
+            if not rets or not all(isinstance(r, ast.Tuple) and len(r.elts) == len(elts) for r in rets):
+                return None
+            reduced = {p for p in g.params if all(_reduces_over(r.elts[pos], {p}, m, g) for r in rets)}
+            pairs, _ = m.bind_arguments(target, node.value)
+            for p, arg in pairs:
+                if p not in reduced:
+                    continue
+                selected = counter is not None and any(
+                    isinstance(x, ast.Subscript) and any(isinstance(n, ast.Name) and n.id == counter
+                                                         for n in ast.walk(x.slice)) for x in ast.walk(arg))
+                if selected or any(isinstance(n, ast.Name) and n.id in items for n in ast.walk(arg)):
+                    what = f"the batch `{counter}` selects" if selected else "each item"
+                    return (f"is a maximum `{g.name}` takes over {what} on each iteration of the loop at line "
+                            f"{loop.lineno} (`{short(node, 40)}`), so it takes a new value whenever a batch is "
+                            f"longer or shorter than the ones before", " (one per distinct value)")
+            return None
+    return None
 
 
 def _yielded_draw(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.stmt]):
