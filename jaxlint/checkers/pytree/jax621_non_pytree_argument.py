@@ -269,14 +269,16 @@ def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call
         if b.kind == "param":
             before.append(b)    # ``def fit(p, ...)``: what the callers pass, before the loop
             continue
-        if b.kind != "=" or node is None or b.element is None:
+        if b.kind != "=" or node is None:
             return None, True
         if node.lineno < loop.lineno:
+            if b.element is None:
+                return None, True
             before.append(b)
         elif loop.lineno <= node.lineno <= loop.body[-1].end_lineno:
             if node.lineno < call.lineno:
                 return None, True       # rebound before the call inside the loop
-            inside.append(b)
+            inside.append(b)            # (``model, loss = step(model, ...)``: from the call's result)
         # (bound after the loop: does not reach it)
     if len(before) != 1 or not inside:
         return None, True
