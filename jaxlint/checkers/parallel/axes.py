@@ -71,6 +71,11 @@ def site_axis(model: SemanticModel, site: TransformSite) -> Tuple[bool, Optional
     value = call_arg(call, spec[0], spec[1] if direct else None)
     if value is None or (isinstance(value, ast.Constant) and value.value is None):
         return False, ()
+    if isinstance(value, ast.Name):
+        # ``AXIS = "dp"`` once, then ``jax.pmap(step, axis_name=AXIS)``: the constant's name
+        bound = model.single_value(value.id, site.scope)
+        if bound is not None and literal_names(bound) is not None:
+            return True, literal_names(bound)
     return True, literal_names(value)
 
 

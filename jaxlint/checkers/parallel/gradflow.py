@@ -399,6 +399,15 @@ class GradFlow:
         positions: Set[int] = set()
         for ret in sub.fn.of_type(ast.Return):
             v = ret.value
+            made = sub._maker(v.func, 0) if isinstance(v, ast.Call) else None
+            if made is not None:
+                # ``return jax.value_and_grad(loss_fn)(state.params)``: the gradient call's own result
+                (index,) = made
+                if index is None:
+                    whole = True
+                else:
+                    positions.add(index)
+                continue
             if isinstance(v, ast.Tuple):
                 positions.update(i for i, e in enumerate(v.elts) if sub._raw_in(e) is not None)
             elif v is not None and sub._raw_in(v) is not None:
