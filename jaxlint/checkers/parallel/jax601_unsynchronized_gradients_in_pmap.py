@@ -27,7 +27,9 @@ class UnsynchronizedGradientsInPmap(Rule):
     them, also as one element of a carry tuple, per-example
     `jax.vmap(jax.grad(...))` averaged with `.mean(0)`) and handed to a helper
     of the module (a function, or a method of an object made once from a
-    class of the module) that applies them (reported at the helper's call in the mapped step); and, in a
+    class of the module) that applies them (reported at the helper's call in the mapped step),
+    or made by a helper that returns `jax.value_and_grad(...)(...)` itself; the
+    axis name may be a module constant (`AXIS = "dp"`); and, in a
     `jax.pmap` with no `axis_name` given a state replicated on every device
     (`flax.jax_utils.replicate`, `jax.device_put_replicated`), gradients that
     nothing can average (without the replicated state, one model per device
