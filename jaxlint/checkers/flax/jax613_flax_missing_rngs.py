@@ -683,4 +683,14 @@ def _lax_body_between(scope: Function, owner: Function):
             if c.transform in K.LOOP_BODIES:
                 return f, c.transform.replace("jax.lax.", "lax.")
         f = f.parent
+    # a sibling the body calls (``def loss_fn(p): ... key ...`` beside ``def body(carry, x):
+    # ... jax.value_and_grad(loss_fn)(...)``, both inside ``owner``): the body's every step
+    # runs it with the same closed-over key
+    if scope.parent is owner and not owner.is_module:
+        for c in scope.contexts:
+            caller = c.caller
+            if caller is not None and caller is not scope and caller.parent is owner:
+                for cc in caller.contexts:
+                    if cc.transform in K.LOOP_BODIES:
+                        return caller, cc.transform.replace("jax.lax.", "lax.")
     return None
