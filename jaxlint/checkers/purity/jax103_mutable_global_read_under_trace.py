@@ -284,22 +284,38 @@ def _one_literal_value(b, scope: Function, name: str) -> bool:
         first = ast.dump(bs[0].value)
         return all(ast.dump(x.value) == first for x in bs[1:])
     stmts = [x.stmt for x in bs]
-    if len(bs) < 2 or any(not isinstance(s, ast.Assign) or not _literal_construction(s.value) for s in stmts):
+
+    def constant(n: str) -> bool:   # ``lr = 0.01`` (every binding the same literal): a constant argument
+        got = b.scope(scope).get(n)
+        return n != name and bool(got) and all(x.kind == "assign" and _literal(x.value) for x in got) \
+            and len({ast.dump(x.value) for x in got}) == 1
+    if len(bs) < 2 or any(not isinstance(s, ast.Assign) or not _literal_construction(s.value, constant)
+                          for s in stmts):
         return False
     first = (ast.dump(stmts[0].value), getattr(bs[0], "path", None))
     return all((ast.dump(s.value), getattr(x, "path", None)) == first for s, x in zip(stmts[1:], bs[1:]))
 
 
-def _literal_construction(e: ast.AST) -> bool:
-    """``optax.adamw(0.01)``, ``nn.initializers.normal(stddev=0.02)``: a call of a module's
-    attribute with literal arguments only -- the same call makes an equivalent object."""
+_IMPURE_ROOTS = ("random.", "time.", "datetime.", "uuid.", "os.", "secrets.")
+
+
+def _literal_construction(e: ast.AST, constant=lambda n: False) -> bool:
+    """``optax.adamw(0.01)``, ``nn.initializers.normal(stddev=0.02)``, ``optimizers.adam(step_size=lr)``
+    with ``lr`` a constant: a call of a module's attribute with literal (or constant) arguments
+    only -- the same call makes an equivalent object."""
     if not isinstance(e, ast.Call) or not isinstance(e.func, ast.Attribute):
         return False
     root = e.func
     while isinstance(root, ast.Attribute):
         root = root.value
-    return isinstance(root, ast.Name) and all(_literal(a) for a in e.args) \
-        and all(k.arg is not None and _literal(k.value) for k in e.keywords)
+
+    def fixed(a: ast.AST) -> bool:
+        return _literal(a) or (isinstance(a, ast.Name) and constant(a.id))
+    dotted = ast.unparse(e.func)
+    if dotted.startswith(_IMPURE_ROOTS) or ".random." in dotted:
+        return False    # ``np.random.rand(3)``, ``time.time()``: a new value at each call
+    return isinstance(root, ast.Name) and all(fixed(a) for a in e.args) \
+        and all(k.arg is not None and fixed(k.value) for k in e.keywords)
 
 
 def _mutates(mut: Mutation, container: bool) -> bool:
