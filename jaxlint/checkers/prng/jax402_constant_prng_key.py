@@ -39,7 +39,9 @@ class ConstantPrngKey(Rule):
     a clock seed made once, outside a loop, is in the strict profile: a run
     that differs each time is usually the author's choice).
     A clock-seeded key *inside* traced code is reported once, as the
-    clock read under a trace (JAX104), not twice.
+    clock read under a trace (JAX104), not twice. A key given only as the
+    `rngs` of a Flax `apply` in evaluation mode (`training=False`,
+    `deterministic=True`) is not drawn from: dropout is off.
 
     In test code, benchmarks (files under `benchmarks/` or `bench/`, or
     named `bench*`, and functions named `benchmark_*`/`bench_*`/`profile_*`),
@@ -244,6 +246,18 @@ def _init_like(term: str) -> bool:
     return term.startswith("init") or term.endswith(("_init", "initializer")) or term == "initialize_carry"
 
 
+# the flags by which Flax modules conventionally switch dropout and other stochastic layers off
+# (``nn.Dropout(deterministic=not train)``), with the value that means evaluation
+_EVAL_FLAGS = {"train": False, "training": False, "is_training": False, "deterministic": True}
+
+
+def _eval_mode(call: ast.Call) -> bool:
+    """``model.apply(params, x, training=False, rngs={"dropout": KEY})``: evaluation mode, where
+    a module's dropout draws nothing from the ``rngs`` it is given."""
+    return any(k.arg in _EVAL_FLAGS and isinstance(k.value, ast.Constant) and k.value.value is _EVAL_FLAGS[k.arg]
+               for k in call.keywords)
+
+
 class _Flow:
     """Where values go in one scope, flow-insensitively: keys of consuming ``jax.random``
     calls, and arguments of other calls (initializers and look-only calls excluded).  A key
@@ -282,7 +296,8 @@ class _Flow:
             fq = m.qualname(f, fn) if isinstance(f, (ast.Name, ast.Attribute)) else None
             if fq is not None and (fq in NON_CONSUMING or fq.startswith(NON_CONSUMING_PREFIXES)):
                 continue
-            for a in list(call.args) + [k.value for k in call.keywords]:
+            evaluating = term == "apply" and _eval_mode(call)
+            for a in list(call.args) + [k.value for k in call.keywords if not (evaluating and k.arg == "rngs")]:
                 self._add(a)
 
     def _add(self, a: ast.AST) -> None:
