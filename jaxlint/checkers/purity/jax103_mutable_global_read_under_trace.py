@@ -55,7 +55,9 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     is a registry filled at import, before anything is traced: reading it in
     traced code is reported in the strict profile (`--strict`) only. So is a
     global whose only writers are setter functions (`def configure(tol):
-    _COND["tol"] = tol`, a value that does not step on from the old one) that
+    _COND["tol"] = float(tol)`: they store a setting the caller chose -- a
+    parameter, a literal, a scalar conversion of one; not a value computed
+    from data, `MEAN = data.mean(0)`, nor one stepped on from the old) that
     this module never shows running after the traced function was first
     called: configuration set before tracing, like `jax.config.update`, is
     what JAX expects. A setter a loop runs between calls of the jitted
@@ -372,12 +374,38 @@ class _Setter(str):
 
 
 def _sets(mut: Mutation, name: str) -> bool:
-    """The write sets a value that does not follow the global's previous one (``_COND = cond``,
-    ``CONFIG["t"] = t``): a setter.  ``lr = lr * factor``, ``count += 1``, ``.append(x)`` step
-    the value on from the last one -- a progression, run again and again -- and are not."""
+    """The write stores a setting the caller chose: a parameter of the writing function as
+    given, or converted to a Python scalar (``_COND = cond``, ``CONFIG["t"] = float(t)``), or a
+    literal -- a setter.  ``lr = lr * factor``, ``count += 1``, ``.append(x)`` step the value on
+    from the last one (a progression, run again and again), and ``MEAN = data.mean(0)`` computes
+    state from data (a refit, run when new data comes): neither is configuration."""
     node = mut.node
-    if isinstance(node, ast.Assign) and node.value is not None:
-        return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
+    if not isinstance(node, ast.Assign) or node.value is None:
+        return False
+    return _setting(node.value, mut.fn)
+
+
+_CONVERSIONS = frozenset({"float", "int", "bool", "str", "tuple", "frozenset"})
+
+
+def _setting(v: ast.AST, fn: Function, depth: int = 0) -> bool:
+    """A parameter of ``fn``, a literal, a scalar conversion of one, or a display of those (also
+    through a local bound once to one: ``fn_map = {"sample": sample}; _BACKENDS[name] = fn_map``)."""
+    if isinstance(v, ast.Name):
+        if v.id in fn.param_nodes:
+            return True
+        bound = [a for a in fn.of_type(ast.Assign) if any(isinstance(t, ast.Name) and t.id == v.id for t in a.targets)]
+        return depth < 2 and len(bound) == 1 and len(bound[0].targets) == 1 and \
+            _setting(bound[0].value, fn, depth + 1)
+    if _literal(v):
+        return True
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in _CONVERSIONS \
+            and len(v.args) == 1 and not v.keywords:
+        return _setting(v.args[0], fn, depth)
+    if isinstance(v, (ast.Tuple, ast.List)):
+        return all(_setting(e, fn, depth) for e in v.elts)
+    if isinstance(v, ast.Dict):
+        return all(k is not None and _setting(x, fn, depth) for k, x in zip(v.keys, v.values))
     return False
 
 
