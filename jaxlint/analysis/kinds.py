@@ -760,6 +760,10 @@ class KindsMixin:
             k = self._args_traced(call, fn)
             q = self.qualname(func.func, fn) if func.func.__class__ in (ast.Name, ast.Attribute) else None
             if K.transform_for(q) is not None:
+                inner = func.args[0] if func.args else None
+                if inner is not None and inner.__class__ is ast.Attribute and inner.attr in K.VARIABLES_MAKERS:
+                    # ``jax.jit(model.init, ...)(key, x)``: the module's variables, a dict of collections
+                    return CONTAINER | (k & TRACED_BITS)
                 k |= JAX
             elif q is not None and q.startswith(K.LAYER_PREFIXES) and k & TRACED:
                 return JAX | TRACED   # ``nn.Dense(4)(x)``: a layer's output is an array, traced with the module

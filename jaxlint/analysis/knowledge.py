@@ -683,6 +683,8 @@ LINEN_TRACED_METHODS = frozenset({"__call__", "setup"})
 # the linen Module methods that run a method of the module with the arguments after their first
 # (the variables, or the keys): ``model.apply(variables, x)`` runs ``model.__call__(x)``
 LINEN_RUNNERS = frozenset({"apply", "init", "init_with_output"})
+# the methods that return a module's variables (a dict of collections), not an array
+VARIABLES_MAKERS = frozenset({"init", "lazy_init"})
 # their own keywords, not passed on to the method
 LINEN_RUNNER_KEYWORDS = frozenset({"rngs", "mutable", "method", "capture_intermediates", "method_kwargs"})
 LINEN_PARAM_METHODS = frozenset({"param", "variable", "make_rng", "sow", "perturb"})
