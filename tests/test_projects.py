@@ -328,22 +328,22 @@ _SELF_TESTS = ("import jax\n\n"
                "def sample_pair():\n"
                "    rng = jax.random.PRNGKey(1)\n"
                "    return jax.random.normal(rng, (2,)), jax.random.normal(rng, (2,))\n\n"
-               "def bench_layer():\n"
+               "def layer_test():\n"
                "    rng = jax.random.PRNGKey(2)\n"
                "    return jax.random.normal(rng, (2,)) * jax.random.uniform(rng, (2,))\n\n"
                "def api(x):\n"
-               "    return bench_layer() + x\n\n"
+               "    return layer_test() + x\n\n"
                "if __name__ == '__main__':\n"
                "    coupling_test()\n"
                "    sample_pair()\n"
-               "    bench_layer()\n")
+               "    layer_test()\n")
 
 
 def test_a_self_check_function_only_the_main_block_runs_is_strict(tmp_path):
     """`coupling_test()` of a package's module, run only by its `__main__` block, is that block's
     self-check written as a function: one key drawn twice there is strict. Not so for a function
     not named as a check (`sample_pair`, library code the block also runs), for one the module's
-    own code calls too (`bench_layer`, called by `api`), nor in a script's module."""
+    own code calls too (`layer_test`, called by `api`), nor in a script's module."""
     found = _lint_tree(tmp_path, {"flows/__init__.py": "", "flows/affine.py": _SELF_TESTS, "run.py": _SELF_TESTS},
                        strict=True)
     got = {rel: {x.line: x.profile for x in fs if x.code == "JAX401"} for rel, fs in found.items()}
@@ -605,3 +605,27 @@ def test_another_modules_function_traced_only_through_parameters_that_reach_its_
     reported."""
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/store.py": _STORE, "pkg/train.py": _READER})
     assert [(f.code, f.line) for f in got["pkg/train.py"]] == [("JAX201", 10)]
+
+
+_NORMS = ("import jax.numpy as jnp\n\n"
+          "def norm(mu, lo):\n"
+          "    top = max(mu, lo)\n"
+          "    return jnp.linspace(lo, top, 10).sum()\n\n"
+          "def mass_function(m, mu, lo):\n"
+          "    return jnp.exp(-m) / norm(mu, lo)\n")
+_DIFFERENTIATE = ("import jax\n"
+                  "import jax.numpy as jnp\n"
+                  "from pkg.dist import mass_function\n\n"
+                  "def derivative(m, mu, lo):\n"
+                  "    return jax.TRANSFORM(mass_function, argnums=(1, 2))(m, mu, lo)\n")
+
+
+@pytest.mark.parametrize("transform", ["jacrev", "jit"])
+def test_another_modules_eager_differentiation_gives_concrete_values(tmp_path, transform):
+    """`jax.jacrev(mass_function)(...)` in eager code of another module: the tracers carry their
+    values, so Python's `max()` of them compares (run: it does). Under `jax.jit` it raises (JAX202)."""
+    text = _DIFFERENTIATE.replace("TRANSFORM", transform)
+    if transform == "jit":
+        text = text.replace(", argnums=(1, 2)", "")
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/dist.py": _NORMS, "pkg/fit.py": text})
+    assert ("JAX202" in {f.code for f in got["pkg/dist.py"]}) == (transform == "jit")

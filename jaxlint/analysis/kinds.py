@@ -477,6 +477,10 @@ class KindsMixin:
                 seen = True
                 if c.transform == "call" and c.caller is not None:
                     ok = self._traced_only_by(c.caller, memo, accept, unstaged_ok)
+                elif c.unstaged and c.transform in K.TRANSFORMS:
+                    # another module's transform, applied outside any trace (its differentiation):
+                    # as for a site of this module
+                    ok = accept(K.TRANSFORMS[c.transform])
                 elif c.unstaged:
                     # another module's callers, each traced only by grad/vmap outside any trace
                     ok = unstaged_ok

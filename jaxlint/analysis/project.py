@@ -708,7 +708,7 @@ class Project:
             static = {params[i] for i in out.static_nums if 0 <= i < len(params)} | set(out.static_names)
             traced = [p for p in params if p not in static]
             return target, Seed(name, frozenset(traced), {p: TRACED for p in traced},
-                                f"{out.caller} in {out.where}", out.transform)
+                                f"{out.caller} in {out.where}", out.transform, (), out.unstaged)
         traced, kinds = set(), {}
         passed, falsy, truthy = set(), set(), set()
         for slot, kind in out.args:
@@ -775,7 +775,13 @@ def outgoing(model: SemanticModel, where: str) -> List[Outgoing]:
         nums, names = model.untraced_spec(tr, call, staged)
         if staged:
             nums = nums + _passed_static(model, site, tr, call, nums)
-        out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names)))
+        # differentiation applied outside any trace (``jax.jacrev(pop.mass_function)(x)`` in eager
+        # code): its tracers carry concrete values, as an in-module ``jax.grad`` of a function does
+        # (invoked where it is made: ``jax.jacrev(f)(x)``; a name bound to it may be called in traced code)
+        concrete = not staged and tr.differentiates and \
+            any(c.func is call for c in site.scope.of_type(ast.Call))
+        out.append(Outgoing(q, (), f"{where}:{call.lineno}", tr.describe(), tr.name, tuple(nums), tuple(names),
+                            unstaged=concrete))
     rooted: Dict[int, bool] = {}
     for fn in model.functions:
         if not fn.contexts or not _rooted_in_transform(fn, rooted):

@@ -63,7 +63,10 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
     `float(self.rate)` on a module field, arguments marked
     `static_argnums`/`static_argnames`, and `.item()` / `float(loss)` in
     ordinary eager code such as a training loop outside `jit`. A `print` or
-    logging call of a traced value is JAX101's finding.
+    logging call of a traced value is JAX101's finding. Python `max()`/`min()`
+    of values traced only by differentiation applied outside any trace
+    (`jax.jacrev(f)(x)` in eager code, also from another module) is not
+    flagged: those tracers carry their values and compare.
 
     ## Why is this bad?
     In PyTorch, `loss.item()`, `int(n)` or `torch.zeros(n)` read the tensor's
@@ -211,6 +214,8 @@ class ConcreteConversionOfTracedValue(TracedCodeRule):
                 args = call.args
                 if any(isinstance(a, ast.Starred) for a in args) or not args:
                     continue
+                if m.concrete_primal(fn):
+                    continue    # under differentiation alone ``bool()`` of a tracer has its value (run)
                 if len(args) == 1 and not m.is_array(args[0], fn):
                     continue
                 c = next((c for c in (self._traced(ctx, a, fn) for a in args) if c is not None), None)
