@@ -67,12 +67,14 @@ shape ndim size iscomplexobj isrealobj isscalar issubdtype result_type dtype iin
 can_cast broadcast_shapes isdtype min_scalar_type typename ndindex
 """.split())
 
-# NumPy functions that hand a tracer to its own method (``np.sum(x)`` -> ``x.sum()``): they
-# work under ``jit`` (checked with jax 0.10.2 on CPU), only for these names and these
-# arguments -- a finding for the strict profile, not a failure
+# NumPy functions that hand a tracer to its own method (``np.sum(x)`` -> ``x.sum()``), or
+# only slice it (``np.vsplit(x, 2)``, ``np.array_split``): they work under ``jit`` (checked
+# with jax 0.10.2 on CPU), only for these names and these arguments -- a finding for the
+# strict profile, not a failure
 DELEGATING_NUMPY = frozenset("""
 sum mean std var max min amax amin prod argmax argmin any all cumsum cumprod round around squeeze
 swapaxes reshape transpose repeat flip moveaxis searchsorted real imag
+split vsplit hsplit dsplit array_split
 """.split())
 
 # NumPy modules that other rules own (``numpy.random``: JAX104) or that are not array math
