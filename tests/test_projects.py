@@ -544,14 +544,15 @@ def test_a_returned_parameter_is_what_the_call_passed(tmp_path, args):
 
 def test_findings_in_legacy_folders_are_strict(tmp_path):
     """A module under a folder the project keeps for reference (`legacy/`, `deprecated/`,
-    `outdated/`, `legacy_examples/`) is not maintained: its findings are strict; the same code
+    `outdated/`, `legacy_examples/`, `_attic/`) is not maintained: its findings are strict; the same code
     elsewhere is default."""
     text = ("import jax\n\n@jax.jit\ndef step(x):\n    print(x)\n    return x\n")
     found = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/legacy/__init__.py": "", "pkg/legacy/old_step.py": text,
-                                  "legacy_examples/run.py": text, "pkg/step.py": text}, strict=True)
+                                  "legacy_examples/run.py": text, "pkg/step.py": text,
+                                  "src/_attic/grf.py": text}, strict=True)
     got = {rel: [x.profile for x in fs] for rel, fs in found.items() if fs}
     assert got == {"pkg/legacy/old_step.py": ["strict"], "legacy_examples/run.py": ["strict"],
-                   "pkg/step.py": ["default"]}
+                   "pkg/step.py": ["default"], "src/_attic/grf.py": ["strict"]}
 
 
 _AVG_UTILS = ("import jax\nfrom jax import lax\n\n"

@@ -412,7 +412,9 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
         got = self.__dict__.get("_legacy_module")
         if got is None:
             folders, _base = self._place()
-            got = self._legacy_module = any(p in _LEGACY_FOLDERS or p.startswith("legacy_") for p in folders)
+            # (``_attic``: a leading underscore marks the folder private, the name is the same)
+            got = self._legacy_module = any(p.lstrip("_") in _LEGACY_FOLDERS or p.lstrip("_").startswith("legacy_")
+                                            for p in folders)
         return got
 
     def _place(self) -> Tuple[List[str], str]:
