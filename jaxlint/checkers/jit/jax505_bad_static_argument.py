@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import math as _math
 import re
 from typing import Dict, Iterator, List, Optional, Set
 
@@ -56,7 +57,9 @@ class BadStaticArgument(Rule):
     `self`: `Loader(data, {"flip": True})`, `ops=self.ops`); a static parameter that
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
     or a value the loop recomputes -- from its counter (an annealed temperature
-    `max(0.1, t0 * 0.95 ** epoch)`), from its own previous value (a decayed
+    `max(0.1, t0 * 0.95 ** epoch)`, also through a helper or a schedule object's
+    `__call__`: `float(cosine_temperature(step, total))`, `schedule(epoch)` with
+    `schedule = Schedule(0.5, 0.8)`), from its own previous value (a decayed
     learning rate, `lr = lr * decay`, its start also unpacked from a tuple
     display: `temperature, decay = 2.0, 0.9`) or as a maximum over each batch
     (`max(len(s) for s in batch)`, also the batch a strided loop selects:
@@ -922,7 +925,30 @@ def _evaluate(e: ast.expr, env: Dict[str, object], scope: Function) -> object:
             return _EVAL_CALLS[e.func.id](*args)
         except (ArithmeticError, ValueError, TypeError):
             raise _Unknown
+    math_fn = _math_name(e.func) if isinstance(e, ast.Call) else None
+    if math_fn in _EVAL_MATH and len(e.args) == 1 and not e.keywords:
+        # ``np.cos(np.pi * step / total)`` of a cosine schedule: the same number NumPy computes
+        try:
+            return float(_EVAL_MATH[math_fn](_evaluate(e.args[0], env, scope)))
+        except (ArithmeticError, ValueError, TypeError):
+            raise _Unknown
+    if isinstance(e, ast.Attribute) and _math_name(e) in _MATH_CONSTANTS:
+        return _MATH_CONSTANTS[_math_name(e)]
     raise _Unknown
+
+
+# the elementwise functions and constants of ``math``/``numpy`` a schedule writes on Python
+# numbers (``np.cos(np.pi * step / total)``), by the name after the module
+_EVAL_MATH = {"cos": _math.cos, "sin": _math.sin, "exp": _math.exp, "log": _math.log, "sqrt": _math.sqrt,
+              "tanh": _math.tanh}
+_MATH_CONSTANTS = {"pi": _math.pi, "e": _math.e}
+
+
+def _math_name(f: ast.AST) -> Optional[str]:
+    """``cos`` of ``np.cos``/``numpy.cos``/``math.cos``/``jnp.cos``; None for anything else."""
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("np", "numpy", "math", "jnp"):
+        return f.attr
+    return None
 
 
 def _keeps_changing(e: ast.expr, var: str) -> bool:
@@ -1389,24 +1415,75 @@ def _yielded_draw(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.st
 
 
 class _Substitute(ast.NodeTransformer):
-    def __init__(self, mapping: Dict[str, ast.expr]):
+    def __init__(self, mapping: Dict[str, ast.expr], attrs: Optional[Dict[str, ast.expr]] = None,
+                 self_name: Optional[str] = None):
         self.mapping = mapping
+        self.attrs = attrs or {}
+        self.self_name = self_name
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         return self.mapping.get(node.id, node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == self.self_name and node.attr in self.attrs:
+            return self.attrs[node.attr]
+        return self.generic_visit(node)
+
+
+def _constructed_attrs(m: SemanticModel, func: ast.expr, scope: Function) -> Dict[str, ast.expr]:
+    """``schedule = Schedule(0.5, 0.8)`` and ``def __init__(self, base_lr, decay): self.base_lr,
+    self.decay = base_lr, decay``: ``{"base_lr": 0.5, "decay": 0.8}`` -- what the one
+    construction of the instance ``func`` names gives each attribute ``__init__`` sets from a
+    parameter (a literal default too); {} when not shown."""
+    if not isinstance(func, ast.Name):
+        return {}
+    info = m.instance_class(func, scope)
+    home = m.resolve_scope(func.id, scope)
+    made = m.single_value(func.id, home) if home is not None else None
+    init = info.methods.get("__init__") if info is not None else None
+    if init is None or not isinstance(made, ast.Call) or any(isinstance(a, ast.Starred) for a in made.args):
+        return {}
+    params = init.params[1:]
+    given: Dict[str, ast.expr] = dict(zip(params, made.args))
+    given.update({k.arg: k.value for k in made.keywords if k.arg is not None})
+    for p in params:
+        if p not in given and isinstance(init.defaults, dict) and init.defaults.get(p) is not None:
+            given[p] = init.defaults[p]
+    out: Dict[str, ast.expr] = {}
+    for a in init.of_type(ast.Assign):
+        if len(a.targets) != 1:
+            continue
+        t, v = a.targets[0], a.value
+        pairs = list(zip(t.elts, v.elts)) if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and \
+            len(t.elts) == len(v.elts) else [(t, v)]
+        for tt, vv in pairs:
+            if isinstance(tt, ast.Attribute) and isinstance(tt.value, ast.Name) and tt.value.id == init.self_name \
+                    and isinstance(vv, ast.Name) and vv.id in given:
+                out[tt.attr] = given[vv.id]
+    return out
 
 
 def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
     """``schedule(epoch)`` where ``schedule`` is a function of this module whose body is one
     ``return <expr>``: that expression with the arguments in place of the parameters (so a
-    schedule written as a helper is followed like one written inline)."""
+    schedule written as a helper is followed like one written inline); also inside a scalar
+    conversion, ``float(schedule(epoch))``."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("float", "int") and \
+            len(value.args) == 1 and not value.keywords:
+        inner = _inlined(m, value.args[0], scope)
+        if inner is not value.args[0]:
+            return ast.Call(func=value.func, args=[inner], keywords=[])
+        return value
     if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name) or value.keywords or \
             any(isinstance(a, ast.Starred) for a in value.args):
         return value
     target = m.resolve_callable(value.func, scope)
-    if target is None or target.transforms or target.bound_positional:
+    if target is None or target.transforms:
         return value
     g = target.function
+    # (``schedule(epoch)`` with ``schedule = Schedule(0.5, 0.8)``: its ``__call__``, ``self`` bound)
+    if target.bound_positional and not (target.bound_positional == 1 and g.name == "__call__"):
+        return value
     if g.is_lambda:
         body = g.node.body
     else:
@@ -1415,7 +1492,7 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
         if len(stmts) != 1 or not isinstance(stmts[0], ast.Return) or stmts[0].value is None:
             return value
         body = stmts[0].value
-    params = g.params
+    params = g.params[target.bound_positional:]
     if g.vararg or g.kwonly or len(value.args) > len(params):
         return value
     mapping: Dict[str, ast.expr] = dict(zip(params, value.args))
@@ -1425,7 +1502,8 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
             return value
         mapping[p] = d
     import copy
-    return _Substitute(mapping).visit(copy.deepcopy(body))
+    attrs = _constructed_attrs(m, value.func, scope) if target.bound_positional else {}
+    return _Substitute(mapping, attrs, g.self_name).visit(copy.deepcopy(body))
 
 
 def _derived_from(loop: ast.stmt, targets: Set[str]) -> Set[str]:
