@@ -112,6 +112,8 @@ class NonPytreeArgument(Rule):
                 info, certain = plain.evidence(a, cr.scope)
                 if info is None:
                     info, certain = _first_iteration(m, plain, a, cr.scope, cr.call)
+                if info is None:
+                    info, certain = _loop_item(m, plain, a, cr.scope, cr.call)
                 if info is None and isinstance(a, ast.Name):
                     # ``opt = Adam(params)`` then ``params, opt = update(params, g, opt)``: the
                     # one straight-line binding the argument sees is the instance
@@ -246,6 +248,60 @@ def _contained(m: SemanticModel, plain, a: ast.expr, scope: Function, depth: int
             if got[0] is not None:
                 return got
     return None, True
+
+
+def _loop_item(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
+    """``for cfg in configs: fit(cfg, ...)`` where ``configs`` holds plain instances -- a list
+    display or comprehension of constructions, bound here or passed for the parameter by this
+    module's calls (``sweep([SweepConfig(lr, l2) for ...], x)``): every item is one."""
+    if not isinstance(a, ast.Name):
+        return None, True
+    loops = [lp for lp in scope.of_type(ast.For, ast.AsyncFor)
+             if isinstance(lp.target, ast.Name) and lp.target.id == a.id and lp.body
+             and lp.body[0].lineno <= call.lineno <= lp.body[-1].end_lineno]
+    if len(loops) != 1 or any(b.kind != "for" for b in m.bindings(a.id, scope) if b.kind != "param") \
+            or a.id in scope.param_nodes:
+        return None, True
+    it = loops[0].iter
+    displays = []
+    if isinstance(it, ast.Name):
+        owner = m.resolve_scope(it.id, scope)
+        bs = m.bindings(it.id, owner) if owner is not None else []
+        if len(bs) == 1 and bs[0].kind == "param" and owner is scope:
+            for c, caller, target in plain.call_sites(scope):
+                pairs, _ = m.bind_arguments(target, c)
+                given = [g for p, g in pairs if p == it.id]
+                if not given:
+                    return None, True
+                displays.append((_displayed(m, given[0], caller), caller))
+        elif len(bs) == 1 and bs[0].kind == "=" and bs[0].element is not None:
+            displays.append((bs[0].element, owner))
+    else:
+        displays.append((it, scope))
+    infos = set()
+    for d, where in displays:
+        elts = [d.elt] if isinstance(d, ast.ListComp) else list(d.elts) if isinstance(d, (ast.List, ast.Tuple)) else []
+        if not elts:
+            return None, True
+        for e in elts:
+            info, _ = plain.evidence(e, where)
+            if info is None:
+                return None, True
+            infos.add(id(info))
+            found = info
+    if len(infos) != 1:
+        return None, True
+    return found, False
+
+
+def _displayed(m: SemanticModel, e: ast.expr, scope: Function) -> ast.expr:
+    """``e``, or the display a name is bound to once (``grid = [Cfg(...) for ...]``)."""
+    if isinstance(e, ast.Name):
+        owner = m.resolve_scope(e.id, scope)
+        bs = m.bindings(e.id, owner) if owner is not None else []
+        if len(bs) == 1 and bs[0].kind == "=" and bs[0].element is not None:
+            return bs[0].element
+    return e
 
 
 def _first_iteration(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
