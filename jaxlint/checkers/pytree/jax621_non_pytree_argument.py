@@ -114,6 +114,8 @@ class NonPytreeArgument(Rule):
                     info, certain = _first_iteration(m, plain, a, cr.scope, cr.call)
                 if info is None:
                     info, certain = _loop_item(m, plain, a, cr.scope, cr.call)
+                if info is None:
+                    info, certain = _returned_item(m, plain, a, cr.scope)
                 if info is None and isinstance(a, ast.Name):
                     # ``opt = Adam(params)`` then ``params, opt = update(params, g, opt)``: the
                     # one straight-line binding the argument sees is the instance
@@ -291,6 +293,36 @@ def _loop_item(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.
             found = info
     if len(infos) != 1:
         return None, True
+    return found, False
+
+
+def _returned_item(m: SemanticModel, plain, a: ast.expr, scope: Function):
+    """``graphs, targets = collate(rng)`` (every binding of the name), where ``collate`` is a
+    function of this module whose every return holds, at that place, a plain instance (``return
+    batch, y`` with ``batch = GraphBatch(...)``)."""
+    if not isinstance(a, ast.Name):
+        return None, True
+    owner = m.resolve_scope(a.id, scope)
+    bs = m.bindings(a.id, owner) if owner is not None else []
+    if not bs or any(b.kind != "=" or len(b.path) != 1 or not isinstance(b.value, ast.Call) for b in bs):
+        return None, True
+    found = None
+    for b in bs:
+        target = m.resolve_callable(b.value.func, owner) if isinstance(b.value.func, (ast.Name, ast.Attribute)) else None
+        if target is None or target.transforms:
+            return None, True
+        g = target.function
+        rets = [r.value for r in g.of_type(ast.Return)]
+        if not rets:
+            return None, True
+        for r in rets:
+            if not isinstance(r, ast.Tuple) or b.path[0] >= len(r.elts) or \
+                    any(isinstance(e, ast.Starred) for e in r.elts):
+                return None, True
+            info, _ = plain.evidence(r.elts[b.path[0]], g)
+            if info is None or (found is not None and info is not found):
+                return None, True
+            found = info
     return found, False
 
 
