@@ -74,9 +74,17 @@ class ModuleEvaluator:
         inst = site.instance
         if inst is None or inst.info is None or site.has_star_kwargs:
             return []
-        if site.keyword("method") is not None:
-            return []
-        method = self.model.class_method(inst.info, "__call__")
+        chosen = site.keyword("method")
+        name = "__call__"
+        if chosen is not None:
+            # ``apply(v, x, method=model.embed)`` / ``method="embed"`` / ``method=Net.embed``: that
+            # method of the module's class runs instead of ``__call__``
+            v = chosen.value
+            name = v.attr if isinstance(v, ast.Attribute) else v.value if isinstance(v, ast.Constant) and \
+                isinstance(v.value, str) else None
+            if name is None:
+                return []
+        method = self.model.class_method(inst.info, name)
         if method is None:
             return []
         fields = self._fields(inst.info, inst.ctor, inst.scope, {}, None)

@@ -24,7 +24,8 @@ class FlaxMutableCollections(Rule):
     result or one merged only into a name nothing reads -- `merged =
     {**variables, **updates}` --, or `[0]` of the result). A module whose run
     certainly executes `self.x = ...` outside `setup` is left to JAX611: that
-    raises first.
+    raises first. `apply(..., method=model.embed)` (or `method="embed"`) runs
+    that method of the module, with the arguments given.
 
     ## Why is this bad?
     In PyTorch, `BatchNorm` updates its running mean and variance in place on
