@@ -76,7 +76,41 @@ def site_axis(model: SemanticModel, site: TransformSite) -> Tuple[bool, Optional
         bound = model.single_value(value.id, site.scope)
         if bound is not None and literal_names(bound) is not None:
             return True, literal_names(bound)
+        given = _param_names(model, site.scope, value.id)
+        if given is not None:
+            return True, given
     return True, literal_names(value)
+
+
+def _param_names(model: SemanticModel, fn, name: str) -> Optional[Tuple[str, ...]]:
+    """``def make_step(model, tx, axis="hosts"): ... jax.pmap(step, axis_name=axis)``: the axis
+    names a parameter takes -- its literal default where this module's calls leave it out, the
+    literal they pass otherwise; None when a call passes anything else (or it is rebound)."""
+    if fn is None or fn.is_module or name not in fn.param_nodes or \
+            any(b.kind != "param" for b in model.bindings(name, fn)):
+        return None
+    default = fn.defaults.get(name) if isinstance(fn.defaults, dict) else None
+    names = set()
+    calls = [(c, s) for s in model.functions for c in s.of_type(ast.Call)
+             if isinstance(c.func, ast.Name) and c.func.id == fn.name and model.resolve_scope(fn.name, s) is fn.parent]
+    for c, s in calls:
+        target = model.resolve_callable(c.func, s)
+        if target is None or target.function is not fn:
+            continue
+        if any(isinstance(a, ast.Starred) for a in c.args) or any(k.arg is None for k in c.keywords):
+            return None
+        pairs, _ = model.bind_arguments(target, c)
+        given = [a for p, a in pairs if p == name]
+        got = literal_names(given[0]) if given else literal_names(default)
+        if got is None:
+            return None
+        names.update(got)
+    if not calls:
+        got = literal_names(default)
+        if got is None:
+            return None
+        names.update(got)
+    return tuple(sorted(names))
 
 
 class AxisIndex:

@@ -29,7 +29,8 @@ class UnsynchronizedGradientsInPmap(Rule):
     of the module (a function, or a method of an object made once from a
     class of the module) that applies them (reported at the helper's call in the mapped step),
     or made by a helper that returns `jax.value_and_grad(...)(...)` itself; the
-    axis name may be a module constant (`AXIS = "dp"`); and, in a
+    axis name may be a module constant (`AXIS = "dp"`) or a factory's parameter
+    (`def make_step(axis="hosts")`: its default, or the literal the module's calls pass); and, in a
     `jax.pmap` with no `axis_name` given a state replicated on every device
     (`flax.jax_utils.replicate`, `jax.device_put_replicated`), gradients that
     nothing can average (without the replicated state, one model per device
