@@ -378,10 +378,16 @@ def _sets(mut: Mutation, name: str) -> bool:
     given, or converted to a Python scalar (``_COND = cond``, ``CONFIG["t"] = float(t)``), or a
     literal -- a setter.  ``lr = lr * factor``, ``count += 1``, ``.append(x)`` step the value on
     from the last one (a progression, run again and again), and ``MEAN = data.mean(0)`` computes
-    state from data (a refit, run when new data comes): neither is configuration."""
+    state from data (a refit, run when new data comes): neither is configuration.  An entry
+    stored under a key the caller chose (``PERMITTIVITY_FNS[name] = fn``) is a registration:
+    configuration too."""
     node = mut.node
     if not isinstance(node, ast.Assign) or node.value is None:
         return False
+    t = node.targets[0] if len(node.targets) == 1 else None
+    if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Name) and t.slice.id in mut.fn.param_nodes \
+            and not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value)):
+        return True     # ``REGISTRY[name] = make(path)``: an entry under the key the caller chose
     return _setting(node.value, mut.fn)
 
 
