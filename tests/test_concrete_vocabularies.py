@@ -65,7 +65,10 @@ def test_static_numpy_functions_work_on_tracers():
 def test_delegating_numpy_functions_reach_the_array_method():
     special = {"reshape": lambda x: np.reshape(x, (3, 1)), "swapaxes": lambda x: np.swapaxes(x[None], 0, 1),
                "repeat": lambda x: np.repeat(x, 2), "moveaxis": lambda x: np.moveaxis(x[None], 0, 1),
-               "searchsorted": lambda x: np.searchsorted(x, 1.0)}
+               "searchsorted": lambda x: np.searchsorted(x, 1.0),
+               "split": lambda x: np.split(x, 3), "array_split": lambda x: np.array_split(x, 2),
+               "hsplit": lambda x: np.hsplit(x, 3), "vsplit": lambda x: np.vsplit(x.reshape(3, 1), 3),
+               "dsplit": lambda x: np.dsplit(x.reshape(1, 1, 3), 3)}
     for name in r203.DELEGATING_NUMPY:
         f = special.get(name, lambda x, name=name: getattr(np, name)(x))
         jax.jit(f)(jnp.ones(3))
