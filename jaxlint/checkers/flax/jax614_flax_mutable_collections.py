@@ -279,13 +279,14 @@ def _own_nodes(node: ast.AST):
 
 
 def _return_path(fn: Function, load: ast.Name) -> Optional[tuple]:
-    """``(1,)`` when ``load`` is the second element of a returned tuple of ``fn``."""
+    """``(1,)`` when ``load`` (or one collection of it, ``load["batch_stats"]``) is the second
+    element of a returned tuple of ``fn``."""
     for ret in fn.of_type(ast.Return):
         v = ret.value
         path = []
         while v is not None:
-            if v is load:
-                return tuple(path)
+            if v is load or (isinstance(v, ast.Subscript) and v.value is load and isinstance(v.slice, ast.Constant)):
+                return tuple(path)      # (``mutated["batch_stats"]``: the updated collection itself)
             if isinstance(v, (ast.Tuple, ast.List)):
                 nxt = None
                 for i, e in enumerate(v.elts):
