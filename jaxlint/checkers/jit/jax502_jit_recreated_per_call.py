@@ -34,6 +34,36 @@ PERIODIC_BASIS = ("it runs only on every k-th step of its loop (`if step % eval_
                   "compile per evaluation or checkpoint interval, small beside the steps between them")
 # why a jit built per iteration of an outer loop, over what that iteration binds, and called only in
 # an inner loop of it is strict
+OPAQUE_DECORATOR_BASIS = ("a function on the way is wrapped by a decorator jaxlint cannot see into "
+                          "(`@jit_with_docstring(...)`): it may stage the loop under a trace, where the inner "
+                          "`jit` is inlined and traced once")
+
+# decorators that only register, cache or describe a function: the function still runs as written
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
+                               "lru_cache", "cache", "cached_property", "abstractmethod", "overload",
+                               "contextmanager", "total_ordering", "dataclass", "override", "final",
+                               "no_type_check", "register", "pytest", "fixture", "mark", "parametrize"})
+
+
+def _opaque_decorator(m, fn: Function) -> bool:
+    """``fn`` (or a function around it) carries a decorator that is neither a known transform nor
+    one that leaves the function running as written: whether its body runs eagerly is unknown."""
+    s = fn
+    while s is not None and not s.is_module:
+        for d in s.decorators:
+            f = d.func if isinstance(d, ast.Call) else d
+            if not isinstance(f, (ast.Name, ast.Attribute)):
+                return True
+            q = m.qualname(f, s.parent or s) or ast.unparse(f)
+            if K.transform_for(q) is not None:
+                continue
+            if q.rpartition(".")[2] in _PLAIN_DECORATORS or q.startswith(("functools.", "abc.", "typing.", "pytest.")):
+                continue
+            return True
+        s = s.parent
+    return False
+
+
 INNER_LOOP_BASIS = ("each one built is called only in an inner loop of the same iteration of an outer loop "
                     "not over epochs or steps (a phase or run "
                     "that trains many steps) and captures what the iteration binds: one compile per outer "
@@ -65,7 +95,10 @@ class JitRecreatedPerCall(Rule):
     under `if step is None:` (the first iteration only), and one called with
     an array whose shape follows the loop variable (`a = jnp.ones((n, dim,
     dim))` for each `dim`): JAX compiles a program per shape, so each
-    iteration compiles anyway.
+    iteration compiles anyway. A jit made per call of a function that wears,
+    or is called through one that wears, a decorator jaxlint cannot see into
+    (a project's own `@jit_with_docstring(...)`, which may stage it under a
+    trace where the inner jit is inlined) is in the strict profile.
 
     ## Why is this bad?
     In PyTorch you can wrap a function at any time and pay nothing. `jax.jit`
@@ -291,6 +324,9 @@ class JitRecreatedPerCall(Rule):
         if strict is None and chain is not None and chain[-1].loop is not None \
                 and _periodic_in_loop(chain[-1].call, chain[-1].loop):
             strict = PERIODIC_BASIS
+        if strict is None and (_opaque_decorator(ctx.model, scope) or
+                               any(_opaque_decorator(ctx.model, c.scope) for c in chain or ())):
+            strict = OPAQUE_DECORATOR_BASIS
         return ctx.finding(self, b.site.node, msg, strict=strict)
 
     @staticmethod
