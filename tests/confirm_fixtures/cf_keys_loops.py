@@ -69,3 +69,13 @@ def three_layers(x: jax.Array):
     for _ in range(3):  # confirm: JAX504 not-confirmed
         x = jnp.tanh(x)
     return x
+
+
+@jax.jit
+def carried_noise(key, x):
+    def body(state):
+        i, key, acc = state
+        k1, k2 = jax.random.split(key, 2)  # confirm: JAX401 confirmed
+        acc = acc + jax.random.normal(k1, x.shape)
+        return (i + 1, key, acc)
+    return lax.while_loop(lambda s: s[0] < 3, body, (0, key, x))[2]
