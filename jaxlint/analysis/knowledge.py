@@ -357,6 +357,15 @@ EAGER_TRANSFORMS = TransformNames(lambda t: t.eager)
 # function takes (``pjit does not support kwargs when in_shardings is specified``)
 SHARDED_ARITY_KEYWORDS = frozenset({"in_shardings"})
 ARGUMENT_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+# decorators known to leave a function running as written (no transform, no compilation): by
+# qualified name, by the modules whose decorators only register, cache or describe, and by the
+# attribute of an object's own decorator (``@x.setter``, ``@f.register``)
+PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps", "functools.cache",
+                              "functools.lru_cache", "functools.cached_property", "functools.total_ordering",
+                              "abc.abstractmethod", "typing.overload", "typing.final", "typing.override",
+                              "typing.no_type_check", "contextlib.contextmanager", "dataclasses.dataclass"})
+PLAIN_DECORATOR_PREFIXES = ("functools.", "abc.", "typing.", "pytest.")
+PLAIN_DECORATOR_ATTRS = frozenset({"setter", "getter", "deleter", "register"})
 # calls that raise on a tracer and return the value otherwise: what follows them runs on concrete
 # values only (``jax.core.concrete_or_error(None, x, msg)``)
 CONCRETE_GUARDS = frozenset({"jax.core.concrete_or_error", "jax.extend.core.concrete_or_error",

@@ -413,7 +413,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         for fn in self.functions:
             if fn.is_lambda or fn.is_module:
                 continue
-            if fn.decorators and self._cached_by_arguments(fn):
+            if fn.decorators and self.cached_by_arguments(fn):
                 # ``functools.lru_cache``: its arguments are hashed, and no JAX array or tracer
                 # is hashable -- every parameter holds a Python value
                 fn.static_params |= set(fn.all_params()) - {fn.self_name}
@@ -472,7 +472,24 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return t.attr not in attrs
         return False
 
-    def _cached_by_arguments(self, fn: Function) -> bool:
+    def opaque_decorator(self, fn: Function) -> Optional[ast.expr]:
+        """The first decorator of ``fn`` whose effect is not known here: neither a transform of the
+        table, nor one of a library jaxlint knows (``K.KNOWN_LIBRARY_PREFIXES``), nor one that
+        leaves the function running as written (``K.PLAIN_DECORATORS``) -- a project's own
+        ``@jit_with_docstring(...)`` may compile it.  None when every decorator is known."""
+        for d in fn.decorators:
+            f = d.func if d.__class__ is ast.Call else d
+            if f.__class__ not in (ast.Name, ast.Attribute):
+                return f
+            q = self.qualname(f, fn.parent or fn) or ast.unparse(f)
+            if K.transform_for(q) is not None or q.startswith(K.KNOWN_LIBRARY_PREFIXES) \
+                    or q in K.PLAIN_DECORATORS or q.startswith(K.PLAIN_DECORATOR_PREFIXES) \
+                    or (f.__class__ is ast.Attribute and f.attr in K.PLAIN_DECORATOR_ATTRS):
+                continue
+            return f
+        return None
+
+    def cached_by_arguments(self, fn: Function) -> bool:
         """``fn`` is decorated with a cache keyed on its arguments (``@functools.lru_cache``,
         ``@lru_cache(maxsize=128)``, ``@functools.cache``)."""
         for dec in fn.decorators:

@@ -12,21 +12,12 @@ from ...fixes.edits import UNSAFE, Edit, Fix
 from ..base import Context, Finding, FixOffer, Rule, register
 from ..messages import short
 
-# decorators known to leave a function as it is (no transform, no compilation)
-_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "functools.wraps", "functools.cache",
-                               "functools.lru_cache", "functools.cached_property", "abc.abstractmethod",
-                               "typing.overload", "typing.final", "contextlib.contextmanager"})
-
-
 def _strict_basis(m: SemanticModel, caller: Function) -> Optional[str]:
     """Why the claim that ``caller`` runs eagerly on every step rests on what is not known here:
     a decorator of another package or of the project that may compile it (``@train_utils.jit_once``
     wraps ``jax.jit``), or a test helper (called once per test, not on every step)."""
-    for d in caller.decorators:
-        f = d.func if d.__class__ is ast.Call else d
-        q = m.qualname(f, caller.parent or caller) if f.__class__ in (ast.Name, ast.Attribute) else None
-        if q in _PLAIN_DECORATORS or (q is not None and q.startswith(K.KNOWN_LIBRARY_PREFIXES)):
-            continue
+    f = m.opaque_decorator(caller)
+    if f is not None:
         return (f"{caller.display()} is decorated by `{short(f)}`, whose effect is not known here "
                 f"(a project's decorator may jit it)")
     if m.in_test_code(caller):

@@ -18,7 +18,6 @@ _TEST_NAME = re.compile(r"test_|test$")
 # names of functions that run once per epoch (and loop over its batches themselves)
 _EPOCH_NAME = re.compile(r"(?:^|_)epoch(?:$|_)")
 # decorators that run a function once per distinct arguments
-_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # how many calls up a "called once per iteration of a loop" is followed
 _CALLER_DEPTH = 3
 # why a per-call jit that its own function then calls in a loop belongs to the strict profile
@@ -38,27 +37,12 @@ OPAQUE_DECORATOR_BASIS = ("a function on the way is wrapped by a decorator jaxli
                           "(`@jit_with_docstring(...)`): it may stage the loop under a trace, where the inner "
                           "`jit` is inlined and traced once")
 
-# decorators that only register, cache or describe a function: the function still runs as written
-_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
-                               "lru_cache", "cache", "cached_property", "abstractmethod", "overload",
-                               "contextmanager", "total_ordering", "dataclass", "override", "final",
-                               "no_type_check", "register", "pytest", "fixture", "mark", "parametrize"})
-
-
 def _opaque_decorator(m, fn: Function) -> bool:
-    """``fn`` (or a function around it) carries a decorator that is neither a known transform nor
-    one that leaves the function running as written: whether its body runs eagerly is unknown."""
+    """``fn`` (or a function around it) carries a decorator whose effect is not known here
+    (``SemanticModel.opaque_decorator``): whether its body runs eagerly is unknown."""
     s = fn
     while s is not None and not s.is_module:
-        for d in s.decorators:
-            f = d.func if isinstance(d, ast.Call) else d
-            if not isinstance(f, (ast.Name, ast.Attribute)):
-                return True
-            q = m.qualname(f, s.parent or s) or ast.unparse(f)
-            if K.transform_for(q) is not None:
-                continue
-            if q.rpartition(".")[2] in _PLAIN_DECORATORS or q.startswith(("functools.", "abc.", "typing.", "pytest.")):
-                continue
+        if m.opaque_decorator(s) is not None:
             return True
         s = s.parent
     return False
@@ -615,10 +599,7 @@ def _periodic_in_loop(node: ast.AST, loop: ast.AST) -> bool:
 def _cached(ctx: Context, fn: Function) -> bool:
     """``fn`` is memoised (``functools.lru_cache``/``functools.cache``): its body runs once
     per distinct arguments, not on every call."""
-    for d in getattr(fn.node, "decorator_list", ()):
-        if ctx.model.qualname(d.func if isinstance(d, ast.Call) else d, fn.parent) in _CACHES:
-            return True
-    return False
+    return ctx.model.cached_by_arguments(fn)
 
 
 def _jit_spelling(ctx: Context, b: JitBinding) -> str:
