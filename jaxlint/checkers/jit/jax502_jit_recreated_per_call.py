@@ -793,10 +793,28 @@ def _calls_rebuilt_function(b: JitBinding, loop: ast.AST, m=None, scope=None) ->
     return bool(called & rebuilt)
 
 
-# array constructors by where their shape argument sits: (position, keyword)
-_SHAPED = {"zeros": (0, "shape"), "ones": (0, "shape"), "empty": (0, "shape"), "full": (0, "shape"),
-           "normal": (1, "shape"), "uniform": (1, "shape"), "randint": (1, "shape"), "bernoulli": (2, "shape"),
-           "rand": (None, None), "randn": (None, None)}
+# the array constructors followed (their shape argument's place is K.SHAPE_ARGUMENTS' row), and
+# NumPy's legacy draws whose every positional argument is a dimension
+_SHAPED_ARRAYS = frozenset({"zeros", "ones", "empty", "full"})
+_SHAPED_DRAWS = frozenset({"normal", "uniform", "randint", "bernoulli"})
+_DIMENSION_DRAWS = frozenset({"rand", "randn"})
+
+
+def _shape_args(q: str, call: ast.Call) -> List[ast.expr]:
+    """The shape arguments of the constructor call ``call`` (``q``: its qualified name, or its
+    spelling when unresolved); [] for anything else."""
+    name = q.rpartition(".")[2]
+    if name in _DIMENSION_DRAWS:
+        return list(call.args)
+    if name in _SHAPED_ARRAYS:
+        row = K.SHAPE_ARGUMENTS.get("jax.numpy." + name)
+    elif name in _SHAPED_DRAWS:
+        row = K.SHAPE_ARGUMENTS.get("jax.random." + name)
+    else:
+        return []
+    positions, keywords = row
+    return [call.args[i] for i in positions if i < len(call.args)] + \
+        [k.value for k in call.keywords if k.arg in keywords]
 
 
 def _new_shapes_each_iteration(m, b: JitBinding, loop: ast.AST, scope: Function) -> bool:
@@ -826,16 +844,7 @@ def _new_shapes_each_iteration(m, b: JitBinding, loop: ast.AST, scope: Function)
         q = m.qualname(a.value.func, scope) or ast.unparse(a.value.func)
         if not q.startswith(("jax.numpy.", "numpy.", "jax.random.", "jnp.", "np.", "random.")):
             continue
-        spec = _SHAPED.get(q.rpartition(".")[2])
-        if spec is None:
-            continue
-        pos, kw = spec
-        shape = [k.value for k in a.value.keywords if k.arg == kw] if kw else []
-        if pos is not None and len(a.value.args) > pos:
-            shape.append(a.value.args[pos])
-        elif pos is None:
-            shape = list(a.value.args)
-        if any(_free_names(e) & derived for e in shape):
+        if any(_free_names(e) & derived for e in _shape_args(q, a.value)):
             shaped.add(a.targets[0].id)
     return any(isinstance(x, ast.Name) and x.id in shaped for x in args)
 
