@@ -380,12 +380,13 @@ class SemanticModel(ScopeIndex, BindingsMixin, TransformsMixin, KindsMixin, Trac
                     and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
                 if not _SELF_CHECK_NAME.search(stmt.name):
                     return False
-                refs = self._name_reads().get(stmt.name, ())
+                refs = self.name_reads().get(stmt.name, ())
                 return bool(refs) and all(any(a <= r <= b for a, b in mains) for r in refs)
         return False
 
-    def _name_reads(self) -> Dict[str, List[int]]:
-        """Lines where each name is read in this module (built once, on first use)."""
+    def name_reads(self) -> Dict[str, List[int]]:
+        """Lines where each name is read (``ast.Load``) anywhere in this module (built once, on
+        first use)."""
         got = self.__dict__.get("_name_read_lines")
         if got is None:
             got = self._name_read_lines = {}

@@ -29,7 +29,6 @@ class PlainClasses:
         self.m = model
         self._plain: Dict[int, bool] = {}
         self._registered: Optional[Set[str]] = None
-        self._loaded: Optional[Set[str]] = None
         self._via_param = False
         self._sites: Optional[Dict[int, List[Tuple[ast.Call, Function, object]]]] = None
 
@@ -328,10 +327,7 @@ class PlainClasses:
         its callers are unknown)."""
         if isinstance(fn.node, ast.Lambda):
             return True
-        if self._loaded is None:
-            self._loaded = {n.id for n in ast.walk(self.m.module.node)
-                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        return fn.name in self._loaded
+        return fn.name in self.m.name_reads()
 
     def _built_by(self, ret: ast.Return, fn: Function) -> Optional[ClassInfo]:
         """The one plain class ``ret`` builds a new instance of (``return C(...)``, or one
