@@ -276,8 +276,8 @@ def _loop_item(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.
                 if not given:
                     return None, True
                 displays.append((_displayed(m, given[0], caller), caller))
-        elif len(bs) == 1 and bs[0].kind == "=" and bs[0].element is not None:
-            displays.append((bs[0].element, owner))
+        elif m.single_value(it.id, scope) is not None:
+            displays.append((m.single_value(it.id, scope), owner))
     else:
         displays.append((it, scope))
     infos = set()
@@ -327,12 +327,9 @@ def _returned_item(m: SemanticModel, plain, a: ast.expr, scope: Function):
 
 
 def _displayed(m: SemanticModel, e: ast.expr, scope: Function) -> ast.expr:
-    """``e``, or the display a name is bound to once (``grid = [Cfg(...) for ...]``)."""
+    """``e``, or the value a name is bound to once (``grid = [Cfg(...) for ...]``)."""
     if isinstance(e, ast.Name):
-        owner = m.resolve_scope(e.id, scope)
-        bs = m.bindings(e.id, owner) if owner is not None else []
-        if len(bs) == 1 and bs[0].kind == "=" and bs[0].element is not None:
-            return bs[0].element
+        return m.single_value(e.id, scope) or e
     return e
 
 
