@@ -57,10 +57,12 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     global whose only writers are setter functions (`def configure(tol):
     _COND["tol"] = float(tol)`: they store a setting the caller chose -- a
     parameter, a literal, a scalar conversion of one; not a value computed
-    from data, `MEAN = data.mean(0)`, nor one stepped on from the old) that
-    this module never shows running after the traced function was first
-    called: configuration set before tracing, like `jax.config.update`, is
-    what JAX expects. A setter a loop runs between calls of the jitted
+    from data, `MEAN = data.mean(0)`, nor one stepped on from the old) or
+    initializers (`def load_tables(): global TABLE; TABLE = ...`: no
+    arguments and no read of the old value, so every call builds the same
+    state) that this module never shows running after the traced function
+    was first called: configuration set before tracing, like
+    `jax.config.update`, is what JAX expects. A setter a loop runs between calls of the jitted
     function, a writer that steps the value on (`lr = lr * factor`), or one
     that traces the reader itself after setting the value is reported by
     default.
@@ -365,7 +367,8 @@ REGISTRY_BASIS = ("the only writes are a registration function storing its argum
 
 # why a read of a global that only setter functions change belongs to the strict profile
 SETTER_BASIS = ("the only writes are by functions this module never shows running after the traced code "
-                "(a setter such as `configure(...)`): configuration set before tracing, like "
+                "(a setter such as `configure(...)`, an initializer such as `load_tables()`): configuration set "
+                "before tracing, like "
                 "`jax.config.update`, is what JAX expects")
 
 
@@ -388,7 +391,36 @@ def _sets(mut: Mutation, name: str) -> bool:
     if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Name) and t.slice.id in mut.fn.param_nodes \
             and not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value)):
         return True     # ``REGISTRY[name] = make(path)``: an entry under the key the caller chose
-    return _setting(node.value, mut.fn)
+    return _setting(node.value, mut.fn) or _initializer(mut.fn, name)
+
+
+def _initializer(fn: Function, name: str) -> bool:
+    """``def load_tables(): global TABLE; TABLE = jnp.asarray(np.load(PATH))``: a writer that
+    takes no arguments and never reads the old value computes the same state on every call (it
+    loads or builds it from what the module fixes) -- an initializer, run before the state is
+    used, like a setter.  One that reads the old value (``def decay(): global lr; lr = lr * 0.9``)
+    steps it on: a progression."""
+    if fn.is_module or fn.is_lambda or fn.all_params():
+        return False
+    bases = set()
+    first = None        # where the function first stores ``name``: reads after it read the new value
+    for a in fn.walk():
+        if a.__class__ is ast.AugAssign:
+            t = a.target
+            while isinstance(t, (ast.Subscript, ast.Attribute)):
+                t = t.value
+            if isinstance(t, ast.Name) and t.id == name:
+                return False    # ``TABLE += x``: stepped on from the old value
+        elif a.__class__ in (ast.Assign, ast.AnnAssign):
+            for t in (a.targets if a.__class__ is ast.Assign else [a.target]):
+                while isinstance(t, (ast.Subscript, ast.Attribute)):
+                    t = t.value
+                    bases.add(id(t))
+                if isinstance(t, ast.Name) and t.id == name and (first is None or a.lineno < first):
+                    first = a.lineno
+    # (the old value is read where a load comes no later than the first store: ``lr = lr * 0.9``)
+    return not any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load
+                   and id(n) not in bases and (first is None or n.lineno <= first) for n in fn.walk())
 
 
 _CONVERSIONS = frozenset({"float", "int", "bool", "str", "tuple", "frozenset"})
