@@ -84,6 +84,12 @@ class _Growing(dict):
         self.grown_at[name] = self.clock
 
 
+def _empty_display(e: ast.AST) -> bool:
+    """``{}``, ``[]``, ``()``: an empty dict, list or tuple display."""
+    t = e.__class__
+    return (t is ast.Dict and not e.keys) or ((t is ast.List or t is ast.Tuple) and not e.elts)
+
+
 class KindsMixin:
     def kinds(self, fn: Function) -> Dict[str, int]:
         """Value kinds of the local names of ``fn`` (flow-insensitive)."""
@@ -638,6 +644,12 @@ class KindsMixin:
         if any(c.__class__ is ast.Constant and c.value is None for c in (e.left, *e.comparators)):
             # ``x != None``: an array's ``==``/``!=`` with None falls back to Python's identity
             # test -- a Python bool, even on a tracer
+            return 0
+        if all(op.__class__ in (ast.Eq, ast.NotEq) for op in e.ops) and \
+                any(_empty_display(c) for c in (e.left, *e.comparators)):
+            # ``batch_stats != {}``, ``extras == []``: equality with an empty display compares a
+            # container's length (a dict's keys), never its leaves -- a Python bool, even where
+            # the leaves are tracers (an array compared with one raises a TypeError instead)
             return 0
         if self._is_str_constant(e.left, fn) or any(self._is_str_constant(c, fn) for c in e.comparators):
             # ``mode == "train"``, ``v.tag == MODE``: an array is never compared with a

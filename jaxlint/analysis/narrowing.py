@@ -502,7 +502,11 @@ class NarrowingMixin:
 
 
 def _names_with_statements(stmt: ast.stmt):
-    """Every Name under ``stmt`` with its innermost enclosing statement."""
+    """Every Name under ``stmt`` (an operand of ``isinstance(x, T) and x`` may be one itself)
+    with its innermost enclosing statement."""
+    if stmt.__class__ is ast.Name:
+        yield stmt, stmt
+        return
     stack = [(stmt, stmt)]
     while stack:
         node, owner = stack.pop()
