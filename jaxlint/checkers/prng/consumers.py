@@ -324,11 +324,28 @@ class KeyCalls:
         for kw in call.keywords:
             if kw.arg == "rngs" and (kw.value is key or contains(kw.value, key)):
                 return True
-        if isinstance(f, ast.Attribute) and f.attr == "apply" and len(call.args) > 1 and call.args[1] is key:
+        if isinstance(f, ast.Attribute) and f.attr == "apply" and len(call.args) > 1 and call.args[1] is key \
+                and not self._flax_apply(call):
             return True       # Haiku's ``transformed.apply(params, rng, *args)`` draws from ``rng``
         if first is key and self._library_object_draws(f):
             return True       # ``mcmc.run(key, ...)`` on ``mcmc = numpyro.infer.MCMC(...)``
         return first is key and self.an.initializer(f, self.fn) is not None
+
+    def _flax_apply(self, call: ast.Call) -> bool:
+        """``module.apply(variables, *args, method=..., rngs=..., mutable=...)``: Flax's ``apply``
+        hands its positional arguments after the variables to the module's method (a key there is
+        the method's argument, which may draw from it or not), unlike Haiku's ``apply(params, rng,
+        *args)``.  Evidence: a keyword only Flax's ``apply`` takes, or a receiver this scope made
+        from a Flax module class of this module."""
+        if any(kw.arg in ("method", "mutable", "rngs", "capture_intermediates") for kw in call.keywords):
+            return True
+        f = call.func
+        if isinstance(f.value, ast.Name) and f.value.id in self.fn.locals:
+            made = self.m.single_value(f.value.id, self.fn)
+            if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+                info = self.m.classes.get(made.func.id)
+                return info is not None and info.module_kind in ("linen", "nnx")
+        return False
 
     def _library_object_draws(self, f: ast.AST) -> bool:
         """``f`` is a method (or the call) of an object this scope made from a library class
