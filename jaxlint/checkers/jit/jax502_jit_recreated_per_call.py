@@ -795,8 +795,10 @@ def _calls_rebuilt_function(b: JitBinding, loop: ast.AST, m=None, scope=None) ->
 
 # the array constructors followed (their shape argument's place is K.SHAPE_ARGUMENTS' row), and
 # NumPy's legacy draws whose every positional argument is a dimension
-_SHAPED_ARRAYS = frozenset({"zeros", "ones", "empty", "full"})
-_SHAPED_DRAWS = frozenset({"normal", "uniform", "randint", "bernoulli"})
+# the constructors followed: every array maker and draw whose shape an argument gives (their
+# positions: ``K.SHAPE_ARGUMENTS``), the NumPy spellings of the makers too
+_SHAPED_ARRAYS = frozenset(q.rpartition(".")[2] for q in K.SHAPE_ARGUMENTS if q.startswith("jax.numpy."))
+_SHAPED_DRAWS = frozenset(q.rpartition(".")[2] for q in K.SHAPE_ARGUMENTS if q.startswith("jax.random."))
 _DIMENSION_DRAWS = frozenset({"rand", "randn"})
 
 
@@ -828,8 +830,9 @@ def _new_shapes_each_iteration(m, b: JitBinding, loop: ast.AST, scope: Function)
     for c in _walk_loop(loop):
         if not isinstance(c, ast.Call):
             continue
-        if c.func is node:
-            args = list(c.args)
+        if c.func is node or (b.kind in ("def", "name") and b.name and isinstance(c.func, ast.Name)
+                              and c.func.id == b.name):
+            args = list(c.args)     # (``f = jax.jit(g)`` / ``@jax.jit def f``, then ``f(A, B)``)
         elif any(a is node for a in c.args):
             i = next(i for i, a in enumerate(c.args) if a is node)
             args = list(c.args[i + 1:])
@@ -845,6 +848,9 @@ def _new_shapes_each_iteration(m, b: JitBinding, loop: ast.AST, scope: Function)
         if not q.startswith(("jax.numpy.", "numpy.", "jax.random.", "jnp.", "np.", "random.")):
             continue
         if any(_free_names(e) & derived for e in _shape_args(q, a.value)):
+            shaped.add(a.targets[0].id)
+        elif any(_free_names(e) & shaped for e in a.value.args):
+            # ``r = jnp.tile(x[None], (batch, 1))`` of such an ``x``: its shape follows
             shaped.add(a.targets[0].id)
     return any(isinstance(x, ast.Name) and x.id in shaped for x in args)
 
