@@ -25,7 +25,10 @@ class FlaxMutableCollections(Rule):
     {**variables, **updates}` --, or `[0]` of the result). A module whose run
     certainly executes `self.x = ...` outside `setup` is left to JAX611: that
     raises first. `apply(..., method=model.embed)` (or `method="embed"`) runs
-    that method of the module, with the arguments given.
+    that method of the module, with the arguments given. Throwing away a
+    variable the module only writes and never reads (`self.cache.value =
+    keys` where the caller carries `keys` itself) loses nothing: not
+    reported.
 
     ## Why is this bad?
     In PyTorch, `BatchNorm` updates its running mean and variance in place on
@@ -101,6 +104,8 @@ class FlaxMutableCollections(Rule):
                     confidence=CERTAIN)
                 continue
             dropped = _discarded(facts, site) if names is not True else None   # (documented: not mutable=True)
+            if dropped is not None and all(_write_only(m, n) for n in needs):
+                continue   # ``self.cache.value = keys`` that no method reads: losing it changes nothing
             if dropped is not None:
                 origin = f"returned by `{short(site.call, 30)}`"
                 anchor = dropped
@@ -117,6 +122,27 @@ class FlaxMutableCollections(Rule):
                     f"{need.what} of `{site.instance.name}` never changes its running statistics; keep "
                     f"the second result and store it (e.g. `state.replace({need.name}=updates[{need.name!r}])`)",
                     confidence=CERTAIN)
+
+
+def _write_only(m: SemanticModel, need) -> bool:
+    """``need`` is a write of a variable's value (``self.cache.value = keys``) that no method of
+    the module's class reads (``self.cache.value`` is never loaded): whether the updated
+    collection is kept or thrown away, the module computes the same.  A layer's statistics
+    (``nn.BatchNorm``) and ``put_variable`` are read by the layer itself: never write-only."""
+    t = need.node
+    if not (isinstance(t, ast.Attribute) and t.attr == "value" and isinstance(t.ctx, ast.Store)):
+        return False
+    info = m.classes.get(need.owner)
+    if info is None:
+        return False
+    holder = ast.dump(t.value)
+    for fn in info.methods.values():
+        for a in ast.walk(fn.node):
+            if a.__class__ is ast.Attribute and a.attr == "value" and ast.dump(a.value) == holder and (
+                    isinstance(a.ctx, ast.Load) or any(isinstance(p, ast.AugAssign) and p.target is a
+                                                       for p in ast.walk(fn.node))):
+                return False   # read, or stepped on (``steps.value += 1`` reads the old value)
+    return True
 
 
 def _mutable_names(v: ast.expr):
