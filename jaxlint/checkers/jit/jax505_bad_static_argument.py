@@ -55,10 +55,11 @@ class BadStaticArgument(Rule):
     `@dataclass` of the module that is not frozen (the decorator sets its
     `__hash__` to None; also a dict given to a class's constructor and kept on
     `self`: `Loader(data, {"flip": True})`, `ops=self.ops`); a static parameter that
-    receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`)
+    receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`,
+    an object of the module whose `__iter__` hands out a `range`)
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`, also through a helper or a schedule object's
-    `__call__`: `float(cosine_temperature(step, total))`, `schedule(epoch)` with
+    `__call__`: `float(cosine_temperature(step, total))`, `anneal(t, total=n)`, `schedule(epoch)` with
     `schedule = Schedule(0.5, 0.8)`), from its own previous value (a decayed
     learning rate, `lr = lr * decay`, its start also unpacked from a tuple
     display: `temperature, decay = 2.0, 0.9`) or as a maximum over each batch
@@ -76,7 +77,9 @@ class BadStaticArgument(Rule):
     `run(x, cfg=Config(3))` in a loop), or a `self.<attr>` that the method
     passing it recomputes from its previous value after the call
     (`self.tau = self.tau * 0.99`) while a loop of the module runs the method
-    on one object -- so it changes on every call (where the
+    on one object, or an attribute of an object whose method the loop calls
+    and that method rebinds it so (`scaler.scale` with `scaler.adjust(...)`
+    in the loop) -- so it changes on every call (where the
     loop's bounds and the numbers are literals, the message says how many
     programs the loop builds; fewer than three distinct values are left
     alone); and `@jax.jit` applied directly to a method
@@ -440,11 +443,12 @@ class BadStaticArgument(Rule):
         what = _UNHASHABLE.get(type(a))
         if what is not None:
             return what
-        if isinstance(a, ast.Name) and a.id in scope.param_nodes and depth < 2 \
-                and not any(b.kind != "param" for b in m.bindings(a.id, scope)):
-            # a parameter handed on as is: what the module's callers pass for it (the call that
-            # passes a list raises)
-            what = BadStaticArgument._passed_unhashable(ctx, scope, a.id, depth)
+        owner = m.resolve_scope(a.id, scope) if isinstance(a, ast.Name) and a.id not in scope.locals else scope
+        if isinstance(a, ast.Name) and owner is not None and not owner.is_module and a.id in owner.param_nodes \
+                and depth < 2 and not any(b.kind != "param" for b in m.bindings(a.id, owner)):
+            # a parameter handed on as is (also one a nested function reads from its enclosing
+            # function): what the module's callers pass for it (the call that passes a list raises)
+            what = BadStaticArgument._passed_unhashable(ctx, owner, a.id, depth)
             if what is not None:
                 return what
         if isinstance(a, ast.Call) and isinstance(a.func, ast.Name):
@@ -672,6 +676,8 @@ def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bo
         if q == "enumerate" and isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and \
                 isinstance(tgt.elts[0], ast.Name) and tgt.elts[0].id == name:
             return True
+        if isinstance(tgt, ast.Name) and tgt.id == name and _iterates_range(m, it, scope):
+            return True   # ``for epoch in schedule`` whose class iterates a ``range``
     elif not any(_STEP_LOOP.search(n) for n in _names_in(loop.test) + [name]):
         return False
     # a counter the body increments: ``step += 1`` (and nothing else binds it in the loop)
@@ -695,6 +701,34 @@ def _loop_changes(ctx: Context, loop: ast.AST, name: str, scope: Function) -> bo
                     continue
                 return False
     return inc
+
+
+def _iterates_range(m: SemanticModel, it: ast.expr, scope: Function) -> bool:
+    """``it`` is an object of a plain class of this module (made here: ``schedule =
+    Schedule(5)``, or ``for epoch in Schedule(5)``) whose ``__iter__`` hands out the integers of a ``range`` -- ``return
+    iter(range(...))``, ``yield from range(...)`` --: a loop over it counts like one over the
+    range (Python's iteration protocol)."""
+    if isinstance(it, ast.Call):
+        made = it                           # ``for epoch in Schedule(5)``
+    elif isinstance(it, ast.Name) and it.id in scope.locals:
+        made = m.single_value(it.id, scope)
+    else:
+        return False
+    if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
+        return False
+    info = m.classes.get(made.func.id)
+    meth = info.methods.get("__iter__") if info is not None and not info.module_kind else None
+    if meth is None:
+        return False
+    body = [st for st in meth.node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) != 1:
+        return False
+    v = body[0].value if isinstance(body[0], ast.Return) else \
+        body[0].value.value if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.YieldFrom) else None
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "iter" and len(v.args) == 1:
+        v = v.args[0]
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "range" \
+        and m.qualname(v.func, meth) == "range"
 
 
 def _wrapped_below(m: SemanticModel, site, fn) -> bool:
@@ -1020,7 +1054,7 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
         binds = _bindings(scope, a.id) if isinstance(a, ast.Name) else _attribute_bindings(scope, key)
         if not binds:
             if not isinstance(a, ast.Name):
-                return None
+                return _advanced_by_method(ctx, a, scope, loops)
             return _yielded_draw(ctx, a, scope, loops) or _returned_reduction(ctx, a, scope, loops)
         for loop in loops:
             inside = [b for b in binds if _inside(loop, b)]
@@ -1035,6 +1069,41 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
         got = _classify(ctx, a, loop, scope, None, [], None)
         if got is not None:
             return got
+    return None
+
+
+def _advanced_by_method(ctx: Context, a: ast.expr, scope: Function, loops: List[ast.stmt]):
+    """(how it changes, programs) for ``scaler.scale`` passed as a static argument in a loop that
+    also calls a method of ``scaler`` -- an object of a plain class of this module made once here
+    (``scaler = LossScaler()``) -- which rebinds ``self.scale`` from its previous value
+    (``self.scale = self.scale * factor``): every iteration passes a new value."""
+    m = ctx.model
+    if not (isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)):
+        return None
+    obj, attr = a.value.id, a.attr
+    made = m.single_value(obj, scope) if obj in scope.locals else None
+    if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
+        return None
+    info = m.classes.get(made.func.id)
+    if info is None or info.module_kind or m.resolve_scope(made.func.id, scope) is not m.module:
+        return None
+    for loop in loops:
+        for c in ast.walk(loop):
+            if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                    and isinstance(c.func.value, ast.Name) and c.func.value.id == obj):
+                continue
+            meth = info.methods.get(c.func.attr)
+            if meth is None or meth.name in ("__init__", "setup", "__post_init__"):
+                continue
+            if not _step_loop(loop):
+                continue
+            for st in ast.walk(meth.node):
+                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Attribute) \
+                        and isinstance(st.targets[0].value, ast.Name) and st.targets[0].value.id == meth.self_name \
+                        and st.targets[0].attr == attr \
+                        and _keeps_changing(st.value, f"{meth.self_name}.{attr}"):
+                    return (f"is rebound from its previous value by `{obj}.{c.func.attr}()` (`{short(st, 40)}`) on "
+                            f"every iteration of the loop at line {loop.lineno}", "")
     return None
 
 
@@ -1474,8 +1543,8 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
         if inner is not value.args[0]:
             return ast.Call(func=value.func, args=[inner], keywords=[])
         return value
-    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name) or value.keywords or \
-            any(isinstance(a, ast.Starred) for a in value.args):
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name) or \
+            any(kw.arg is None for kw in value.keywords) or any(isinstance(a, ast.Starred) for a in value.args):
         return value
     target = m.resolve_callable(value.func, scope)
     if target is None or target.transforms:
@@ -1496,7 +1565,13 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
     if g.vararg or g.kwonly or len(value.args) > len(params):
         return value
     mapping: Dict[str, ast.expr] = dict(zip(params, value.args))
+    for kw in value.keywords:       # ``anneal(t, total=steps)``
+        if kw.arg not in params or kw.arg in mapping:
+            return value
+        mapping[kw.arg] = kw.value
     for p in params[len(value.args):]:
+        if p in mapping:
+            continue
         d = g.defaults.get(p) if isinstance(g.defaults, dict) else None
         if d is None:
             return value
