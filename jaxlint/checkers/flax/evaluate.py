@@ -334,6 +334,14 @@ class ModuleEvaluator:
                 coll = self._variable_collection(v, method)
                 if coll is not None:
                     frame.variables[name] = coll
+            elif isinstance(v, ast.Lambda) and not v.args.args and not v.args.vararg and not v.args.kwarg \
+                    and isinstance(v.body, ast.Call) and self._submodule_kind(v.body, method) is not None:
+                # ``norm = lambda: nn.BatchNorm(use_running_average=not train)``, then ``norm()(x)``:
+                # a layer factory, like ``partial(nn.BatchNorm, ...)``
+                frame.ctors.pop(name, None)
+                frame.partials[name] = (ast.Call(func=ast.Name(id="partial", ctx=ast.Load()),
+                                                 args=[v.body.func] + list(v.body.args),
+                                                 keywords=list(v.body.keywords)), method)
             return
         for t in s.targets:
             for n in ast.walk(t):
