@@ -118,6 +118,10 @@ class FlaxModuleAttributeAssignment(Rule):
                 names.add(v.value)
             elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id == info.name:
                 names.add(v.attr)
+            elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and \
+                    isinstance(site.call.func, ast.Attribute) and isinstance(site.call.func.value, ast.Name) and \
+                    site.call.func.value.id == v.value.id:
+                names.add(v.attr)   # ``model.apply(..., method=model.decode_step)``: the same instance
         if not names:
             return names
         return names | FlaxModuleAttributeAssignment._called_on_self(ctx, info, [n for n in names])
