@@ -399,8 +399,13 @@ class BadStaticArgument(Rule):
     def _passed_unhashable(ctx: Context, fn: Function, param: str, depth: int) -> Optional[str]:
         """What a call of ``fn`` in this module passes for ``param`` that is unhashable (a list
         display, a local list, or one handed on again by its own caller), said with the line of
-        that call; None when no visible call does."""
+        that call; None when no visible call does -- nor when ``param`` is a static argument of a
+        transform of ``fn`` itself: the call raises there (reported at it), and inside ``fn`` the
+        value is always one that hashed."""
         m = ctx.model
+        if param in fn.static_params and param not in fn.inferred_static and \
+                any(c.transform in _STATIC_TRANSFORMS for c in fn.contexts):
+            return None
         for call, s, target in _calls_of(m, fn):
             pairs, _ = m.bind_arguments(target, call)
             for p, a in pairs:
