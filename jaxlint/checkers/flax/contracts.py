@@ -70,6 +70,9 @@ SHAPE_PRESERVING = {
     "jax.device_put": 0, "jax.device_get": 0, "flax.jax_utils.replicate": 0,
     "flax.jax_utils.unreplicate": 0, "jax.lax.stop_gradient": 0, "jax.tree.map": 1,
 }
+# Flatteners whose second result rebuilds a tree shaped like the one given:
+# ``flat, unravel = ravel_pytree(params)``; ``unravel(flat + eps)`` is a ``params``-shaped dict.
+RAVELS = frozenset({"jax.flatten_util.ravel_pytree"})
 # Tree maps: ``jax.tree.map(lambda *xs: jnp.stack(xs), *members)`` stacks dicts of one shape.
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
 # Transform kinds whose product calls the function with the arguments it is given, or with

@@ -14,7 +14,7 @@ import ast
 from typing import Optional, Set, Tuple
 
 from ...analysis import Function, SemanticModel
-from .contracts import INIT_METHODS, MAPS_ARGUMENTS, SHAPE_PRESERVING, TREE_MAPS
+from .contracts import INIT_METHODS, MAPS_ARGUMENTS, RAVELS, SHAPE_PRESERVING, TREE_MAPS
 from .values import MAX_DEPTH, const_str
 
 INNER = "inner"
@@ -56,6 +56,10 @@ class VariablesShapes:
             arg = self._preserved(e, fn)
             if arg is not None:
                 return self.shape(arg, fn, _depth + 1, _seen)
+            tree = self._unraveled(f, fn, _depth)
+            if tree is not None:
+                # ``unravel(flat)`` of ``flat, unravel = ravel_pytree(params)``: a tree shaped like it
+                return self.shape(tree[0], tree[1], _depth + 1, _seen)
             stacked = self._stacked(e, fn)
             if stacked is not None:
                 return self.shape(stacked, fn, _depth + 1, _seen)
@@ -213,6 +217,33 @@ class VariablesShapes:
             shapes.add(s)
             local = local and loc
         return (shapes.pop(), local) if len(shapes) == 1 else (None, True)
+
+    def _unraveled(self, func: ast.expr, fn: Function, depth: int):
+        """(tree, its scope) when ``func`` is the ``unravel`` of ``flat, unravel =
+        jax.flatten_util.ravel_pytree(tree)`` -- bound so here, or a parameter every call of this
+        file fills with such an ``unravel``: what it returns has ``tree``'s structure."""
+        if not isinstance(func, ast.Name) or depth > MAX_DEPTH:
+            return None
+        scope = self.binding_scope(func.id, fn)
+        if scope is None:
+            return None
+        if func.id in scope.param_nodes:
+            if scope.is_module:
+                return None
+            sources, _ = self.param_sources(scope, func.id)
+            trees = [self._unraveled(src, s, depth + 1) for src, s in sources]
+            if trees and all(t is not None for t in trees) and len({(id(t[0]), id(t[1])) for t in trees}) == 1:
+                return trees[0]
+            return None
+        bindings = self.model.bindings(func.id, scope)
+        if len(bindings) != 1:
+            return None
+        b = bindings[0]
+        v = b.value
+        if b.kind != "=" or tuple(b.path or ()) != (1,) or not isinstance(v, ast.Call) or not v.args \
+                or self.model.qualname(v.func, scope) not in RAVELS:
+            return None
+        return v.args[0], scope
 
     def _preserved(self, call: ast.Call, scope: Function) -> Optional[ast.expr]:
         """The argument a shape-preserving call (``optax.apply_updates(params, u)``) returns
