@@ -29,11 +29,12 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     - command-line flag values (`FLAGS.batch_size`, absl flag holders) that
       a function of the module sets again (`FLAGS.lr = lr` in a sweep,
       `_DECAY.value = 0.99`, `FLAGS.unparse_flags()`), and an argparse
-      namespace held in a global.
+      namespace held in a global that code writes again (`args.lr = ...`).
 
     Names bound once and never changed — including `jnp` arrays built at
     import time, upper-case constants, optimizers and models — are not
-    flagged, and neither are flags that are only parsed once at start-up:
+    flagged, and neither are flags or an argparse namespace that are only
+    parsed once at start-up:
     they are constants by the time anything is traced. Nor is a global that
     the one function tracing the reader sets first, from values that do not
     depend on its arguments (`global BATCH; BATCH = n_devices * 8` and then
@@ -204,8 +205,9 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                                   and a.value.id == name}
             lines = [written[k] for k in keys if k in written]
             return f"holds command-line flags, set again at line {min(lines)}" if lines else None
-        if flag == "args" and scope.is_module:
-            return "holds parsed command-line arguments"
+        # (an argparse namespace parsed at start-up is configuration like flags: only a later
+        # write -- ``args.lr = ...``, a rebinding -- makes a traced read stale, which the general
+        # analysis below sees)
         top = facts.top_function(reader, scope)
         if top is None:
             return None
