@@ -26,7 +26,8 @@ class ConstantPrngKey(Rule):
     ## What it does
     Flags `jax.random.PRNGKey(<literal>)` / `jax.random.key(<literal>)`
     created inside a loop body (also from a seed the loop never changes:
-    `PRNGKey(seed + 1)` in a loop over steps), inside a function or method
+    `PRNGKey(seed + 1)` in a loop over steps; not under `if i == 0:` on the
+    loop's own counter, which runs once), inside a function or method
     that a loop of the module calls on every iteration (`agent.select()`
     drawing from `jax.random.key(0)`; strict when the function runs loops of
     its own -- a whole evaluation or trial per call, the same inputs per run
@@ -442,7 +443,31 @@ def _enclosing_loop(call: ast.Call, loops) -> Optional[ast.AST]:
         if start <= pos_start and pos_end <= end:
             if best is None or start > best_start:
                 best, best_start = loop, start
+    if best is not None and _one_iteration(call, best):
+        return None
     return best
+
+
+def _one_iteration(node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` sits under ``if i == <constant>:`` in the body of ``for i in ...`` (or ``for i, x
+    in enumerate(...)``), with ``i`` not rebound in the body: it runs on one iteration only."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    t = loop.target
+    counter = t.id if isinstance(t, ast.Name) else \
+        t.elts[0].id if isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) else None
+    if counter is None or any(isinstance(n, ast.Name) and n.id == counter and isinstance(n.ctx, ast.Store)
+                              for st in loop.body for n in ast.walk(st)):
+        return False
+    span = _span(node)
+    for st in ast.walk(loop):
+        if isinstance(st, ast.If) and st.body and _span(st.body[0])[0] <= span[0] and span[1] <= _span(st.body[-1])[1]:
+            test = st.test
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
+                    {type(test.left), type(test.comparators[0])} == {ast.Name, ast.Constant} and \
+                    counter in (getattr(test.left, "id", None), getattr(test.comparators[0], "id", None)):
+                return True
+    return False
 
 
 def _hoist_fix(ctx: Context, fn: Function, call: ast.Call, loop: ast.AST, loops) -> Optional[Fix]:
