@@ -52,18 +52,22 @@ class BadStaticArgument(Rule):
     call site in this module (directly, through a local or module-level
     constant, a `self.<attr>` set in `__init__`, or a parameter of the
     calling function that one of its callers here gives a list) -- or an instance of a
-    `@dataclass` of the module that is not frozen (the decorator sets its
+    `@dataclass` of the module that is not frozen, or an attribute of an
+    object of the module's class that its constructor sets to a list or dict
+    (`cfg.sizes` with `main(Config())`) (the dataclass decorator sets its
     `__hash__` to None; also a dict given to a class's constructor and kept on
     `self`: `Loader(data, {"flip": True})`, `ops=self.ops`); a static parameter that
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`,
     an object of the module whose `__iter__` hands out a `range`)
     or a value the loop recomputes -- from its counter (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`, also through a helper or a schedule object's
-    `__call__`: `float(cosine_temperature(step, total))`, `anneal(t, total=n)`, `schedule(epoch)` with
+    `__call__`: `float(cosine_temperature(step, total))`, `anneal(t, total=n)`,
+    `self.current_lr(epoch)`, `schedule(epoch)` with
     `schedule = Schedule(0.5, 0.8)`), from its own previous value (a decayed
     learning rate, `lr = lr * decay`, its start also unpacked from a tuple
     display: `temperature, decay = 2.0, 0.9`) or as a maximum over each batch
-    (`max(len(s) for s in batch)`, also the batch a strided loop selects:
+    (`max(len(s) for s in batch)`, in any loop over data -- not a literal
+    display of configurations --, also the batch a strided loop selects:
     `for i in range(0, len(data), bs)` ... `int(lengths.max())` of
     `data[i:i + bs]`) or over data the loop draws at random anew
     (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`), or an
@@ -464,7 +468,7 @@ class BadStaticArgument(Rule):
         if isinstance(a, ast.Name):
             values = _local_values(scope, a.id)
         elif isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name):
-            values = _self_values(scope, a)
+            values = _self_values(scope, a) or (_object_values(m, scope, a) if depth < 2 else [])
         if isinstance(a, ast.Call):
             w = _unhashable_dataclass(m, a, scope)
             if w is not None:
@@ -586,8 +590,54 @@ def _self_values(scope: Function, attr: ast.Attribute) -> List[ast.expr]:
     method = scope.enclosing_method()
     if method is None or attr.value.id != method.self_name or method.cls is None:
         return []
-    info = method.cls
-    values = list(info.setup_attrs.get(attr.attr, ()))
+    return _init_values(method.cls, attr.attr)
+
+
+def _object_values(m: SemanticModel, scope: Function, attr: ast.Attribute) -> List[ast.expr]:
+    """``cfg.sizes`` where ``cfg`` surely holds an object of a plain class of this module -- a
+    local made once from it (``cfg = Config()``), or a parameter every call of this module
+    fills with one (``main(Config())``) --: the values its ``__init__`` assigns to ``sizes`` (if
+    no other method assigns it, and nothing here sets ``cfg.sizes``)."""
+    name = attr.value.id
+    owner = m.resolve_scope(name, scope)
+    if owner is None:
+        return []
+    made: List[ast.expr] = []
+    if name in owner.param_nodes and not owner.is_module:
+        if any(b.kind != "param" for b in m.bindings(name, owner)):
+            return []
+        for call, s, target in _calls_of(m, owner):
+            pairs, _ = m.bind_arguments(target, call)
+            got = [a for p, a in pairs if p == name]
+            if len(got) != 1:
+                return []
+            a = got[0]
+            if isinstance(a, ast.Name) and a.id in s.locals:
+                a = m.single_value(a.id, s)
+            made.append(a)
+    else:
+        v = m.single_value(name, owner)
+        if v is not None:
+            made.append(v)
+    if not made or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) for v in made) or \
+            len({v.func.id for v in made}) != 1:
+        return []
+    info = m.classes.get(made[0].func.id)
+    if info is None or info.module_kind or m.resolve_scope(made[0].func.id, owner) is not m.module:
+        return []
+    for f in m.functions:
+        for n in f.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == attr.attr and isinstance(t.value, ast.Name)
+                   and t.value.id == name for t in targets):
+                return []   # ``cfg.sizes = (6, 16, 2)`` somewhere: not followed
+    return _init_values(info, attr.attr)
+
+
+def _init_values(info, attr: str) -> List[ast.expr]:
+    """The values the constructor (``setup`` of a linen module) assigns to ``self.<attr>``,
+    when no other method assigns it."""
+    values = list(info.setup_attrs.get(attr, ()))
     if not values:
         return []
     init = info.methods.get("setup" if info.module_kind == "linen" else "__init__")
@@ -599,7 +649,7 @@ def _self_values(scope: Function, attr: ast.Attribute) -> List[ast.expr]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 for n in ast.walk(t):
-                    if isinstance(n, ast.Attribute) and n.attr == attr.attr and \
+                    if isinstance(n, ast.Attribute) and n.attr == attr and \
                             isinstance(n.value, ast.Name) and n.value.id == selfname:
                         return []
     return values
@@ -906,7 +956,7 @@ def _range_values(loop: ast.stmt, scope: Function, m: SemanticModel) -> Optional
             m.qualname(loop.iter.func, scope) != "range" or loop.iter.keywords or not loop.iter.args:
         return None
     try:
-        bounds = [_evaluate(x, {}, scope) for x in loop.iter.args]
+        bounds = [_evaluate(x, _defaults_kept(m, scope), scope) for x in loop.iter.args]
     except _Unknown:
         return None
     if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) or len(bounds) > 3:
@@ -915,6 +965,23 @@ def _range_values(loop: ast.stmt, scope: Function, m: SemanticModel) -> Optional
         return range(*bounds)
     except ValueError:
         return None
+
+
+def _defaults_kept(m: SemanticModel, scope: Function) -> Dict[str, object]:
+    """``def train(epochs=5)`` that every call of this module (at least one) calls without
+    ``epochs``: ``{"epochs": 5}`` -- the literal numeric defaults the function runs with."""
+    if scope.is_module or scope.is_lambda or not scope.defaults:
+        return {}
+    calls = _calls_of(m, scope)
+    if not calls:
+        return {}
+    out: Dict[str, object] = {}
+    for p, d in scope.defaults.items():
+        if not (isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool)):
+            continue
+        if all(p not in {q for q, _ in m.bind_arguments(target, call)[0]} for call, _, target in calls):
+            out[p] = d.value
+    return out
 
 
 def _literal_iterations(loop: ast.stmt, scope: Function, m: SemanticModel) -> Optional[int]:
@@ -1297,7 +1364,11 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
     items = targets - {counter} if rng is None and (counter is None or
                                                    m.qualname(loop.iter.func, scope) == "enumerate") else set()
     derived = _derived_from(loop, items) if items else set()
-    if derived & used and _step_loop(loop) and _reduces_over(value, derived, m, scope):
+    # (a maximum over what each item holds -- its lengths -- is a loop over data, whatever its
+    # names say, unless the items are a literal display: a few configurations on purpose)
+    over_data = _step_loop(loop) or (isinstance(loop, (ast.For, ast.AsyncFor))
+                                     and not isinstance(loop.iter, (ast.List, ast.Tuple, ast.Set)))
+    if derived & used and over_data and _reduces_over(value, derived, m, scope):
         item = ", ".join(f"`{t}`" for t in sorted(items))
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
@@ -1548,8 +1619,25 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
         if inner is not value.args[0]:
             return ast.Call(func=value.func, args=[inner], keywords=[])
         return value
-    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name) or \
-            any(kw.arg is None for kw in value.keywords) or any(isinstance(a, ast.Starred) for a in value.args):
+    if not isinstance(value, ast.Call) or any(kw.arg is None for kw in value.keywords) or \
+            any(isinstance(a, ast.Starred) for a in value.args):
+        return value
+    method = scope.enclosing_method()
+    if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) and method is not None \
+            and method.cls is not None and value.func.value.id == method.self_name:
+        # ``self.current_lr(epoch)`` in a method: the class's own helper, ``self`` the same object
+        g = method.cls.methods.get(value.func.attr)
+        if g is None or g.is_staticmethod or g.self_name is None or g.decorators:
+            return value
+        body = _single_return(g)
+        params = g.params[1:]
+        mapping = _argument_mapping(value, g, params)
+        if body is None or mapping is None:
+            return value
+        import copy
+        mapping[g.self_name] = ast.Name(id=method.self_name, ctx=ast.Load())
+        return _Substitute(mapping).visit(copy.deepcopy(body))
+    if not isinstance(value.func, ast.Name):
         return value
     target = m.resolve_callable(value.func, scope)
     if target is None or target.transforms:
@@ -1558,32 +1646,42 @@ def _inlined(m: SemanticModel, value: ast.expr, scope: Function) -> ast.expr:
     # (``schedule(epoch)`` with ``schedule = Schedule(0.5, 0.8)``: its ``__call__``, ``self`` bound)
     if target.bound_positional and not (target.bound_positional == 1 and g.name == "__call__"):
         return value
-    if g.is_lambda:
-        body = g.node.body
-    else:
-        stmts = [st for st in g.node.body
-                 if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-        if len(stmts) != 1 or not isinstance(stmts[0], ast.Return) or stmts[0].value is None:
-            return value
-        body = stmts[0].value
-    params = g.params[target.bound_positional:]
-    if g.vararg or g.kwonly or len(value.args) > len(params):
+    body = _single_return(g)
+    mapping = _argument_mapping(value, g, g.params[target.bound_positional:])   # (``anneal(t, total=n)``)
+    if body is None or mapping is None:
         return value
-    mapping: Dict[str, ast.expr] = dict(zip(params, value.args))
-    for kw in value.keywords:       # ``anneal(t, total=steps)``
-        if kw.arg not in params or kw.arg in mapping:
-            return value
-        mapping[kw.arg] = kw.value
-    for p in params[len(value.args):]:
-        if p in mapping:
-            continue
-        d = g.defaults.get(p) if isinstance(g.defaults, dict) else None
-        if d is None:
-            return value
-        mapping[p] = d
     import copy
     attrs = _constructed_attrs(m, value.func, scope) if target.bound_positional else {}
     return _Substitute(mapping, attrs, g.self_name).visit(copy.deepcopy(body))
+
+
+def _single_return(g: Function) -> Optional[ast.expr]:
+    """The expression of a function whose body (docstring aside) is one ``return <expr>``."""
+    if g.is_lambda:
+        return g.node.body
+    stmts = [st for st in g.node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.Return) or stmts[0].value is None:
+        return None
+    return stmts[0].value
+
+
+def _argument_mapping(call: ast.Call, g: Function, params: List[str]) -> Optional[Dict[str, ast.expr]]:
+    """Each of ``params`` with what ``call`` passes for it (or its default); None when that is not
+    shown (``*args``, a keyword-only parameter, a missing argument without a default)."""
+    if g.vararg or g.kwonly or len(call.args) > len(params):
+        return None
+    mapping: Dict[str, ast.expr] = dict(zip(params, call.args))
+    for kw in call.keywords:
+        if kw.arg not in params or kw.arg in mapping:
+            return None
+        mapping[kw.arg] = kw.value
+    for p in params:
+        if p not in mapping:
+            d = g.defaults.get(p) if isinstance(g.defaults, dict) else None
+            if d is None:
+                return None
+            mapping[p] = d
+    return mapping
 
 
 def _derived_from(loop: ast.stmt, targets: Set[str]) -> Set[str]:
