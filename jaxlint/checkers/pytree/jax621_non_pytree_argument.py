@@ -122,6 +122,8 @@ class NonPytreeArgument(Rule):
                     value = m.reaching_value(a, cr.scope)
                     if value is not None:
                         info, certain = plain.evidence(value, cr.scope)
+                if info is not None and _through_own_boundary(m, a, cr.scope):
+                    continue    # it came in through a jit of the enclosing function: that raised first
                 what = "is a plain"
                 if info is None:
                     # ``[Layer(w) for w in ws]``, ``{"model": Cfg()}``: a container JAX flattens,
@@ -250,6 +252,21 @@ def _contained(m: SemanticModel, plain, a: ast.expr, scope: Function, depth: int
             if got[0] is not None:
                 return got
     return None, True
+
+
+def _through_own_boundary(m: SemanticModel, a: ast.expr, scope: Function) -> bool:
+    """``a`` is a parameter of ``scope`` or of a function enclosing it that a transform decorates
+    and traces (``@jax.jit def sgd(weights, scaler, x)``): every call goes through that boundary,
+    where what the callers pass is flattened -- a plain object raises there, and never gets this
+    far.  (A function also called directly, ``mse(LinearParams(w, b), batch)`` inside a trace, can
+    receive one made inside.)"""
+    if not isinstance(a, ast.Name):
+        return False
+    owner = m.resolve_scope(a.id, scope)
+    if owner is None or owner.is_module or a.id not in owner.param_nodes or a.id not in owner.traced_params:
+        return False
+    return any(s.is_decorator and s.target is not None and s.target.function is owner
+               and s.transform.kind in ("jit", "pmap", "vmap", "grad") for s in m.transform_sites)
 
 
 def _loop_item(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
