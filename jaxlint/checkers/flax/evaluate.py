@@ -163,7 +163,7 @@ class ModuleEvaluator:
         order = self._field_order(info)
         values: Dict[str, object] = {}
         for name, default in order:
-            values[name] = literal(default) if default is not None else UNKNOWN
+            values[name] = self._eval(default, {}, None) if default is not None else UNKNOWN
         if any(isinstance(a, ast.Starred) for a in ctor.args) or any(k.arg is None for k in ctor.keywords):
             return None
         for (name, _), a in zip(order, ctor.args):
@@ -207,6 +207,10 @@ class ModuleEvaluator:
             return UNKNOWN
         if isinstance(e, ast.Constant):
             return e.value
+        if isinstance(e, (ast.Tuple, ast.List)):
+            # ``dilations: tuple = (1, 2, 4)``: a display of known values (a loop over it runs)
+            vals = tuple(self._eval(x, env, frame) for x in e.elts)
+            return UNKNOWN if any(v is UNKNOWN or isinstance(x, ast.Starred) for v, x in zip(vals, e.elts)) else vals
         if isinstance(e, ast.Name):
             return env.get(e.id, UNKNOWN)
         if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and frame is not None \
@@ -274,7 +278,9 @@ class ModuleEvaluator:
                 self._forget(s, frame)
                 # a loop over ``self.features`` or ``range(n)`` may run zero times; one over a
                 # non-empty display (``for width in (64, 64):``) or ``range(3)`` runs at least once
-                self._block(s.body, frame, method, certain and _runs_once(s), out, depth, active)
+                runs = _runs_once(s) or (isinstance(s, (ast.For, ast.AsyncFor)) and _non_empty(
+                    self._eval(s.iter, frame.env, frame)))     # ``for d in self.dilations`` = (1, 2, 4)
+                self._block(s.body, frame, method, certain and runs, out, depth, active)
                 self._block(s.orelse, frame, method, False, out, depth, active)
                 self._forget(s, frame)
                 continue
@@ -560,6 +566,10 @@ def _walk_no_defs(node: ast.AST):
             if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
             stack.append(c)
+
+
+def _non_empty(v: object) -> bool:
+    return isinstance(v, (tuple, list)) and len(v) > 0
 
 
 def _runs_once(loop: ast.stmt) -> bool:
