@@ -113,6 +113,12 @@ class GradFlow:
             for t in targets:
                 self._bind_grads(st, t, index)
             return
+        sub = self._helpers.get(id(value))
+        if sub is not None:
+            # ``loss, grads = compute_grads(...)`` with ``loss = lax.pmean(loss, ...)`` inside: what
+            # the helper returns unreduced, followed
+            self._bind_returned(st, targets, sub)
+            return
         if self._syncs(value):
             for t in targets:
                 for name in _names(t):
@@ -125,10 +131,6 @@ class GradFlow:
             for path in made:
                 for t in targets:
                     self._bind_path(st, t, path)
-            return
-        sub = self._helpers.get(id(value))
-        if sub is not None:
-            self._bind_returned(st, targets, sub)
             return
         origin = self._raw_in(value)
         if origin is None:
@@ -375,8 +377,8 @@ class GradFlow:
             target = self._callee(node.func)
             if target is None or target.function is fn or target.function.is_lambda or target.transforms:
                 continue
-            if self._syncs(node):
-                continue
+            if self._syncs(node) and not _reduces_in_own_body(m, target.function):
+                continue    # (a helper whose own statements reduce is followed: what it reduces is seen)
             pairs, _ = m.bind_arguments(target, node)
             seeds = {}
             for p, a in pairs:
@@ -408,9 +410,10 @@ class GradFlow:
                 else:
                     positions.add(index)
                 continue
+            # (``return lax.pmean(grads, "batch")``: what a return passes through a collective is reduced)
             if isinstance(v, ast.Tuple):
-                positions.update(i for i, e in enumerate(v.elts) if sub._raw_in(e) is not None)
-            elif v is not None and sub._raw_in(v) is not None:
+                positions.update(i for i, e in enumerate(v.elts) if sub._raw_in(e) is not None and not sub._syncs(e))
+            elif v is not None and sub._raw_in(v) is not None and not sub._syncs(v):
                 whole = True
         for t in targets:
             for name in _names(t):
@@ -488,6 +491,21 @@ def _lambda_params(fun: ast.expr, m: SemanticModel, scope: Function) -> Optional
     if target is not None:
         return target.function.params[target.bound_positional:] or None
     return None
+
+
+def _reduces_in_own_body(m: SemanticModel, fn: Function) -> bool:
+    """``fn`` applies a reducing collective in its own statements and reaches none through its
+    nested functions or the functions it calls: following it shows what it reduces."""
+    if not any(mentions_collective(m, call, fn, REDUCING) for call in fn.of_type(ast.Call)):
+        return False
+    if any(_reaches_collective(m, child, set()) for child in fn.children):
+        return False
+    for call in fn.of_type(ast.Call):
+        if isinstance(call.func, (ast.Name, ast.Attribute)):
+            t = m.resolve_callable(call.func, fn)
+            if t is not None and t.function is not fn and _reaches_collective(m, t.function, set()):
+                return False
+    return True
 
 
 def _reaches_collective(m: SemanticModel, fn: Function, seen: Set[int], depth: int = 0) -> bool:
