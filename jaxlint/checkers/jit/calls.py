@@ -104,6 +104,8 @@ class CallIndex:
         self._calls_by_name: Optional[Dict[str, List[Tuple[ast.Call, Function]]]] = None
         self._callers: Dict[int, List[CallSite]] = {}
         self._loops: Dict[int, List[Tuple[tuple, tuple, ast.AST, Optional[tuple]]]] = {}
+        # bindings a factory returns, with their place in the returned tuple (None: the whole value)
+        self._returned: List[Tuple[JitBinding, Optional[int]]] = []
         self._build()
 
     # ------------------------------------------------------------ bindings
@@ -147,6 +149,14 @@ class CallIndex:
                 b = JitBinding(site, "inline", None, scope, None, parent, fun)
             elif isinstance(parent, ast.Return):
                 b = JitBinding(site, "return", None, scope, None, parent, fun)
+                self._returned.append((b, None))
+            elif parent is None and not scope.is_module:
+                # ``return model, tx, jax.jit(fit_step, ...)``: one element of the returned tuple
+                for ret in scope.of_type(ast.Return):
+                    if isinstance(ret.value, ast.Tuple) and any(e is call for e in ret.value.elts):
+                        b = JitBinding(site, "return", None, scope, None, ret, fun)
+                        self._returned.append((b, next(i for i, e in enumerate(ret.value.elts) if e is call)))
+                        break
             if b is None:
                 b = JitBinding(site, "other", None, scope, None, parent, fun)
             self._add(b)
@@ -248,7 +258,34 @@ class CallIndex:
                         continue
                     if b is not None:
                         calls.setdefault(id(b), []).append(CallSite(call, fn, self.enclosing_loop(call, fn)))
+        for b, index in self._returned:
+            for c in self._factory_product_calls(b.scope, index):
+                calls.setdefault(id(b), []).append(c)
         self._calls = calls
+
+    def _factory_product_calls(self, factory: Function, index: Optional[int]) -> List[CallSite]:
+        """Calls of what ``factory`` returns (at ``index`` of its returned tuple): ``step =
+        make_step(cfg)`` / ``model, tx, step = build(cfg)`` -- the name's only binding in the
+        calling scope -- then ``step(...)`` there."""
+        out: List[CallSite] = []
+        m = self.model
+        for cs in self.callers_of(factory):
+            s = cs.call
+            owner = next((a for a in cs.scope.of_type(ast.Assign) if a.value is s and len(a.targets) == 1), None)
+            if owner is None:
+                continue
+            t = owner.targets[0]
+            if index is not None:
+                if not isinstance(t, ast.Tuple) or index >= len(t.elts) or \
+                        any(isinstance(e, ast.Starred) for e in t.elts):
+                    continue
+                t = t.elts[index]
+            if not isinstance(t, ast.Name) or len(m.bindings(t.id, cs.scope)) != 1:
+                continue
+            for call in cs.scope.of_type(ast.Call):
+                if isinstance(call.func, ast.Name) and call.func.id == t.id:
+                    out.append(CallSite(call, cs.scope, self.enclosing_loop(call, cs.scope)))
+        return out
 
     def callers_of(self, fn: Function) -> List[CallSite]:
         """Call sites in this module that resolve to ``fn`` (``f(...)``, ``self.f(...)``)."""
