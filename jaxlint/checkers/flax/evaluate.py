@@ -209,8 +209,10 @@ class ModuleEvaluator:
             return e.value
         if isinstance(e, (ast.Tuple, ast.List)):
             # ``dilations: tuple = (1, 2, 4)``: a display of known values (a loop over it runs)
-            vals = tuple(self._eval(x, env, frame) for x in e.elts)
-            return UNKNOWN if any(v is UNKNOWN or isinstance(x, ast.Starred) for v, x in zip(vals, e.elts)) else vals
+            vals = [self._eval(x, env, frame) for x in e.elts]
+            if any(v is UNKNOWN or isinstance(x, ast.Starred) for v, x in zip(vals, e.elts)):
+                return UNKNOWN
+            return tuple(vals) if isinstance(e, ast.Tuple) else vals   # (``(1, 2) == [1, 2]`` is False)
         if isinstance(e, ast.Name):
             return env.get(e.id, UNKNOWN)
         if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and frame is not None \

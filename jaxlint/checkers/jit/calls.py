@@ -153,7 +153,8 @@ class CallIndex:
             elif parent is None and not scope.is_module:
                 # ``return model, tx, jax.jit(fit_step, ...)``: one element of the returned tuple
                 for ret in scope.of_type(ast.Return):
-                    if isinstance(ret.value, ast.Tuple) and any(e is call for e in ret.value.elts):
+                    if isinstance(ret.value, ast.Tuple) and any(e is call for e in ret.value.elts) \
+                            and not any(isinstance(e, ast.Starred) for e in ret.value.elts):
                         b = JitBinding(site, "return", None, scope, None, ret, fun)
                         self._returned.append((b, next(i for i, e in enumerate(ret.value.elts) if e is call)))
                         break

@@ -849,8 +849,10 @@ def _new_shapes_each_iteration(m, b: JitBinding, loop: ast.AST, scope: Function)
             continue
         if any(_free_names(e) & derived for e in _shape_args(q, a.value)):
             shaped.add(a.targets[0].id)
-        elif any(_free_names(e) & shaped for e in a.value.args):
-            # ``r = jnp.tile(x[None], (batch, 1))`` of such an ``x``: its shape follows
+        elif ("jax.numpy." + q.rpartition(".")[2]) in K.SHAPE_ARGUMENTS and \
+                any(_free_names(e) & shaped for e in a.value.args):
+            # ``r = jnp.tile(x[None], (batch, 1))`` of such an ``x``: its shape follows (a
+            # reshaping maker, not a reduction: ``jnp.sum(A)`` has one shape whatever ``A``'s)
             shaped.add(a.targets[0].id)
     return any(isinstance(x, ast.Name) and x.id in shaped for x in args)
 

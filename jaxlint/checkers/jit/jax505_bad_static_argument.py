@@ -369,7 +369,8 @@ class BadStaticArgument(Rule):
                     continue
                 loop = _changing_in_loop(ctx, a, cs.scope, call)
                 if loop is None:
-                    change = _derived_change(ctx, a, cs.scope, call) or _changed_per_call(ctx, a, cs.scope, call)
+                    change = _derived_change(ctx, a, cs.scope, call) or _changed_per_call(ctx, a, cs.scope, call) \
+                        or _counter_through_parameter(ctx, a, cs.scope, call)
                     if change is None:
                         fresh = self._fresh_object(ctx, a, cs.scope, call)
                         if fresh is not None:
@@ -408,8 +409,9 @@ class BadStaticArgument(Rule):
         value is always one that hashed."""
         m = ctx.model
         if param in fn.static_params and param not in fn.inferred_static and \
-                any(c.transform in _STATIC_TRANSFORMS for c in fn.contexts):
-            return None
+                any(site.is_decorator and site.target is not None and site.target.function is fn
+                    and site.transform.name in _STATIC_TRANSFORMS for site in m.transform_sites):
+            return None     # (decorated: every call goes through that jit)
         for call, s, target in _calls_of(m, fn):
             pairs, _ = m.bind_arguments(target, call)
             for p, a in pairs:
@@ -625,13 +627,29 @@ def _object_values(m: SemanticModel, scope: Function, attr: ast.Attribute) -> Li
     info = m.classes.get(made[0].func.id)
     if info is None or info.module_kind or m.resolve_scope(made[0].func.id, owner) is not m.module:
         return []
-    for f in m.functions:
-        for n in f.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            if any(isinstance(t, ast.Attribute) and t.attr == attr.attr and isinstance(t.value, ast.Name)
-                   and t.value.id == name for t in targets):
-                return []   # ``cfg.sizes = (6, 16, 2)`` somewhere: not followed
+    if attr.attr in _attributes_set_outside_methods(m, info):
+        return []   # ``cfg.sizes = (6, 16, 2)`` (through any name) somewhere: not followed
     return _init_values(info, attr.attr)
+
+
+def _attributes_set_outside_methods(m: SemanticModel, info) -> Set[str]:
+    """The attribute names this module stores anywhere but in ``info``'s own methods (``c.sizes =
+    ...``, ``cfg.sizes, depth = ...``): computed once per module and class."""
+    memo = m.__dict__.setdefault("_jax505_attr_stores", {})
+    got = memo.get(id(info))
+    if got is None:
+        own = {id(f) for f in info.methods.values()}
+        got = set()
+        for f in m.functions:
+            if id(f) in own:
+                continue
+            for n in f.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for x in ast.walk(t):
+                        if isinstance(x, ast.Attribute) and isinstance(x.ctx, ast.Store):
+                            got.add(x.attr)
+        memo[id(info)] = got
+    return got
 
 
 def _init_values(info, attr: str) -> List[ast.expr]:
@@ -979,6 +997,8 @@ def _defaults_kept(m: SemanticModel, scope: Function) -> Dict[str, object]:
     for p, d in scope.defaults.items():
         if not (isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool)):
             continue
+        if any(b.kind != "param" for b in m.bindings(p, scope)):
+            continue    # ``epochs = epochs * 50`` in the body: not the default any more
         if all(p not in {q for q, _ in m.bind_arguments(target, call)[0]} for call, _, target in calls):
             out[p] = d.value
     return out
@@ -1179,6 +1199,52 @@ def _advanced_by_method(ctx: Context, a: ast.expr, scope: Function, loops: List[
     return None
 
 
+def _counter_through_parameter(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
+    """(how it changes, programs) for a static argument computed from a parameter ``p`` of the
+    function passing it (``lr = self.base_lr * self.decay ** idx`` in ``def epoch(self, idx,
+    ...)``), with no loop of its own around the call, where every call of the function in this
+    module passes for ``p`` the counter of a loop around that call (``for e in range(5):
+    trainer.epoch(e, ...)``): every call passes a new value."""
+    m = ctx.model
+    if scope.is_module or _enclosing_loops(scope, call):
+        return None
+    value = a
+    if isinstance(a, ast.Name) and a.id not in scope.param_nodes:
+        vals = _local_values(scope, a.id)
+        if len(vals) != 1:
+            return None
+        value = vals[0]
+    value = _inlined(m, value, scope)
+    params = [p for p in scope.params if p != scope.self_name and _keeps_changing(value, p)]
+    if len(params) != 1:
+        return None
+    p = params[0]
+    if any(b.kind != "param" for b in m.bindings(p, scope)):
+        return None
+    method = scope.enclosing_method()
+    if method is scope and method.cls is not None:
+        calls = [(c, fn) for fn in m.functions for c in fn.of_type(ast.Call)
+                 if isinstance(c.func, ast.Attribute) and c.func.attr == scope.name
+                 and isinstance(c.func.value, ast.Name) and instance_class(m, c.func.value, fn) is method.cls]
+        bound = 1
+    else:
+        calls = [(c, s) for c, s, _ in _calls_of(m, scope)]
+        bound = 0
+    if not calls:
+        return None
+    where = None
+    for c, s in calls:
+        pairs, _ = m.bind_arguments(CallTarget(scope, bound), c)
+        arg = next((x for q, x in pairs if q == p), None)
+        loop = _changing_in_loop(ctx, arg, s, c) if arg is not None else None
+        if loop is None:
+            return None
+        where = where or (c, loop)
+    c, loop = where
+    return (f"is computed from `{p}`, which the call at line {c.lineno} passes the counter of the loop at "
+            f"line {loop.lineno}", "")
+
+
 def _changed_per_call(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
     """(how it changes, the programs it builds) for ``self.tau`` passed as a static argument by
     a method that, after the call, rebinds ``self.tau`` from its own previous value
@@ -1366,8 +1432,10 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
     derived = _derived_from(loop, items) if items else set()
     # (a maximum over what each item holds -- its lengths -- is a loop over data, whatever its
     # names say, unless the items are a literal display: a few configurations on purpose)
-    over_data = _step_loop(loop) or (isinstance(loop, (ast.For, ast.AsyncFor))
-                                     and not isinstance(loop.iter, (ast.List, ast.Tuple, ast.Set)))
+    it = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else None
+    if isinstance(it, ast.Name):
+        it = m.single_value(it.id, m.resolve_scope(it.id, scope) or scope) or it   # ``LAYOUTS = [...]``
+    over_data = _step_loop(loop) or (it is not None and not isinstance(it, (ast.List, ast.Tuple, ast.Set)))
     if derived & used and over_data and _reduces_over(value, derived, m, scope):
         item = ", ".join(f"`{t}`" for t in sorted(items))
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "

@@ -437,15 +437,12 @@ def _loop_ranges(fn: Function) -> List[Tuple[Tuple[int, int], Tuple[int, int], a
 
 def _enclosing_loop(call: ast.Call, loops) -> Optional[ast.AST]:
     pos_start, pos_end = _span(call)
-    best = None
-    best_start = None
-    for start, end, loop in loops:
-        if start <= pos_start and pos_end <= end:
-            if best is None or start > best_start:
-                best, best_start = loop, start
-    if best is not None and _one_iteration(call, best):
-        return None
-    return best
+    around = sorted(((start, loop) for start, end, loop in loops if start <= pos_start and pos_end <= end),
+                    key=lambda t: t[0], reverse=True)
+    for _, loop in around:
+        if not _one_iteration(call, loop):
+            return loop     # (under ``if i == 0:`` of an inner loop: the outer one still repeats it)
+    return None
 
 
 def _one_iteration(node: ast.AST, loop: ast.AST) -> bool:
@@ -453,9 +450,13 @@ def _one_iteration(node: ast.AST, loop: ast.AST) -> bool:
     in enumerate(...)``), with ``i`` not rebound in the body: it runs on one iteration only."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    t = loop.target
-    counter = t.id if isinstance(t, ast.Name) else \
-        t.elts[0].id if isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) else None
+    t, it = loop.target, loop.iter
+    f = it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None
+    # a counter: ``for i in range(...)`` or the index of ``for i, x in enumerate(...)`` (values
+    # that do not repeat), not any loop target (``for tok in tokens: if tok == 0``)
+    counter = t.id if f == "range" and isinstance(t, ast.Name) else \
+        t.elts[0].id if f == "enumerate" and isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) \
+        else None
     if counter is None or any(isinstance(n, ast.Name) and n.id == counter and isinstance(n.ctx, ast.Store)
                               for st in loop.body for n in ast.walk(st)):
         return False
