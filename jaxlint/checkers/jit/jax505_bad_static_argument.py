@@ -59,7 +59,9 @@ class BadStaticArgument(Rule):
     `self`: `Loader(data, {"flip": True})`, `ops=self.ops`); a static parameter that
     receives a loop counter (`for step in range(n)`, `enumerate`, `step += 1`,
     an object of the module whose `__iter__` hands out a `range`)
-    or a value the loop recomputes -- from its counter (an annealed temperature
+    or a value the loop recomputes -- from its counter, also through a parameter
+    every call passes it for (`trainer.epoch(epoch, ...)` with `lr = base * decay
+    ** idx` inside) (an annealed temperature
     `max(0.1, t0 * 0.95 ** epoch)`, also through a helper or a schedule object's
     `__call__`: `float(cosine_temperature(step, total))`, `anneal(t, total=n)`,
     `self.current_lr(epoch)`, `schedule(epoch)` with
