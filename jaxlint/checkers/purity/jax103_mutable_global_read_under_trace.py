@@ -60,8 +60,8 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     parameter, a literal, a scalar conversion of one; not a value computed
     from data, `MEAN = data.mean(0)`, nor one stepped on from the old) or
     initializers (`def load_tables(): global TABLE; TABLE = ...`: no
-    arguments and no read of the old value, so every call builds the same
-    state) that this module never shows running after the traced function
+    arguments, no read of the old value and no draw, clock or iterator --
+    every call builds the same state) that this module never shows running after the traced function
     was first called: configuration set before tracing, like
     `jax.config.update`, is what JAX expects. A setter a loop runs between calls of the jitted
     function, a writer that steps the value on (`lr = lr * factor`), or one
@@ -420,9 +420,24 @@ def _initializer(fn: Function, name: str) -> bool:
                     bases.add(id(t))
                 if isinstance(t, ast.Name) and t.id == name and (first is None or a.lineno < first):
                     first = a.lineno
+    nodes = list(ast.walk(fn.node))     # (nested functions and lambdas too)
+    if any(n.__class__ is ast.Call and _varies_per_call(n.func) for n in nodes):
+        return False    # ``NOISE = np.random.randn(3)``, ``STEP = next(it)``: a new value every call
     # (the old value is read where a load comes no later than the first store: ``lr = lr * 0.9``)
     return not any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load
-                   and id(n) not in bases and (first is None or n.lineno <= first) for n in fn.walk())
+                   and id(n) not in bases and (first is None or n.lineno <= first) for n in nodes)
+
+
+# calls whose result differs from call to call: draws, clocks, iterators, input
+_VARYING_CALL = re.compile(r"(^|\.)(random|rng|time|datetime|uuid|secrets)\.|^(next|input)$")
+
+
+def _varies_per_call(func: ast.AST) -> bool:
+    try:
+        text = ast.unparse(func)
+    except Exception:   # pragma: no cover - unparse of a valid node does not fail
+        return True
+    return bool(_VARYING_CALL.search(text))
 
 
 _CONVERSIONS = frozenset({"float", "int", "bool", "str", "tuple", "frozenset"})
