@@ -199,6 +199,19 @@ class _Rebinding:
 
 
 class FlowMixin:
+    def loop_counter(self, loop: ast.AST, scope: Function) -> Optional[str]:
+        """The counter a ``for`` loop binds: ``i`` of ``for i in range(...)``, the index of ``for
+        i, x in enumerate(...)`` -- a new value every iteration, never repeated."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+            return None
+        q = self.qualname(loop.iter.func, scope)
+        if q == "range" and isinstance(loop.target, ast.Name):
+            return loop.target.id
+        if q == "enumerate" and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 and \
+                isinstance(loop.target.elts[0], ast.Name):
+            return loop.target.elts[0].id
+        return None
+
     def _rebinding(self, fn: Function) -> _Rebinding:
         cache = getattr(self, "_rebinding_cache", None)
         if cache is None:

@@ -662,6 +662,19 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return None
         return max(0, len(call.args) - tr.operands_from)
 
+    def decorator_sites(self, fn: Function) -> List[TransformSite]:
+        """The transforms that decorate ``fn`` (``@jax.jit``, ``@partial(jax.jit, ...)``): every
+        call of the name goes through them.  Built once per model (again when a site was added)."""
+        sites = self.transform_sites
+        memo = self.__dict__.get("_decorator_sites_memo")
+        if memo is None or memo[0] != len(sites):
+            by_fn: Dict[int, List[TransformSite]] = {}
+            for site in sites:
+                if site.is_decorator and site.target is not None:
+                    by_fn.setdefault(id(site.target.function), []).append(site)
+            memo = self.__dict__["_decorator_sites_memo"] = (len(sites), by_fn)
+        return memo[1].get(id(fn), [])
+
     @staticmethod
     def _kw(call: ast.Call, name: str) -> Optional[ast.expr]:
         for kw in call.keywords:

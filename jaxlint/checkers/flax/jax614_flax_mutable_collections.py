@@ -137,14 +137,16 @@ def _write_only(m: SemanticModel, need) -> bool:
         return False
     holder = ast.dump(t.value)
     for fn in info.methods.values():
-        for a in ast.walk(fn.node):
-            if a.__class__ is ast.Attribute and a.attr in ("get_variable", "variables", "has_variable") \
+        nodes = list(ast.walk(fn.node))
+        stepped = {id(a.target) for a in nodes if a.__class__ is ast.AugAssign}
+        for a in nodes:
+            if a.__class__ is not ast.Attribute:
+                continue
+            if a.attr in ("get_variable", "variables", "has_variable") \
                     and isinstance(a.value, ast.Name) and a.value.id == fn.self_name:
                 return False   # read some other way (``self.get_variable("cache", ...)``): not shown unread
-        for a in ast.walk(fn.node):
-            if a.__class__ is ast.Attribute and a.attr == "value" and ast.dump(a.value) == holder and (
-                    isinstance(a.ctx, ast.Load) or any(isinstance(p, ast.AugAssign) and p.target is a
-                                                       for p in ast.walk(fn.node))):
+            if a.attr == "value" and (isinstance(a.ctx, ast.Load) or id(a) in stepped) \
+                    and ast.dump(a.value) == holder:
                 return False   # read, or stepped on (``steps.value += 1`` reads the old value)
     return True
 

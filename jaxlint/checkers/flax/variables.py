@@ -266,10 +266,8 @@ class VariablesShapes:
         if target is None or any(getattr(tr, "kind", None) not in ("jit", "pmap") for tr, _ in target.transforms):
             return False
         g = target.function
-        for site in self.model.transform_sites:
-            if site.is_decorator and site.target is not None and site.target.function is g and \
-                    site.transform.kind not in ("jit", "pmap"):
-                return False
+        if any(site.transform.kind not in ("jit", "pmap") for site in self.model.decorator_sites(g)):
+            return False
         pairs, _ = self.model.bind_arguments(target, call)
         params = [p for p, a in pairs if isinstance(a, (ast.Name, ast.Attribute)) and _text(a) == name]
         if len(params) != 1 or g.is_module or isinstance(g.node, ast.Lambda):

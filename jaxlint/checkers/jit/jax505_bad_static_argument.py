@@ -10,7 +10,7 @@ from ...analysis import knowledge as K
 from .calls import JIT_NAMES, call_index, derived_names
 from ..base import Context, Finding, Rule, register
 from ..messages import short
-from ..pytree.boundary import class_self_assignments, instance_class
+from ..pytree.boundary import class_self_assignments, constructed_class, instance_class
 
 # transforms whose static arguments must be hashable and exist
 _STATIC_TRANSFORMS = K.STATIC_CHECKED
@@ -411,8 +411,7 @@ class BadStaticArgument(Rule):
         value is always one that hashed."""
         m = ctx.model
         if param in fn.static_params and param not in fn.inferred_static and \
-                any(site.is_decorator and site.target is not None and site.target.function is fn
-                    and site.transform.name in _STATIC_TRANSFORMS for site in m.transform_sites):
+                any(site.transform.name in _STATIC_TRANSFORMS for site in m.decorator_sites(fn)):
             return None     # (decorated: every call goes through that jit)
         for call, s, target in _calls_of(m, fn):
             pairs, _ = m.bind_arguments(target, call)
@@ -606,7 +605,7 @@ def _object_values(m: SemanticModel, scope: Function, attr: ast.Attribute) -> Li
     owner = m.resolve_scope(name, scope)
     if owner is None:
         return []
-    made: List[ast.expr] = []
+    classes = []
     if name in owner.param_nodes and not owner.is_module:
         if any(b.kind != "param" for b in m.bindings(name, owner)):
             return []
@@ -615,19 +614,13 @@ def _object_values(m: SemanticModel, scope: Function, attr: ast.Attribute) -> Li
             got = [a for p, a in pairs if p == name]
             if len(got) != 1:
                 return []
-            a = got[0]
-            if isinstance(a, ast.Name) and a.id in s.locals:
-                a = m.single_value(a.id, s)
-            made.append(a)
+            a = got[0]     # ``main(Config())``, or ``cfg = Config(); main(cfg)``
+            classes.append(instance_class(m, a, s) if isinstance(a, ast.Name) and a.id in s.locals
+                           else constructed_class(m, a, s))
     else:
-        v = m.single_value(name, owner)
-        if v is not None:
-            made.append(v)
-    if not made or not all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) for v in made) or \
-            len({v.func.id for v in made}) != 1:
-        return []
-    info = m.classes.get(made[0].func.id)
-    if info is None or info.module_kind or m.resolve_scope(made[0].func.id, owner) is not m.module:
+        classes.append(instance_class(m, attr.value, scope))
+    info = classes[0] if classes else None
+    if info is None or any(c is not info for c in classes):
         return []
     if attr.attr in _attributes_set_outside_methods(m, info):
         return []   # ``cfg.sizes = (6, 16, 2)`` (through any name) somewhere: not followed
@@ -784,15 +777,12 @@ def _iterates_range(m: SemanticModel, it: ast.expr, scope: Function) -> bool:
     iter(range(...))``, ``yield from range(...)`` --: a loop over it counts like one over the
     range (Python's iteration protocol)."""
     if isinstance(it, ast.Call):
-        made = it                           # ``for epoch in Schedule(5)``
+        info = constructed_class(m, it, scope)      # ``for epoch in Schedule(5)``
     elif isinstance(it, ast.Name) and it.id in scope.locals:
-        made = m.single_value(it.id, scope)
+        info = instance_class(m, it, scope)
     else:
         return False
-    if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
-        return False
-    info = m.classes.get(made.func.id)
-    meth = info.methods.get("__iter__") if info is not None and not info.module_kind else None
+    meth = info.methods.get("__iter__") if info is not None else None
     if meth is None:
         return False
     body = [st for st in meth.node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
@@ -955,19 +945,6 @@ def _loop_targets(loop: ast.stmt) -> Set[str]:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     return set()
-
-
-def _counter_of(loop: ast.stmt, m: SemanticModel, scope: Function) -> Optional[str]:
-    """The counter a ``for`` loop binds: ``i`` of ``range(...)``, the index of ``enumerate``."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
-        return None
-    q = m.qualname(loop.iter.func, scope)
-    if q == "range" and isinstance(loop.target, ast.Name):
-        return loop.target.id
-    if q == "enumerate" and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 and \
-            isinstance(loop.target.elts[0], ast.Name):
-        return loop.target.elts[0].id
-    return None
 
 
 def _range_values(loop: ast.stmt, scope: Function, m: SemanticModel) -> Optional[range]:
@@ -1175,11 +1152,8 @@ def _advanced_by_method(ctx: Context, a: ast.expr, scope: Function, loops: List[
     if not (isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name)):
         return None
     obj, attr = a.value.id, a.attr
-    made = m.single_value(obj, scope) if obj in scope.locals else None
-    if not (isinstance(made, ast.Call) and isinstance(made.func, ast.Name)):
-        return None
-    info = m.classes.get(made.func.id)
-    if info is None or info.module_kind or m.resolve_scope(made.func.id, scope) is not m.module:
+    info = instance_class(m, a.value, scope) if obj in scope.locals else None
+    if info is None:
         return None
     for loop in loops:
         for c in ast.walk(loop):
@@ -1225,9 +1199,7 @@ def _counter_through_parameter(ctx: Context, a: ast.expr, scope: Function, call:
         return None
     method = scope.enclosing_method()
     if method is scope and method.cls is not None:
-        calls = [(c, fn) for fn in m.functions for c in fn.of_type(ast.Call)
-                 if isinstance(c.func, ast.Attribute) and c.func.attr == scope.name
-                 and isinstance(c.func.value, ast.Name) and instance_class(m, c.func.value, fn) is method.cls]
+        calls = list(_method_calls(m, method))
         bound = 1
     else:
         calls = [(c, s) for c, s, _ in _calls_of(m, scope)]
@@ -1301,19 +1273,24 @@ def _changed_per_call(ctx: Context, a: ast.expr, scope: Function, call: ast.Call
             f"line {loop.lineno} runs", programs)
 
 
-def _loop_calling_method(m: SemanticModel, method: Function):
-    """(loop, scope): a loop of this module whose body calls ``obj.<method>()`` on a name bound
-    once to an instance of the method's class."""
+def _method_calls(m: SemanticModel, method: Function) -> Iterator[tuple]:
+    """(call, calling scope) for every ``obj.<method>(...)`` of this module on a name bound once to
+    an instance of the method's class."""
     for fn in m.functions:
         for c in fn.of_type(ast.Call):
             f = c.func
-            if not (isinstance(f, ast.Attribute) and f.attr == method.name and isinstance(f.value, ast.Name)):
-                continue
-            if instance_class(m, f.value, fn) is not method.cls:
-                continue
-            loops = _enclosing_loops(fn, c)
-            if loops:
-                return loops[0], fn
+            if isinstance(f, ast.Attribute) and f.attr == method.name and isinstance(f.value, ast.Name) \
+                    and instance_class(m, f.value, fn) is method.cls:
+                yield c, fn
+
+
+def _loop_calling_method(m: SemanticModel, method: Function):
+    """(loop, scope): a loop of this module whose body calls ``obj.<method>()`` on a name bound
+    once to an instance of the method's class."""
+    for c, fn in _method_calls(m, method):
+        loops = _enclosing_loops(fn, c)
+        if loops:
+            return loops[0], fn
     return None
 
 
@@ -1358,7 +1335,7 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
     if name is not None and "." in name and any(_key(n) == name for n in ast.walk(value)
                                                if isinstance(n, ast.Attribute)):
         used.add(name)
-    counter = _counter_of(loop, m, scope)
+    counter = m.loop_counter(loop, scope)
     where = f"the loop at line {loop.lineno}"
     shown = f" (`{short(binding, 40)}`)" if binding is not None else ""
     # names the loop rebinds, other than the counter and this name: their values are not followed
@@ -1539,7 +1516,7 @@ def _returned_reduction(ctx: Context, a: ast.Name, scope: Function, loops: List[
     for loop in loops:
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             continue
-        counter = _counter_of(loop, m, scope)
+        counter = m.loop_counter(loop, scope)
         items = _loop_targets(loop) - ({counter} if counter else set())
         for node in (x for st in loop.body for x in ast.walk(st)):
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and

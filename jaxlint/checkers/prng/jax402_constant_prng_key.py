@@ -134,7 +134,7 @@ class ConstantPrngKey(Rule):
                 clock = None if literal else _clock(m, seed, fn)
                 if loops is None:
                     loops = _loop_ranges(fn)
-                loop = _enclosing_loop(call, loops)
+                loop = _enclosing_loop(m, fn, call, loops)
                 if not literal and clock is None:
                     # ``PRNGKey(seed + 1)`` in a loop that rebinds nothing the seed reads: the same
                     # key on every iteration, as a literal would be
@@ -435,28 +435,22 @@ def _loop_ranges(fn: Function) -> List[Tuple[Tuple[int, int], Tuple[int, int], a
     return out
 
 
-def _enclosing_loop(call: ast.Call, loops) -> Optional[ast.AST]:
+def _enclosing_loop(m: SemanticModel, fn: Function, call: ast.Call, loops) -> Optional[ast.AST]:
     pos_start, pos_end = _span(call)
     around = sorted(((start, loop) for start, end, loop in loops if start <= pos_start and pos_end <= end),
                     key=lambda t: t[0], reverse=True)
     for _, loop in around:
-        if not _one_iteration(call, loop):
+        if not _one_iteration(m, fn, call, loop):
             return loop     # (under ``if i == 0:`` of an inner loop: the outer one still repeats it)
     return None
 
 
-def _one_iteration(node: ast.AST, loop: ast.AST) -> bool:
-    """``node`` sits under ``if i == <constant>:`` in the body of ``for i in ...`` (or ``for i, x
-    in enumerate(...)``), with ``i`` not rebound in the body: it runs on one iteration only."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
-        return False
-    t, it = loop.target, loop.iter
-    f = it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None
-    # a counter: ``for i in range(...)`` or the index of ``for i, x in enumerate(...)`` (values
-    # that do not repeat), not any loop target (``for tok in tokens: if tok == 0``)
-    counter = t.id if f == "range" and isinstance(t, ast.Name) else \
-        t.elts[0].id if f == "enumerate" and isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) \
-        else None
+def _one_iteration(m: SemanticModel, fn: Function, node: ast.AST, loop: ast.AST) -> bool:
+    """``node`` sits under ``if i == <constant>:`` in the body of ``for i in range(...)`` (or ``for
+    i, x in enumerate(...)``: the loop's counter, whose values do not repeat -- not any loop target,
+    ``for tok in tokens: if tok == 0``), with ``i`` not rebound in the body: it runs on one
+    iteration only."""
+    counter = m.loop_counter(loop, fn)
     if counter is None or any(isinstance(n, ast.Name) and n.id == counter and isinstance(n.ctx, ast.Store)
                               for st in loop.body for n in ast.walk(st)):
         return False

@@ -39,18 +39,14 @@ class Crossing:
 
 
 def crossings(m: SemanticModel) -> Iterator[Crossing]:
-    decorated = {}
-    for site in m.transform_sites:
-        if site.is_decorator and site.target is not None:
-            decorated.setdefault(id(site.target.function), []).append(site)
     for scope in m.functions:
         for call in scope.of_type(ast.Call):
-            got = _resolve(m, call, scope, decorated)
+            got = _resolve(m, call, scope)
             if got is not None:
                 yield got
 
 
-def _resolve(m: SemanticModel, call: ast.Call, scope: Function, decorated) -> Optional[Crossing]:
+def _resolve(m: SemanticModel, call: ast.Call, scope: Function) -> Optional[Crossing]:
     f = call.func
     if not isinstance(f, (ast.Name, ast.Attribute, ast.Call)):
         return None
@@ -73,7 +69,7 @@ def _resolve(m: SemanticModel, call: ast.Call, scope: Function, decorated) -> Op
         params = fn.params[target.bound_positional:]
         call_bound = target.bound_positional
     else:
-        sites = decorated.get(id(fn))
+        sites = m.decorator_sites(fn)
         if not sites:
             return None
         # the outermost decorator receives the call's arguments
@@ -155,11 +151,16 @@ def instance_class(m: SemanticModel, e: ast.Name, scope: Function):
     bs = m.bindings(e.id, owner)
     if len(bs) != 1 or bs[0].kind != "=" or bs[0].element is None:
         return None
-    v = bs[0].element
-    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)) or m.qualname(v.func, owner) is not None:
+    return constructed_class(m, bs[0].element, owner)
+
+
+def constructed_class(m: SemanticModel, v: ast.AST, scope: Function):
+    """The plain class of this module (not a Flax/NNX/Equinox module) that the call ``v`` (seen
+    from ``scope``) constructs: ``Trainer(0.1)``."""
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)) or m.qualname(v.func, scope) is not None:
         return None
     info = m.classes.get(v.func.id)
-    if info is None or info.module_kind is not None or m.resolve_scope(v.func.id, owner) is not m.module:
+    if info is None or info.module_kind is not None or m.resolve_scope(v.func.id, scope) is not m.module:
         return None
     return info
 

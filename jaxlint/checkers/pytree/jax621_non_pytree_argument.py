@@ -265,8 +265,7 @@ def _through_own_boundary(m: SemanticModel, a: ast.expr, scope: Function) -> boo
     owner = m.resolve_scope(a.id, scope)
     if owner is None or owner.is_module or a.id not in owner.param_nodes or a.id not in owner.traced_params:
         return False
-    return any(s.is_decorator and s.target is not None and s.target.function is owner
-               and s.transform.kind in ("jit", "pmap", "vmap", "grad") for s in m.transform_sites)
+    return any(s.transform.kind in ("jit", "pmap", "vmap", "grad") for s in m.decorator_sites(owner))
 
 
 def _loop_item(m: SemanticModel, plain, a: ast.expr, scope: Function, call: ast.Call):
