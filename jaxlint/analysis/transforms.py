@@ -203,18 +203,26 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 for node in m.of_type(ast.Assign, ast.AugAssign, ast.AnnAssign):
                     targets = node.targets if node.__class__ is ast.Assign else [node.target]
                     for t in targets:
+                        # ``self.model, self.lr = model, lr``: element i of a same-length display
+                        # is a plain store of element i
+                        pairs = dict(zip(map(id, t.elts), node.value.elts)) \
+                            if node.__class__ is ast.Assign and t.__class__ in (ast.Tuple, ast.List) \
+                            and node.value.__class__ in (ast.Tuple, ast.List) \
+                            and len(t.elts) == len(node.value.elts) \
+                            and not any(e.__class__ is ast.Starred for e in t.elts + node.value.elts) else {}
                         for n in ast.walk(t):
                             if n.__class__ is ast.Attribute and n.value.__class__ is ast.Name \
                                     and n.value.id == selfname:
                                 got = stores.get(n.attr)
                                 if got is None:
                                     got = stores[n.attr] = [0, None, False]
-                                if node.__class__ is not ast.Assign or n is not t:
+                                value = node.value if n is t else pairs.get(id(n))
+                                if node.__class__ is not ast.Assign or value is None:
                                     got[2] = True
                                 else:
                                     got[0] += 1
                                     if got[1] is None:
-                                        got[1] = (node.value, m)
+                                        got[1] = (value, m)
         got = stores.get(attr)
         return got[1] if got is not None and got[0] == 1 and not got[2] else None
 
@@ -253,7 +261,26 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 made = self._factory_product(factory.function)
                 if made is not None:
                     return CallTarget(made)
+                return self._transformed_product(factory.function, _depth)
         return None
+
+    def _transformed_product(self, fn: Function, _depth: int) -> Optional[CallTarget]:
+        """What every ``return`` of the factory ``fn`` returns when that is one transform of one
+        of its nested functions (``return jax.jit(eval_fn)``): the nested function, with the
+        transforms a call of the product goes through."""
+        if fn.is_lambda or fn.is_module:
+            return None
+        made = None
+        for ret in fn.of_type(ast.Return):
+            v = ret.value
+            if v.__class__ is not ast.Call:
+                return None
+            got = self.resolve_callable(v, fn, _depth + 1)
+            if got is None or not got.transforms or got.function.parent is not fn or \
+                    (made is not None and got.function is not made.function):
+                return None
+            made = got
+        return made
 
     def module_apply(self, call: ast.Call, scope: Function) -> Optional[Tuple[CallTarget, ast.Call]]:
         """``model.apply(variables, *args, method=..., **kw)`` / ``model.init(rngs, *args)`` on an

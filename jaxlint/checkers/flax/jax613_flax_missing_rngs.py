@@ -336,6 +336,7 @@ class FlaxMissingRngs(Rule):
                 return None
             if any(v.id in f.globals_declared for f in m.functions if f is not owner):
                 return None     # rebound through ``global``/``nonlocal``
+            made = None
             if owner.is_module:
                 if len(m.bindings(v.id, owner)) != 1:
                     return None
@@ -347,13 +348,28 @@ class FlaxMissingRngs(Rule):
             else:
                 loop = next((lp for call, caller, _ in facts.call_sites(outer) if caller is owner
                              for lp in [_enclosing_loop(owner, call)] if lp is not None), None)
+                caller = owner
+                made = None
+                if loop is None and len(m.bindings(v.id, owner)) == 1 and _returns_function(m, owner, outer):
+                    # ``def make_step(...): rng = PRNGKey(seed); @jax.jit def step(...): ... rngs=rng;
+                    # return step``: every call of the product reads the one key the factory made
+                    made = _loop_running(facts, outer, 0)
+                    if made is not None and any(
+                            c.__class__ is ast.Call and (m.resolve_callable(c.func, made[0]) or _NO).function is owner
+                            for c in ast.walk(made[1])):
+                        return None   # the loop makes a new step (and key) on every iteration
+                    if made is not None:
+                        caller, loop = made
                 if loop is None:
                     return None
-                caller = owner
-                if _stores(loop, v.id):
+                if made is None and _stores(loop, v.id):
                     return None
-            source = (f"`{outer.name}` reads the module-level `{v.id}`, which nothing rebinds" if owner.is_module
-                      else f"`{outer.name}` reads it from `{owner.name}`, which never splits or folds it in the loop")
+            if made is not None:
+                source = (f"`{outer.name}`, which `{owner.name}` returns, reads `{v.id}` bound once in "
+                          f"`{owner.name}`: every call of the returned step sees that one key")
+            else:
+                source = (f"`{outer.name}` reads the module-level `{v.id}`, which nothing rebinds" if owner.is_module
+                          else f"`{outer.name}` reads it from `{owner.name}`, which never splits or folds it in the loop")
             passed = f", and passes it on to `rngs={{{need.name!r}: ...}}`" if via else ""
             return ctx.finding(
                 self, v,
@@ -526,6 +542,23 @@ def _param_owner(facts: FlaxFacts, name: str, scope: Function) -> Optional[Funct
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+class _NO:
+    function = None
+
+
+def _returns_function(m, factory: Function, fn: Function) -> bool:
+    """Every ``return`` of ``factory`` hands back ``fn`` (plainly or transformed: ``return step``,
+    ``return jax.jit(step)``)."""
+    rets = [r for r in factory.of_type(ast.Return) if _own_return(factory, r)]
+    if not rets:
+        return False
+    for r in rets:
+        got = m.resolve_callable(r.value, factory) if r.value is not None else None
+        if got is None or got.function is not fn:
+            return False
+    return True
 
 
 def _enclosing_loop(fn: Function, node: ast.AST) -> Optional[ast.stmt]:

@@ -86,7 +86,8 @@ class FlaxMutableCollections(Rule):
 
     def findings(self, ctx: Context, m: SemanticModel) -> Iterator[Finding]:
         facts = flax_facts(m)
-        for site, needs in facts.sites_needing("collection"):
+        sites = list(facts.sites_needing("collection"))
+        for site, needs in sites:
             need = needs[0]
             flag = " ".join(site.shown_flags())
             flag = f" (with {flag})" if flag else ""
@@ -106,6 +107,8 @@ class FlaxMutableCollections(Rule):
             dropped = _discarded(facts, site) if names is not True else None   # (documented: not mutable=True)
             if dropped is not None and all(_write_only(m, n) for n in needs):
                 continue   # ``self.cache.value = keys`` that no method reads: losing it changes nothing
+            if dropped is not None and _kept_beside(facts, site, needs, sites):
+                continue   # two views through one step, the second's statistics kept: they change
             if dropped is not None:
                 origin = f"returned by `{short(site.call, 30)}`"
                 anchor = dropped
@@ -122,6 +125,26 @@ class FlaxMutableCollections(Rule):
                     f"{need.what} of `{site.instance.name}` never changes its running statistics; keep "
                     f"the second result and store it (e.g. `state.replace({need.name}=updates[{need.name!r}])`)",
                     confidence=CERTAIN)
+
+
+def _kept_beside(facts: FlaxFacts, site: ApplySite, needs, sites) -> bool:
+    """Another apply of the same module in the same function makes the same collections
+    mutable and keeps what it returns (``za, _ = apply(v, a, mutable=...)`` then ``zb, upd =
+    apply(v, b, mutable=...)`` whose ``upd`` is stored): the step does change the running
+    statistics, so the first call's discarded updates are not "never changes"."""
+    if site.scope.is_module:
+        return False   # a script's statements are separate runs, not one step
+    want = {n.name for n in needs}
+    for other, _ in sites:
+        if other is site or other.scope is not site.scope or \
+                ast.dump(other.receiver) != ast.dump(site.receiver):
+            continue
+        kw = other.keyword("mutable")
+        names = _mutable_names(kw.value) if kw is not None else set()
+        if names is True or (names is not None and want <= names):
+            if _discarded(facts, other) is None:
+                return True
+    return False
 
 
 def _write_only(m: SemanticModel, need) -> bool:

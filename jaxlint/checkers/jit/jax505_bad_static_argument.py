@@ -1294,6 +1294,18 @@ def _loop_calling_method(m: SemanticModel, method: Function):
     return None
 
 
+def _stepping(loop: ast.stmt) -> bool:
+    """A loop whose every iteration is one unit of work: named for steps (``for epoch in ...``),
+    or one whose body holds no loop of its own.  Asked only of values that are maxima over data
+    or random draws -- never an index chosen on purpose, as a counter can be (``for i in
+    range(n_layers): h = block(params, h, i)``).  A sweep runs a whole inner training loop per
+    value (``for lr in (...): for step in range(1000): ...``) and reuses each program many
+    times; a loop with a flat body calls the step once per value, so each value it changes
+    costs one compilation per call."""
+    return _step_loop(loop) or not any(
+        n.__class__ in (ast.For, ast.AsyncFor, ast.While) for stmt in loop.body for n in ast.walk(stmt))
+
+
 def _step_loop(loop: ast.stmt) -> bool:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return any(_STEP_LOOP.search(n) for n in _names_in(loop.iter) + _names_in(loop.target)) \
@@ -1421,13 +1433,13 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
     if counter is not None:
         selected = _selected_by(loop, counter)
-        if selected & used and _step_loop(loop) and _reduces_over(value, selected, m, scope):
+        if selected & used and _stepping(loop) and _reduces_over(value, selected, m, scope):
             return (f"is a maximum taken over the batch `{counter}` selects on each iteration of {where}{shown}, "
                     f"so it takes a new value whenever a batch is longer or shorter than the ones before",
                     " (one per distinct value)")
     drawn = _drawn_in(loop, m, scope)
     derived = _derived_from(loop, drawn) if drawn else set()
-    if derived & used and _step_loop(loop) and _reduces_over(value, derived, m, scope):
+    if derived & used and _stepping(loop) and _reduces_over(value, derived, m, scope):
         item = ", ".join(f"`{t}`" for t in sorted(drawn & derived & used or drawn))
         return (f"is a maximum taken over {item}, drawn at random anew on every iteration of {where}{shown}, "
                 f"so it takes a new value whenever the draw is longer or shorter than the ones before",
