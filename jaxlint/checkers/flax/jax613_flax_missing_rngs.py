@@ -26,7 +26,10 @@ class FlaxMissingRngs(Rule):
     `rngs` (directly, or through the training step that passes it on) on every
     iteration of a training loop without being split or folded first: also a
     key a loss function reads from the enclosing function whose loop runs it
-    (a closure over `dropout_rng`), a module-level key read by a step a loop
+    (a closure over `dropout_rng`), a key a step factory binds once
+    (`rng = PRNGKey(seed)`) and the step it returns reads, on every call of a
+    loop that runs that step (not when the loop makes a new step each
+    iteration), a module-level key read by a step a loop
     runs (also when the step hands it on to the loss function:
     `jax.grad(loss_fn)(params, batch, dropout_rng)`, or a loop passes it to the
     step: `train_step(state, batch, DROPOUT_RNG)`), a key kept in a field of

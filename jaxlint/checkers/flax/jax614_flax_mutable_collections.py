@@ -28,7 +28,10 @@ class FlaxMutableCollections(Rule):
     that method of the module, with the arguments given. Throwing away a
     variable the module only writes and never reads (`self.cache.value =
     keys` where the caller carries `keys` itself) loses nothing: not
-    reported.
+    reported; nor is a discarded update when another apply of the same
+    module in the same function keeps its own (two views through one step,
+    `za, _ = apply(v, a, mutable=...)` then `zb, upd = apply(v, b, ...)` with
+    `upd` stored: the statistics do change).
 
     ## Why is this bad?
     In PyTorch, `BatchNorm` updates its running mean and variance in place on

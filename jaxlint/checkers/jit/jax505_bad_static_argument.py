@@ -72,7 +72,10 @@ class BadStaticArgument(Rule):
     display of configurations --, also the batch a strided loop selects:
     `for i in range(0, len(data), bs)` ... `int(lengths.max())` of
     `data[i:i + bs]`) or over data the loop draws at random anew
-    (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`), or an
+    (`lengths = rng.integers(...)`; `max_len = int(lengths.max())`, in a loop
+    named for steps or one whose body runs no inner loop: one call per new
+    value -- a loop that runs a whole inner loop per value reuses each
+    program), or an
     element a generator of the module draws for each item it yields (`for
     tokens, max_len in batches(rng)` with `length = int(rng.integers(5, 32))`
     yielded; a pick among a few values, `rng.choice([16, 32])`, is not

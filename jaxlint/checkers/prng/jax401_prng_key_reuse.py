@@ -124,8 +124,10 @@ class PrngKeyReuse(Rule):
     environment packed into a transition for `buffer.init`; a sample whose
     `.shape` alone is read): `init` traces an example input for its structure,
     so its numbers are never used; and two draws that meet only as the two
-    branches of one `jnp.where` (`where(c, gumbel_approx(key), normal_approx(key))`:
-    each element keeps one of them). Each strict finding says why in its
+    sides of one selection -- `jnp.where`/`lax.select` (`where(c, gumbel_approx(key),
+    normal_approx(key))`), the branches of `lax.cond` over values made from each
+    draw, or `m * a + (1 - m) * b` -- (each element keeps one of them, for a mask
+    of zeros and ones). Each strict finding says why in its
     `basis`.
 
     ## Example
@@ -514,47 +516,107 @@ def _unrebound_in_loop(r: Reuse) -> bool:
     return False
 
 
-# why two draws that meet only as the branches of one select belong to the strict profile
-WHERE_BASIS = ("the two draws meet only as the two branches of one `jnp.where`: each element keeps one of "
-               "them, so no element sees both")
+# why two draws that meet only as the two sides of one selection belong to the strict profile
+WHERE_BASIS = ("the two draws meet only as the two sides of one selection (`jnp.where`, `lax.select`, the "
+               "branches of `lax.cond`, or `m * a + (1 - m) * b`): each element keeps one of them, so no "
+               "element sees both (for a mask `m` of zeros and ones)")
 _SELECTS = frozenset({"jax.numpy.where", "jax.lax.select"})
+_CONDS = frozenset({"jax.lax.cond"})
 
 
 def _exclusive_where(m: SemanticModel, r: Reuse) -> bool:
-    """``jnp.where(c, gumbel_approx(key, ...), normal_approx(key, ...))``, or ``z = normal(key)``
-    read only in the other branch: the first consumer's numbers reach only one branch of one
-    select and the second's only the other, so each output element takes one draw."""
+    """``jnp.where(c, gumbel_approx(key, ...), normal_approx(key, ...))``, ``z = normal(key)``
+    read only in the other branch, ``lax.cond(p, lambda: a, lambda: b)`` over values made from
+    each draw, or ``mask * uniform(key, ...) + (1 - mask) * uniform(key, ...)``: the first
+    consumer's numbers reach only one side of one selection and the second's only the other,
+    so each output element takes one draw."""
     if r.reason != "again" or r.first is None or r.first.call is r.use.call:
         return False
     fn = getattr(r.use, "fn", None) or r.fn
     if fn is None or getattr(r.first, "fn", None) not in (None, fn):
         return False
-    for w in fn.of_type(ast.Call):
-        if len(w.args) != 3 or w.keywords or w.func.__class__ not in (ast.Name, ast.Attribute) \
-                or m.qualname(w.func, fn) not in _SELECTS:
+    nodes = list(fn.walk()) if fn.is_module else list(ast.walk(fn.node))
+    for node in nodes:
+        sides = _selection_sides(m, fn, node)
+        if sides is None:
             continue
-        a, b = _branch_of(fn, w, r.first), _branch_of(fn, w, r.use)
+        a, b = _side_of(nodes, sides, r.first), _side_of(nodes, sides, r.use)
         if a is not None and b is not None and a != b:
             return True
     return False
 
 
-def _branch_of(fn, w: ast.Call, u: Use) -> Optional[int]:
-    """Which branch (1 or 2) of the select ``w`` all of ``u``'s numbers reach: the consumer's
-    call sits in it, or the consumer binds a name (``z = normal(key)``) read only there."""
-    for i in (1, 2):
-        if _within(u.call, w.args[i]):
+def _selection_sides(m: SemanticModel, fn, w: ast.AST) -> Optional[tuple]:
+    """The two sides of a selection whose every output element comes from one side only."""
+    if w.__class__ is ast.Call and w.func.__class__ in (ast.Name, ast.Attribute):
+        q = m.qualname(w.func, fn)
+        if q in _SELECTS and len(w.args) == 3 and not w.keywords:
+            return w.args[1], w.args[2]
+        if q in _CONDS and len(w.args) >= 3 and not any(a.__class__ is ast.Starred for a in w.args[:3]):
+            sides = []
+            for br in w.args[1:3]:
+                if br.__class__ is ast.Name:
+                    d = fn.defs.get(br.id) if hasattr(fn, "defs") else None
+                    br = d.node if d is not None else None
+                if br is None:
+                    return None
+                sides.append(br)
+            return tuple(sides)
+        return None
+    if w.__class__ is ast.BinOp and w.op.__class__ is ast.Add and \
+            w.left.__class__ is ast.BinOp and w.right.__class__ is ast.BinOp and \
+            w.left.op.__class__ is ast.Mult and w.right.op.__class__ is ast.Mult:
+        # ``m * a + (1 - m) * b`` (either order of factors and terms)
+        for x, y in ((w.left, w.right), (w.right, w.left)):
+            for mask in (x.left, x.right):
+                for other in (y.left, y.right):
+                    if other.__class__ is ast.BinOp and other.op.__class__ is ast.Sub and \
+                            other.left.__class__ is ast.Constant and other.left.value == 1 and \
+                            ast.dump(other.right) == ast.dump(mask):
+                        return (x, y) if x is w.left else (y, x)
+    return None
+
+
+def _side_of(nodes, sides, u: Use) -> Optional[int]:
+    """Which side (0 or 1) all of ``u``'s numbers reach: the consumer's call sits in it, or the
+    names made from its result (``z = normal(key)``; ``board = update(board, z)``) are read
+    only there."""
+    for i in (0, 1):
+        if _within(u.call, sides[i]):
             return i
     s = u.stmt
-    if s.__class__ is not ast.Assign or s.value is not u.call or len(s.targets) != 1 \
-            or s.targets[0].__class__ is not ast.Name:
+    if s.__class__ is not ast.Assign or s.value is not u.call:
         return None
-    name = s.targets[0].id
-    reads = [n for n in fn.walk() if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
-    for i in (1, 2):
-        if reads and all(_within(n, w.args[i]) for n in reads):
-            return i
-    return None
+    derived = {n.id for t in s.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    if not derived:
+        return None
+    steps = []
+    grew = True
+    assigns = [a for a in nodes if a.__class__ is ast.Assign and a is not s]
+    while grew and len(derived) < 50:
+        grew = False
+        for a in assigns:
+            if a in steps:
+                continue
+            if any(n.__class__ is ast.Name and n.id in derived and n.ctx.__class__ is ast.Load
+                   and not _within(n, sides[0]) and not _within(n, sides[1])
+                   for n in ast.walk(a.value)):
+                names = {n.id for t in a.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+                if not names or any(t.__class__ is not ast.Name for t in a.targets):
+                    return None   # the numbers flow somewhere this cannot follow
+                steps.append(a)
+                derived |= names
+                grew = True
+    inside = set()
+    for n in nodes:
+        if n.__class__ is ast.Name and n.id in derived and n.ctx.__class__ is ast.Load:
+            if any(_within(n, st.value) for st in steps):
+                continue   # a step of the derivation itself
+            side = next((i for i in (0, 1) if _within(n, sides[i])), None)
+            if side is None:
+                return None
+            inside.add(side)
+    return inside.pop() if len(inside) == 1 else None
 
 
 def _prefix_overlap_only(r: Reuse) -> bool:

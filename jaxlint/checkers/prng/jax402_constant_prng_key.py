@@ -32,7 +32,10 @@ class ConstantPrngKey(Rule):
     drawing from `jax.random.key(0)`; strict when the function runs loops of
     its own -- a whole evaluation or trial per call, the same inputs per run
     on purpose -- and silent for a default taken only when no key is passed,
-    `if key is None:`), or inside a traced function (`jax.jit`,
+    `if key is None:`; strict too for a key made per item of a loop over a
+    collection whose body then runs a loop of its own -- `for cfg in configs:
+    rng = PRNGKey(0); for gen in range(n): ...`, each item a whole run seeded
+    alike), or inside a traced function (`jax.jit`,
     `vmap`, `grad`, a `lax.scan` body, a Flax module method, or a helper
     called from one), and keys seeded from the clock (`time.time()`) in eager
     code (unless the seed has a deterministic alternative: `666 if
@@ -172,8 +175,9 @@ class ConstantPrngKey(Rule):
                            f"every iteration gets the same key and draws the same numbers; create it once "
                            f"before the loop and split it")
                     fix = _hoist_fix(ctx, fn, call, loop, loops)
-                    yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix,
-                                      strict=deliberate_basis(m, fn, node=call))
+                    strict = deliberate_basis(m, fn, node=call) or (
+                        RUN_BASIS_LOOP if _run_per_item(loop, call) else None)
+                    yield ctx.finding(self, call, msg, confidence=CERTAIN, fix=fix, strict=strict)
                 elif traced:
                     msg = (f"`{spelled}({short(seed)})` inside {fn.trace_description()} is the same key on "
                            f"every call, so every call draws the same numbers; pass a fresh key in")
@@ -236,6 +240,26 @@ def _called_in_loop(m: SemanticModel, fn: Function):
 # why a fixed key per call of a function that runs loops of its own is strict
 RUN_BASIS = ("the function runs loops of its own: each call is a whole run (an evaluation, a trial, a "
              "solver), and one fixed key per run gives every run the same inputs, usually on purpose")
+
+
+# why a fixed key made per item of a loop over a collection, each item a whole run, is strict
+RUN_BASIS_LOOP = ("each iteration of this loop over a collection (configurations, strategies, datasets) runs "
+                  "a loop of its own after making the key: one fixed key per run gives every run the same "
+                  "inputs, usually on purpose")
+
+
+def _run_per_item(loop: ast.AST, call: ast.Call) -> bool:
+    """``for cfg in configs: rng = PRNGKey(0); ...; for gen in range(n): ...``: the loop walks a
+    collection (not a ``range``/``while`` of steps) and, after the key is made, its body runs a
+    loop of its own -- a whole run per item, each re-seeded the same way."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or _counting_loop(loop):
+        return False
+    for stmt in loop.body:
+        for n in ast.walk(stmt):
+            if n.__class__ in (ast.For, ast.AsyncFor, ast.While) and \
+                    (n.lineno, n.col_offset) > (call.lineno, call.col_offset):
+                return True
+    return False
 
 
 # why a clock seed outside traced code, made once, belongs to the strict profile
