@@ -289,6 +289,14 @@ class GradFlow:
                 target = self._callee(n.func)
                 if target is not None and _reaches_collective(m, target.function, set()):
                     return True
+                pos = K.HIGHER_ORDER.get(m.qualname(n.func, fn) or "")
+                if target is None and pos is not None and len(n.args) > pos and \
+                        n.args[pos].__class__ in (ast.Name, ast.Attribute):
+                    # ``jax.tree.map(_pmean_unless_frozen, grads, mask)``: the callable handed to
+                    # a tree map runs on every leaf; one that reduces (on any path) averages them
+                    mapped = self._callee(n.args[pos])
+                    if mapped is not None and _reaches_collective(m, mapped.function, set()):
+                        return True
                 if target is None and self._raw_in(n) is not None and self._unknown_reducer(n.func):
                     return True
         return False

@@ -40,7 +40,9 @@ class UnsynchronizedGradientsInPmap(Rule):
     through a function of another module are synchronised when that function
     applies a reducing collective (the project says which do); through a
     function of a package jaxlint does not analyse, they are unknown and the
-    rule stays silent.
+    rule stays silent; a function of the module handed to `jax.tree.map` that
+    reduces on some path (`return grad if frozen else lax.pmean(grad, "batch")`)
+    averages the leaves it is meant to.
 
     ## Why is this bad?
     In PyTorch, `DistributedDataParallel` all-reduces the gradients during
