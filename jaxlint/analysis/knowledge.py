@@ -405,6 +405,13 @@ GRAD_MAKERS = TransformTable(lambda t: t.grad_output)
 
 PARTIAL = frozenset({"functools.partial"})
 
+# array functions whose first argument is a *sequence* of arrays (a list or tuple as often as
+# one stacked array): passing a value there says nothing about whether it is an array
+SEQUENCE_FIRST = frozenset(
+    f"{lib}.{name}" for lib in ("jax.numpy", "numpy")
+    for name in ("concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack",
+                 "row_stack", "block"))
+
 # wrappers the PRNG analysis sees through when comparing consumers (``jax.grad(f)(key)``)
 PRNG_WRAPPERS = TransformNames(lambda t: t.prng_sees_through, extra=PARTIAL)
 

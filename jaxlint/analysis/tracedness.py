@@ -413,6 +413,8 @@ class TracednessMixin(NarrowingMixin):
         if t is ast.BoolOp:
             return any(self.evidently_array(x, fn, _depth + 1) for x in e.values)
         if t is ast.Subscript:
+            if e.slice.__class__ is ast.Constant and isinstance(e.slice.value, str):
+                return False   # ``state["stacked_obs"]``: an entry of a dict, of any kind
             return self.evidently_array(e.value, fn, _depth + 1)
         if t is ast.Attribute:
             return e.attr in ("T", "mT", "real", "imag") and self.evidently_array(e.value, fn, _depth + 1)
@@ -461,7 +463,7 @@ class TracednessMixin(NarrowingMixin):
                 q = self.qualname(n.func, fn)
                 if q is None or not q.startswith(_ARRAY_PREFIXES) or q in K.STATIC_RESULT_CALLS:
                     continue
-                sides = n.args
+                sides = n.args[1:] if q in K.SEQUENCE_FIRST else n.args
                 shape = K.SHAPE_ARGUMENTS.get(q)
                 if shape is not None:
                     # ``jnp.logspace(a, b, num)``: JAX needs a Python int there, not an array

@@ -204,7 +204,12 @@ def _uses_at(e: ast.AST, name: str) -> bool:
 
 def _given_pytree(m, base: ast.AST, fn: Function) -> bool:
     """``base`` is a parameter of ``fn`` as given (or a ``.copy()`` of one): what the transform or
-    the traced caller passes, a pytree whose structure this function does not show."""
+    the traced caller passes, a pytree whose structure this function does not show -- or a
+    constant-key element of one (``state[0]["stacked_obs"]``: a sub-pytree, a list as often as
+    an array)."""
+    while base.__class__ is ast.Subscript and base.slice.__class__ is ast.Constant \
+            and isinstance(base.slice.value, (str, int)):
+        base = base.value
     if base.__class__ is not ast.Name:
         return False
     seen = m.reaching_value(base, fn)
