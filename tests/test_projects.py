@@ -630,3 +630,28 @@ def test_another_modules_eager_differentiation_gives_concrete_values(tmp_path, t
         text = text.replace(", argnums=(1, 2)", "")
     got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/dist.py": _NORMS, "pkg/fit.py": text})
     assert ("JAX202" in {f.code for f in got["pkg/dist.py"]}) == (transform == "jit")
+
+
+_VALIDATION = ("import jax\n\n"
+               "def contains_tracer(x):\n"
+               "    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x))\n\n"
+               "def has_rows(x):\n"
+               "    return x.ndim == 2\n")
+_GUARDED = ("import jax\n"
+            "import jax.numpy as jnp\n"
+            "from pkg.validation import {name} as _check\n\n"
+            "@jax.jit\n"
+            "def step(mask):\n"
+            "    if not _check(mask) and bool(jnp.any(mask > 1)):\n"
+            "        raise ValueError('mask')\n"
+            "    return mask\n")
+
+
+@pytest.mark.parametrize("name", ["contains_tracer", "has_rows"])
+def test_another_modules_tracer_test_guards_a_concrete_only_check(tmp_path, name):
+    """`not contains_tracer(mask) and bool(...)` with the predicate in another module (it asks
+    `isinstance(leaf, jax.core.Tracer)` of the leaves): the conversion runs on concrete masks
+    only (silent). A predicate that asks something else guards nothing (JAX202)."""
+    got = _lint_tree(tmp_path, {"pkg/__init__.py": "", "pkg/validation.py": _VALIDATION,
+                                "pkg/step.py": _GUARDED.format(name=name)})
+    assert sorted(f.code for f in got["pkg/step.py"]) == ([] if name == "contains_tracer" else ["JAX202"])

@@ -106,8 +106,28 @@ class NarrowingMixin:
         got = cache.get(id(fn))
         if got is None:
             got = cache[id(fn)] = any(c.func.__class__ is ast.Name and c.func.id.lstrip("_") in _GUARDS
-                                      for c in fn.of_type(ast.Call))
+                                      for c in fn.of_type(ast.Call)) or \
+                any(self._project_tracer_test(c.func, fn) for c in fn.of_type(ast.Call)
+                    if c.args and c.func.__class__ in (ast.Name, ast.Attribute))
         return got
+
+    def _project_tracer_test(self, f: ast.expr, fn: Function) -> bool:
+        """``f`` names a predicate of the project that asks whether its first argument is a
+        tracer (:func:`tracer_predicate`): defined here, or exported by another module."""
+        memo = self._memo("_tracer_predicates")
+        target = self.resolve_callable(f, fn) if f.__class__ is ast.Name or f.value.__class__ is ast.Name else None
+        if target is not None:
+            g = target.function
+            got = memo.get(id(g))
+            if got is None:
+                got = memo[id(g)] = target.bound_positional == 0 and tracer_predicate(self, g)
+            return got
+        q = self.qualname(f, fn)
+        if q is None or q.startswith(("jax.", "numpy.", "builtins.")) or "." not in q:
+            return False
+        self._kinds_read_exports = True   # (forget_facts must then drop the guard caches)
+        facts = self.external_facts(q)
+        return bool(facts is not None and facts.get("tracer_test"))
 
     def block_of(self, stmt: ast.stmt, fn: Function):
         """The statement list of ``fn`` (``body``/``orelse``/``finalbody`` of its parent) that holds ``stmt``."""
@@ -295,17 +315,37 @@ class NarrowingMixin:
         return None
 
     def _tracer_test(self, test: ast.expr, fn: Function) -> Optional[str]:
-        """The name ``test`` asks "is it a tracer?" of: ``isinstance(x, jax.core.Tracer)``
-        or a predicate named like ``is_tracer(x)``."""
+        """The name ``test`` asks "is it a tracer?" of: ``isinstance(x, jax.core.Tracer)``, a
+        predicate of the project whose body asks it of its first parameter (``def
+        contains_tracer(x): return any(isinstance(l, jax.core.Tracer) for l in
+        jax.tree.leaves(x))``, here or imported), or one named like ``is_tracer(x)``."""
+        call = self._tracer_call(test, fn)
+        return call.args[0].id if call is not None else None
+
+    def _tracer_call(self, test: ast.expr, fn: Function, _depth: int = 0) -> Optional[ast.Call]:
+        """The call of :meth:`_tracer_test` that ``test`` is, or that the flag ``test`` names
+        (``traced = contains_tracer(x)`` bound once, then ``if not traced:``)."""
+        if test.__class__ is ast.Name and _depth == 0 and test.id in fn.locals:
+            bs = self.bindings(test.id, fn)
+            if len(bs) == 1 and bs[0].kind == "=" and bs[0].element.__class__ is ast.Call:
+                return self._tracer_call(bs[0].element, fn, 1)
+            return None
         if test.__class__ is not ast.Call or len(test.args) < 1 or test.args[0].__class__ is not ast.Name:
             return None
+        return test if self._asks_tracer(test, fn) else None
+
+    def _asks_tracer(self, test: ast.Call, fn: Function) -> bool:
         f = test.func
         fname = f.id if f.__class__ is ast.Name else (f.attr if f.__class__ is ast.Attribute else "")
         if fname == "isinstance" and len(test.args) == 2:
-            t = test.args[1]
-            q = self.qualname(t, fn) if t.__class__ in (ast.Name, ast.Attribute) else None
-            return test.args[0].id if q is not None and q.endswith("Tracer") else None
-        return test.args[0].id if fname.lstrip("_").lower() in ("is_tracer", "is_traced") else None
+            return self._tracer_type(test.args[1], fn)
+        if fname.lstrip("_").lower() in ("is_tracer", "is_traced"):
+            return True
+        return f.__class__ in (ast.Name, ast.Attribute) and self._project_tracer_test(f, fn)
+
+    def _tracer_type(self, t: ast.expr, fn: Function) -> bool:
+        q = self.qualname(t, fn) if t.__class__ in (ast.Name, ast.Attribute) else None
+        return q is not None and q.endswith("Tracer")
 
     def trace_time_only(self, node: ast.AST, fn: Function) -> bool:
         """``node`` sits in the body of ``if isinstance(x, Tracer) ...:`` (or of an
@@ -358,6 +398,19 @@ class NarrowingMixin:
             out = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno)
                    for stmt in fn.of_type(ast.If) for b in (stmt.body, stmt.orelse)
                    if b and self.untraced_branch(b[0], fn)]
+        if self._has_guards(fn):
+            for node in fn.of_type(ast.BoolOp):
+                # ``not contains_tracer(x) and bool(jnp.any(x))`` with x traced: the later
+                # operands run only on a concrete x, never in a trace
+                if node.op.__class__ is not ast.And:
+                    continue
+                for i, v in enumerate(node.values[:-1]):
+                    call = self._tracer_call(v.operand, fn) \
+                        if v.__class__ is ast.UnaryOp and v.op.__class__ is ast.Not else None
+                    if call is not None and self.kind(call.args[0], fn) & TRACED:
+                        rest = node.values[i + 1:]
+                        out.append((rest[0].lineno, rest[-1].end_lineno or rest[-1].lineno))
+                        break
         for stmt in fn.of_type(ast.Try):
             if stmt.body and any(_catches_tracer_errors(h.type) for h in stmt.handlers):
                 # ``try: idx = jnp.flatnonzero(w)`` / ``except ConcretizationTypeError: raise
@@ -400,9 +453,9 @@ class NarrowingMixin:
         if not fn.contexts:
             return False
         for test in self.guarding_tests(node, fn):
-            if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not \
-                    and self._tracer_test(test.operand, fn) is not None \
-                    and self.kind(test.operand.args[0], fn) & TRACED:
+            call = self._tracer_call(test.operand, fn) \
+                if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not else None
+            if call is not None and self.kind(call.args[0], fn) & TRACED:
                 # ``if x is not None and not isinstance(x, jax.core.Tracer):`` with x a tracer in
                 # every trace of ``fn``: the branch is written to run eagerly only
                 return True
@@ -622,3 +675,49 @@ def _falsy_literal(e) -> bool:
 
 def _truthy_literal(e) -> bool:
     return e.__class__ is ast.Constant and e.value is not None and bool(e.value) and e.value is not Ellipsis
+
+
+def tracer_predicate(model, g: Function) -> bool:
+    """``g`` answers "is (some leaf of) my first parameter a tracer?": its one ``return`` is
+    ``isinstance(p, <...>.Tracer)`` or ``any(isinstance(leaf, <...>.Tracer) for leaf in
+    <leaves of p>)`` -- true exactly when ``p`` is traced, so ``not g(p)`` shows ``p`` concrete."""
+    if g.is_module or g.is_lambda or not g.params:
+        return False
+    rets = g.of_type(ast.Return)
+    if len(rets) != 1 or rets[0].value is None:
+        return False
+    p = g.params[0]
+    v = rets[0].value
+    if v.__class__ is ast.Call and v.func.__class__ is ast.Name and v.func.id == "isinstance" and len(v.args) == 2:
+        return v.args[0].__class__ is ast.Name and v.args[0].id == p and model._tracer_type(v.args[1], g)
+    if not (v.__class__ is ast.Call and v.func.__class__ is ast.Name and v.func.id == "any" and len(v.args) == 1
+            and v.args[0].__class__ is ast.GeneratorExp and len(v.args[0].generators) == 1):
+        return False
+    gen = v.args[0]
+    comp = gen.generators[0]
+    e = gen.elt
+    if comp.target.__class__ is not ast.Name or comp.ifs or not (
+            e.__class__ is ast.Call and e.func.__class__ is ast.Name and e.func.id == "isinstance" and len(e.args) == 2
+            and e.args[0].__class__ is ast.Name and e.args[0].id == comp.target.id and model._tracer_type(e.args[1], g)):
+        return False
+    it = comp.iter
+    if it.__class__ is ast.Name:
+        return it.id == p
+    return it.__class__ is ast.Call and len(it.args) == 1 and it.args[0].__class__ is ast.Name and \
+        it.args[0].id == p and it.func.__class__ in (ast.Name, ast.Attribute) and \
+        (model.qualname(it.func, g) or "") in ("jax.tree.leaves", "jax.tree_util.tree_leaves")
+
+
+def export_tracer_tests(model) -> Dict[str, bool]:
+    """Exporter: for other modules, the top-level functions that ask whether their first
+    parameter is (or holds) a tracer (:func:`tracer_predicate`)."""
+    out: Dict[str, bool] = {}
+    text = getattr(model.source, "text", None)
+    if text is not None and "Tracer" not in text:
+        return out
+    for fn in model.functions:
+        if fn.is_lambda or fn.is_module or fn.parent is None or not fn.parent.is_module or fn.cls is not None:
+            continue
+        if tracer_predicate(model, fn) and model.top_level_function(fn.name) is fn:
+            out[fn.name] = True
+    return out

@@ -28,6 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import knowledge as K
 from .flow import export_static_items, export_static_results
+from .narrowing import export_tracer_tests
 from .returns import export_flows, export_returned_params
 from .model import ARRAYISH, CONTAINER, TRACED, Seed, SemanticModel, proven
 from ..cache import digest, file_digest
@@ -887,6 +888,7 @@ register_exporter("static_items", export_static_items)
 register_exporter("static_result", export_static_results)
 register_exporter("returned_params", export_returned_params)
 register_exporter("flows", export_flows)
+register_exporter("tracer_test", export_tracer_tests)
 
 
 def _failure_line(step: str, exc: BaseException) -> str:

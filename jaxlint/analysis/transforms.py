@@ -826,6 +826,8 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
         self._stages_cache = {}
         self._primal_cache = {}
         self._untraced_lines = {}      # (narrowing.in_untraced_branch: spans read kinds)
+        for memo in ("_guards_cache", "_narrowing_cache", "_untraced_spans"):
+            self.__dict__.pop(memo, None)   # (guards may name another module's tracer test)
 
     def _gets_concrete_values(self, callee: Function, caller: Function) -> bool:
         """``callee`` adds no tracer of its own (``custom_vjp``) and ``caller`` runs only under
