@@ -126,8 +126,10 @@ class PrngKeyReuse(Rule):
     so its numbers are never used; and two draws that meet only as the two
     sides of one selection -- `jnp.where`/`lax.select` (`where(c, gumbel_approx(key),
     normal_approx(key))`), the branches of `lax.cond` over values made from each
-    draw, or `m * a + (1 - m) * b` -- (each element keeps one of them, for a mask
-    of zeros and ones). Each strict finding says why in its
+    draw, or `m * a + (1 - m) * b` -- or kept by selections on `kind == A` and
+    `kind == B` with different constants (a dispatch on a column's type: each
+    element keeps one draw, for a mask of zeros and ones). Each strict finding
+    says why in its
     `basis`.
 
     ## Example
@@ -517,41 +519,52 @@ def _unrebound_in_loop(r: Reuse) -> bool:
 
 
 # why two draws that meet only as the two sides of one selection belong to the strict profile
-WHERE_BASIS = ("the two draws meet only as the two sides of one selection (`jnp.where`, `lax.select`, the "
-               "branches of `lax.cond`, or `m * a + (1 - m) * b`): each element keeps one of them, so no "
-               "element sees both (for a mask `m` of zeros and ones)")
+WHERE_BASIS = ("the draws are kept under mutually exclusive conditions -- the two sides of one selection "
+               "(`jnp.where`, `lax.select`, the branches of `lax.cond`, `m * a + (1 - m) * b`), or "
+               "selections on `x == A` and `x == B` (a dispatch on a type): each element keeps one of them, "
+               "so no element sees two (for a mask `m` of zeros and ones)")
 _SELECTS = frozenset({"jax.numpy.where", "jax.lax.select"})
 _CONDS = frozenset({"jax.lax.cond"})
 
 
 def _exclusive_where(m: SemanticModel, r: Reuse) -> bool:
-    """``jnp.where(c, gumbel_approx(key, ...), normal_approx(key, ...))``, ``z = normal(key)``
+    """Every two consumers of the key keep their numbers under exclusive conditions:
+    ``jnp.where(c, gumbel_approx(key, ...), normal_approx(key, ...))``, ``z = normal(key)``
     read only in the other branch, ``lax.cond(p, lambda: a, lambda: b)`` over values made from
-    each draw, or ``mask * uniform(key, ...) + (1 - mask) * uniform(key, ...)``: the first
-    consumer's numbers reach only one side of one selection and the second's only the other,
-    so each output element takes one draw."""
+    each draw, ``mask * uniform(key, ...) + (1 - mask) * uniform(key, ...)``, or one draw kept
+    by ``jnp.where(kind == A, d1, old)`` and the other by ``jnp.where(kind == B, d2, old)``
+    with ``A != B``: no output element takes two draws."""
     if r.reason != "again" or r.first is None or r.first.call is r.use.call:
         return False
     fn = getattr(r.use, "fn", None) or r.fn
-    if fn is None or getattr(r.first, "fn", None) not in (None, fn):
+    if fn is None:
+        return False
+    # (a later split or fold of the key derives new keys: it repeats none of the draws)
+    uses = [r.first, r.use] + [u for u in (r.sites or []) if u is not r.first and u is not r.use
+                               and u.kind not in ("split", "fold_in")]
+    if any(getattr(u, "fn", None) not in (None, fn) for u in uses):
         return False
     nodes = list(fn.walk()) if fn.is_module else list(ast.walk(fn.node))
-    for node in nodes:
-        sides = _selection_sides(m, fn, node)
-        if sides is None:
-            continue
-        a, b = _side_of(nodes, sides, r.first), _side_of(nodes, sides, r.use)
-        if a is not None and b is not None and a != b:
-            return True
-    return False
+    selections = [(w, got) for w in nodes for got in [_selection_sides(m, fn, w)] if got is not None]
+    if not selections:
+        return False
+    guards = []
+    for u in uses:
+        g = _guard_of(nodes, selections, u, fn.node)
+        if g is None:
+            return False
+        guards.append(g)
+    return all(any(_exclusive(m, fn, x, y) for x in a for y in b)
+               for i, a in enumerate(guards) for b in guards[i + 1:])
 
 
 def _selection_sides(m: SemanticModel, fn, w: ast.AST) -> Optional[tuple]:
-    """The two sides of a selection whose every output element comes from one side only."""
+    """``(condition, side kept where it holds, side kept where it does not)`` of a selection
+    whose every output element comes from one side only."""
     if w.__class__ is ast.Call and w.func.__class__ in (ast.Name, ast.Attribute):
         q = m.qualname(w.func, fn)
         if q in _SELECTS and len(w.args) == 3 and not w.keywords:
-            return w.args[1], w.args[2]
+            return w.args[0], w.args[1], w.args[2]
         if q in _CONDS and len(w.args) >= 3 and not any(a.__class__ is ast.Starred for a in w.args[:3]):
             sides = []
             for br in w.args[1:3]:
@@ -561,7 +574,7 @@ def _selection_sides(m: SemanticModel, fn, w: ast.AST) -> Optional[tuple]:
                 if br is None:
                     return None
                 sides.append(br)
-            return tuple(sides)
+            return w.args[0], sides[0], sides[1]
         return None
     if w.__class__ is ast.BinOp and w.op.__class__ is ast.Add and \
             w.left.__class__ is ast.BinOp and w.right.__class__ is ast.BinOp and \
@@ -573,50 +586,140 @@ def _selection_sides(m: SemanticModel, fn, w: ast.AST) -> Optional[tuple]:
                     if other.__class__ is ast.BinOp and other.op.__class__ is ast.Sub and \
                             other.left.__class__ is ast.Constant and other.left.value == 1 and \
                             ast.dump(other.right) == ast.dump(mask):
-                        return (x, y) if x is w.left else (y, x)
+                        return mask, x, y
     return None
 
 
-def _side_of(nodes, sides, u: Use) -> Optional[int]:
-    """Which side (0 or 1) all of ``u``'s numbers reach: the consumer's call sits in it, or the
-    names made from its result (``z = normal(key)``; ``board = update(board, z)``) are read
-    only there."""
-    for i in (0, 1):
-        if _within(u.call, sides[i]):
-            return i
+def _guard_of(nodes, selections, u: Use, root: ast.AST) -> Optional[frozenset]:
+    """The conditions under which ``u``'s numbers survive, as ``{(condition's source, holds)}`` (each
+    must hold; empty when none is known): the side of a selection its call sits in, or, for a
+    consumer that binds names (``z = normal(key)``; ``mu = grid[categorical(key, s)]``), what
+    every use of the values made from them keeps -- a name assigned a selection of them
+    (``out = jnp.where(kind == A, mu, old)``) survives where that selection keeps its side;
+    names made by other arithmetic, and nested functions reading them, carry their inputs'
+    conditions (never a mask inside a reduction: a sum mixes elements)."""
     s = u.stmt
-    if s.__class__ is not ast.Assign or s.value is not u.call:
+    if s.__class__ is not ast.Assign:
+        value = getattr(s, "value", None)
+        return _top_guard(selections, u.call, value) if value is not None else None
+    if not _within(u.call, s.value):
         return None
-    derived = {n.id for t in s.targets for n in ast.walk(t) if n.__class__ is ast.Name}
-    if not derived:
+    defs = [a for a in nodes if a.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and a is not root]
+    inner = {id(x) for d in defs for x in ast.walk(d) if x is not d}
+    steps = [a for a in nodes if (a.__class__ is ast.Assign and a is not s and id(a) not in inner)
+             or (a in defs and id(a) not in inner)]
+    guards = {}
+    start = _top_guard(selections, u.call, s.value)
+    for t in s.targets:
+        for n in ast.walk(t):
+            if n.__class__ is ast.Name:
+                guards[n.id] = start
+    if not guards:
         return None
-    steps = []
-    grew = True
-    assigns = [a for a in nodes if a.__class__ is ast.Assign and a is not s]
-    while grew and len(derived) < 50:
-        grew = False
-        for a in assigns:
-            if a in steps:
+    used = set()
+    for _round in range(8):
+        changed = False
+        for a in steps:
+            value = a.value if a.__class__ is ast.Assign else a
+            reads = [n for n in ast.walk(value) if n.__class__ is ast.Name and n.id in guards
+                     and n.ctx.__class__ is ast.Load]
+            if not reads:
                 continue
-            if any(n.__class__ is ast.Name and n.id in derived and n.ctx.__class__ is ast.Load
-                   and not _within(n, sides[0]) and not _within(n, sides[1])
-                   for n in ast.walk(a.value)):
-                names = {n.id for t in a.targets for n in ast.walk(t) if n.__class__ is ast.Name}
-                if not names or any(t.__class__ is not ast.Name for t in a.targets):
-                    return None   # the numbers flow somewhere this cannot follow
-                steps.append(a)
-                derived |= names
-                grew = True
-    inside = set()
+            used.add(id(a))
+            got = None
+            for r in reads:
+                g = guards[r.id] | (_top_guard(selections, r, value) if a.__class__ is ast.Assign else frozenset())
+                got = g if got is None else got & g
+            names = [a.name] if a.__class__ is not ast.Assign else \
+                [n.id for t in a.targets for n in ast.walk(t) if n.__class__ is ast.Name]
+            if a.__class__ is ast.Assign and any(n.__class__ not in (ast.Name, ast.Tuple, ast.List, ast.Load,
+                                                                    ast.Store, ast.Starred)
+                                                 for t in a.targets for n in ast.walk(t)):
+                return None   # stored into an attribute or an item: not followed
+            for name in names:
+                old = guards.get(name)
+                new = got if old is None else old & got
+                if new != old:
+                    guards[name] = new
+                    changed = True
+        if not changed:
+            break
+    spans = [a.value if a.__class__ is ast.Assign else a for a in steps if id(a) in used]
+    found = None
     for n in nodes:
-        if n.__class__ is ast.Name and n.id in derived and n.ctx.__class__ is ast.Load:
-            if any(_within(n, st.value) for st in steps):
+        if n.__class__ is ast.Name and n.id in guards and n.ctx.__class__ is ast.Load:
+            if any(_within(n, sp) for sp in spans) or _within(n, s.value):
                 continue   # a step of the derivation itself
-            side = next((i for i in (0, 1) if _within(n, sides[i])), None)
-            if side is None:
-                return None
-            inside.add(side)
-    return inside.pop() if len(inside) == 1 else None
+            stmt_value = _statement_value(nodes, n)
+            g = guards[n.id] | (_top_guard(selections, n, stmt_value) if stmt_value is not None else frozenset())
+            found = g if found is None else found & g
+    return found or None
+
+
+def _statement_value(nodes, n: ast.AST) -> Optional[ast.AST]:
+    """The value of the ``return``/expression statement that holds ``n``."""
+    for st in nodes:
+        if st.__class__ in (ast.Return, ast.Expr) and st.value is not None and _within(n, st.value):
+            return st.value
+    return None
+
+
+def _top_guard(selections, node: ast.AST, value: Optional[ast.AST]) -> frozenset:
+    """``{(condition, holds)}`` when ``value`` (or an element of the tuple it is) is a selection
+    with ``node`` in one of its sides: that element keeps ``node``'s numbers only there."""
+    if value is None:
+        return frozenset()
+    parts = value.elts if value.__class__ in (ast.Tuple, ast.List) else [value]
+    for part in parts:
+        if not _within(node, part):
+            continue
+        for w, (cond, a, b) in selections:
+            if w is part:
+                if _within(node, a):
+                    return frozenset({(ast.unparse(cond), True)})
+                if _within(node, b):
+                    return frozenset({(ast.unparse(cond), False)})
+    return frozenset()
+
+
+def _exclusive(m: SemanticModel, fn, a: tuple, b: tuple) -> bool:
+    """No element is kept under both guards ``(condition's source, holds)``: one condition and
+    its negation, or ``x == A`` and ``x == B`` (both holding) with ``A`` and ``B`` different
+    constants."""
+    if a[0] == b[0]:
+        return a[1] != b[1]
+    if not (a[1] and b[1]):
+        return False
+    ca, cb = _case_of(ast.parse(a[0], mode="eval").body), _case_of(ast.parse(b[0], mode="eval").body)
+    if ca is None or cb is None or ast.dump(ca[0]) != ast.dump(cb[0]):
+        return False
+    va, vb = _constant_value(m, fn, ca[1]), _constant_value(m, fn, cb[1])
+    return va is not None and vb is not None and va[0] == vb[0] and va != vb
+
+
+def _case_of(c: ast.expr) -> Optional[tuple]:
+    """``(subject, value)`` of ``subject == value``."""
+    if c.__class__ is ast.Compare and len(c.ops) == 1 and c.ops[0].__class__ is ast.Eq:
+        return c.left, c.comparators[0]
+    return None
+
+
+def _constant_value(m: SemanticModel, fn, e: ast.expr):
+    """The literal ``e`` is, or a module constant bound once to one (``ORDINAL_ID = 3``); for a
+    constant imported from another module (``from .state import ORDINAL_ID``), its full name:
+    two names of one dispatch (``ORDINAL_ID``, ``CYCLIC_ID``) stand for different cases."""
+    if e.__class__ is ast.Constant:
+        return ("c", e.value)
+    if e.__class__ is ast.Name:
+        home = m.resolve_scope(e.id, fn)
+        if home is not None and home.is_module:
+            bs = m.bindings(e.id, home)
+            if len(bs) == 1 and bs[0].kind == "=" and bs[0].element.__class__ is ast.Constant:
+                return ("c", bs[0].element.value)
+            q = m.qualname(e, fn)
+            if q is not None and "." in q and e.id.isupper():
+                return ("n", q)
+    return None
 
 
 def _prefix_overlap_only(r: Reuse) -> bool:
