@@ -40,7 +40,10 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
     depend on its arguments (`global BATCH; BATCH = n_devices * 8` and then
     `jax.jit(gen_data)`): every trace sees the same value. Nor is a name
     whose every binding is the same literal (`dim_in = 28 ** 2` run again
-    when a notebook cell is re-run): the rebinding changes nothing.
+    when a notebook cell is re-run): the rebinding changes nothing. Nor is an
+    object whose fields the other writers change when the traced function
+    itself sets those fields, as statements of its own body, before it reads
+    them (`state.T = t; ...; return f(state)`): it reads its own values.
 
     ## Why is this bad?
     In PyTorch, `w - learning_rate * g` reads the current `learning_rate`
@@ -236,6 +239,8 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 continue   # a sibling traced during the same call of the enclosing function
             if mut.kind == "global" and _set_before_own_trace(b, reader, mut):
                 continue   # set once by the function that then traces the reader
+            if mut.kind == "attr" and not _reads_written_attr(reader, name, mut):
+                continue   # ``self._step = ...`` while the reader reads only ``self._env``
             if scope.is_module and not mut.fn.is_module and _sets(mut, name) and \
                     not _registration(facts, mut) and not _insertion_of_arguments(mut) and \
                     not _runs_reader(b, mut.fn, reader, top) and not _setter_runs_after(b, mut.fn, top) and \
@@ -249,8 +254,6 @@ class MutableGlobalReadUnderTrace(TracedCodeRule):
                 continue
             if mut.kind in ("global", "nonlocal"):
                 return f"is rebound by {mut.fn.display()} (line {mut.line})"
-            if mut.kind == "attr" and not _reads_written_attr(reader, name, mut):
-                continue   # ``self._step = ...`` while the reader reads only ``self._env``
             if container is None:
                 container = b.container_bound(scope, name) or b.numpy_bound(scope, name)
             if _mutates(mut, container) and not _registration(facts, mut):
@@ -347,15 +350,30 @@ def _reads_written_attr(reader: Function, name: str, mut: Mutation) -> bool:
             e = e.value
     if not written:
         return True
+    # ``state.T_e = T`` as a statement of the reader's own body: later reads of ``state.T_e``
+    # there see the reader's value, whatever another function wrote
+    own = {}
+    body = getattr(reader.node, "body", None)
+    for st in body if isinstance(body, list) else ():
+        if st.__class__ is ast.Assign:
+            for t in st.targets:
+                if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == name:
+                    own.setdefault(t.attr, st.end_lineno or st.lineno)
+
+    def seen(attr: str, line: int) -> bool:
+        return attr in written and not (attr in own and own[attr] < line)
+
     through_attr = set()
+    stepped = {id(n.target) for n in reader.walk() if n.__class__ is ast.AugAssign}
     for node in reader.walk():
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
-            if node.attr in written:
+            if (isinstance(node.ctx, ast.Load) or id(node) in stepped) and seen(node.attr, node.lineno):
                 return True
             through_attr.add(id(node.value))
     # a bare use (``f(self)``) may read any attribute
     return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-               and id(node) not in through_attr for node in reader.walk())
+               and id(node) not in through_attr and any(seen(a, node.lineno) for a in written)
+               for node in reader.walk())
 
 
 class _Registry(str):
