@@ -416,6 +416,17 @@ class NarrowingMixin:
                 # ``try: idx = jnp.flatnonzero(w)`` / ``except ConcretizationTypeError: raise
                 # ValueError("not under jit")``: the trace's failure is handled on purpose
                 out.append((stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno))
+                if all(h.body and h.body[-1].__class__ in _EXITS for h in stmt.handlers) and any(
+                        n.__class__ is ast.Call and n.func.__class__ is ast.Name
+                        and n.func.id in ("int", "float", "bool", "complex") for b in stmt.body
+                        for n in ast.walk(b)):
+                    # ``try: n = int(res.n_valid)`` / ``except ConcretizationTypeError: return
+                    # traced_path(...)``: what follows the ``try`` runs only where the conversion
+                    # succeeded -- on concrete values
+                    block = self.block_of(stmt, fn)
+                    i = next((j for j, x in enumerate(block or []) if x is stmt), None)
+                    if i is not None and i + 1 < len(block):
+                        out.append((block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno))
         for stmt in fn.of_type(ast.Expr):
             c = stmt.value
             if c.__class__ is ast.Call and len(c.args) >= 2 and c.func.__class__ in (ast.Name, ast.Attribute) \
