@@ -353,7 +353,9 @@ class FlaxMissingRngs(Rule):
                              for lp in [_enclosing_loop(owner, call)] if lp is not None), None)
                 caller = owner
                 made = None
-                if loop is None and len(m.bindings(v.id, owner)) == 1 and _returns_function(m, owner, outer):
+                if loop is None and len(m.bindings(v.id, owner)) == 1 and (
+                        _returns_function(m, owner, outer) or any(
+                            _returns_function(m, owner, caller) for _c, caller, _t in facts.call_sites(outer))):
                     # ``def make_step(...): rng = PRNGKey(seed); @jax.jit def step(...): ... rngs=rng;
                     # return step``: every call of the product reads the one key the factory made
                     made = _loop_running(facts, outer, 0)
@@ -368,7 +370,7 @@ class FlaxMissingRngs(Rule):
                 if made is None and _stores(loop, v.id):
                     return None
             if made is not None:
-                source = (f"`{outer.name}`, which `{owner.name}` returns, reads `{v.id}` bound once in "
+                source = (f"`{outer.name}` (run by the step `{owner.name}` returns) reads `{v.id}`, bound once in "
                           f"`{owner.name}`: every call of the returned step sees that one key")
             else:
                 source = (f"`{outer.name}` reads the module-level `{v.id}`, which nothing rebinds" if owner.is_module

@@ -65,7 +65,13 @@ class BadStaticArgument(Rule):
     `max(0.1, t0 * 0.95 ** epoch)`, also through a helper or a schedule object's
     `__call__`: `float(cosine_temperature(step, total))`, `anneal(t, total=n)`,
     `self.current_lr(epoch)`, `schedule(epoch)` with
-    `schedule = Schedule(0.5, 0.8)`), from its own previous value (a decayed
+    `schedule = Schedule(0.5, 0.8)`), as the item of a loop over a schedule --
+    a list a comprehension over `range` builds with values that change with
+    the counter (`for t in self.schedule` with `self.schedule = [t0 * r ** i
+    for i in range(n)]`, `enumerate(anneal(4.0, 1.0, 6))`), the loop's body
+    calling once per value (a loop that runs a whole inner loop per value
+    reuses each program; a literal display is a few configurations on
+    purpose) --, from its own previous value (a decayed
     learning rate, `lr = lr * decay`, its start also unpacked from a tuple
     display: `temperature, decay = 2.0, 0.9`) or as a maximum over each batch
     (`max(len(s) for s in batch)`, in any loop over data -- not a literal
@@ -1129,7 +1135,8 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
         if not binds:
             if not isinstance(a, ast.Name):
                 return _advanced_by_method(ctx, a, scope, loops)
-            return _yielded_draw(ctx, a, scope, loops) or _returned_reduction(ctx, a, scope, loops)
+            return _scheduled_item(ctx, a, scope, loops) or _yielded_draw(ctx, a, scope, loops) or \
+                _returned_reduction(ctx, a, scope, loops)
         for loop in loops:
             inside = [b for b in binds if _inside(loop, b)]
             if not inside:
@@ -1143,6 +1150,31 @@ def _derived_change(ctx: Context, a: ast.expr, scope: Function, call: ast.Call):
         got = _classify(ctx, a, loop, scope, None, [], None)
         if got is not None:
             return got
+    return None
+
+
+def _scheduled_item(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.stmt]):
+    """(how it changes, programs) for the item of a loop over a schedule (``for t in
+    self.schedule``, ``for step, temp in enumerate(anneal(4.0, 1.0, 5))``, see :func:`_schedule`)
+    whose body runs no inner loop: every iteration calls with the next value."""
+    m = ctx.model
+    for loop in loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        t = loop.target
+        it = loop.iter
+        if t.__class__ is ast.Tuple and it.__class__ is ast.Call and it.func.__class__ is ast.Name \
+                and it.func.id == "enumerate" and len(t.elts) == 2:
+            t = t.elts[1]
+        if t.__class__ is not ast.Name or t.id != a.id:
+            continue
+        sched = _schedule(m, it, scope)
+        if sched is None or not _stepping(loop):
+            return None
+        comp, n = sched
+        count = f": the schedule's {n} values build {n} programs" if n is not None else " (one per value)"
+        return (f"takes the next value of the schedule `{short(comp, 40)}` on every iteration of the loop at "
+                f"line {loop.lineno}, one call per value", count)
     return None
 
 
@@ -1434,6 +1466,13 @@ def _classify(ctx: Context, value: ast.expr, loop: ast.stmt, scope: Function, na
         item = ", ".join(f"`{t}`" for t in sorted(items))
         return (f"is a maximum taken over each {item} of {where}{shown}, so it takes a new value whenever a "
                 f"batch is longer or shorter than the ones before", " (one per distinct value)")
+    sched = _schedule(m, it, scope) if items and it is not None and items & used and _stepping(loop) and \
+        not (used - derived - items) & rebound else None
+    if sched is not None:
+        comp, n = sched
+        count = f": the schedule's {n} values build {n} programs" if n is not None else " (one per value)"
+        return (f"takes the next value of the schedule `{short(comp, 40)}` on every iteration of {where}{shown}, "
+                f"one call per value", count)
     if counter is not None:
         selected = _selected_by(loop, counter)
         if selected & used and _stepping(loop) and _reduces_over(value, selected, m, scope):
@@ -1744,6 +1783,56 @@ def _argument_mapping(call: ast.Call, g: Function, params: List[str]) -> Optiona
                 return None
             mapping[p] = d
     return mapping
+
+
+def _schedule(m: SemanticModel, it: ast.expr, scope: Function, depth: int = 0,
+              env: Optional[Dict[str, ast.expr]] = None):
+    """``(comprehension, length)`` when the loop's iterable is a schedule: a list built by a
+    comprehension over ``range(...)`` whose element changes with the counter (``[t0 * (t1 / t0) **
+    (i / (n - 1)) for i in range(n)]``), held by a name bound once, by ``self.<attr>`` stored once,
+    or returned by a function of the module (``anneal(4.0, 1.0, 5)``; through ``enumerate``/
+    ``list``/``tuple``).  Its values are distinct on purpose -- an annealed temperature, a decayed
+    rate --, not a few configurations (a literal display is never one)."""
+    if it is None or depth > 4:
+        return None
+    if it.__class__ is ast.Call and it.func.__class__ is ast.Name and it.func.id in ("enumerate", "list", "tuple") \
+            and it.args:
+        return _schedule(m, it.args[0], scope, depth + 1)
+    if it.__class__ is ast.Name:
+        home = m.resolve_scope(it.id, scope) or scope
+        v = m.single_value(it.id, home)
+        return _schedule(m, v[0] if isinstance(v, tuple) else v, home, depth + 1) if v is not None else None
+    if it.__class__ is ast.Attribute and it.value.__class__ is ast.Name:
+        owner = scope.enclosing_method()
+        if owner is None or owner.cls is None or it.value.id != owner.self_name:
+            return None
+        stored = m.self_attr_value(owner.cls, it.attr)
+        return _schedule(m, stored[0], stored[1], depth + 1) if stored is not None else None
+    if it.__class__ is ast.Call:
+        target = m.resolve_callable(it.func, scope) if it.func.__class__ in (ast.Name, ast.Attribute) else None
+        if target is None or target.transforms:
+            return None
+        ret = _single_return(target.function)
+        g = target.function
+        mapping = _argument_mapping(it, g, [p for p in g.params if p != g.self_name]) \
+            if not target.bound_positional else None
+        return _schedule(m, ret, g, depth + 1, mapping) if ret is not None else None
+    if it.__class__ not in (ast.ListComp, ast.GeneratorExp) or len(it.generators) != 1:
+        return None
+    gen = it.generators[0]
+    if gen.ifs or gen.target.__class__ is not ast.Name or not (
+            gen.iter.__class__ is ast.Call and gen.iter.func.__class__ is ast.Name and gen.iter.func.id == "range"):
+        return None
+    if not _keeps_changing(it.elt, gen.target.id):
+        return None
+    env = env or {}
+    bounds = [SemanticModel.literal_ints(env.get(x.id, x) if x.__class__ is ast.Name else x)
+              for x in gen.iter.args]
+    n = len(range(*[b[0] for b in bounds])) if bounds and all(b is not None and len(b) == 1 for b in bounds) \
+        else None
+    if n is not None and n < _FEW_PROGRAMS:
+        return None
+    return it, n
 
 
 def _derived_from(loop: ast.stmt, targets: Set[str]) -> Set[str]:
