@@ -84,7 +84,8 @@ class BadStaticArgument(Rule):
     program), or an
     element a generator of the module draws for each item it yields (`for
     tokens, max_len in batches(rng)` with `length = int(rng.integers(5, 32))`
-    yielded; a pick among a few values, `rng.choice([16, 32])`, is not
+    yielded, or a `jax.random` draw from a key the generator's loop splits
+    anew; a pick among a few values, `rng.choice([16, 32])`, is not
     reported), or a maximum a helper of the module returns for the batch the
     loop hands it (`tokens, longest = collate(corpus[i:i + 4])` with `return
     batch, max(len(s) for s in sentences)`) -- or a new instance of a class of the
@@ -1530,11 +1531,47 @@ def _drawn_in(loop: ast.stmt, m: SemanticModel, scope: Function, generators: Set
     (``rng = np.random.default_rng(0)``) or handed in (``generators``): new numbers on every
     iteration."""
     out: Set[str] = set()
+    keys = None
     for node in ast.walk(loop):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
             continue
         if any(_draw_call(m, c, scope, generators) is not None for c in ast.walk(node.value)):
             out.add(node.targets[0].id)
+            continue
+        if keys is None:
+            # names the loop binds from ``jax.random.split``/``fold_in`` of a key: new keys on every
+            # iteration when the loop also rebinds the key it splits (``key, k = split(key)``)
+            keys = _keys_split_in(m, loop, scope)
+        if keys and any(_jax_draw(m, c, scope) and c.args and c.args[0].__class__ is ast.Name
+                        and c.args[0].id in keys for c in ast.walk(node.value) if c.__class__ is ast.Call):
+            out.add(node.targets[0].id)
+    return out
+
+
+# ``jax.random`` functions that make or derive keys rather than drawing numbers
+_KEY_MAKERS = frozenset({"split", "fold_in", "PRNGKey", "key", "key_data", "wrap_key_data", "clone",
+                         "key_impl", "default_prng_impl"})
+
+
+def _jax_draw(m: SemanticModel, c: ast.Call, scope: Function) -> bool:
+    q = m.qualname(c.func, scope) if c.func.__class__ in (ast.Name, ast.Attribute) else None
+    return q is not None and q.startswith("jax.random.") and q.rpartition(".")[2] not in _KEY_MAKERS
+
+
+def _keys_split_in(m: SemanticModel, loop: ast.stmt, scope: Function) -> Set[str]:
+    """The names ``loop`` binds from splitting (or folding into) a key that the loop itself
+    rebinds from that split: a fresh key on every iteration."""
+    out: Set[str] = set()
+    for node in ast.walk(loop):
+        if node.__class__ is not ast.Assign or node.value.__class__ is not ast.Call:
+            continue
+        q = m.qualname(node.value.func, scope) if node.value.func.__class__ in (ast.Name, ast.Attribute) else None
+        if q not in ("jax.random.split", "jax.random.fold_in") or not node.value.args:
+            continue
+        src = node.value.args[0]
+        names = {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+        if src.__class__ is ast.Name and (src.id in names or (q == "jax.random.fold_in")):
+            out |= names
     return out
 
 
@@ -1544,6 +1581,21 @@ def _many_values(m: SemanticModel, value: ast.expr, scope: Function, generators:
     continuous one.  A pick from a few values (``choice``) is not."""
     draws = [(c, _draw_call(m, c, scope, generators)) for c in ast.walk(value)]
     draws = [(c, d) for c, d in draws if d is not None]
+    if not draws:
+        jax_draws = [c for c in ast.walk(value) if c.__class__ is ast.Call and _jax_draw(m, c, scope)]
+        if len(jax_draws) != 1:
+            return False
+        c = jax_draws[0]
+        if m.qualname(c.func, scope) != "jax.random.randint":
+            return m.qualname(c.func, scope) not in ("jax.random.choice", "jax.random.permutation",
+                                                    "jax.random.bernoulli", "jax.random.categorical")
+        lo = c.args[2] if len(c.args) > 2 else next((k.value for k in c.keywords if k.arg == "minval"), None)
+        hi = c.args[3] if len(c.args) > 3 else next((k.value for k in c.keywords if k.arg == "maxval"), None)
+        try:
+            low, high = _evaluate(lo, {}, scope), _evaluate(hi, {}, scope)
+        except _Unknown:
+            return False
+        return high - low >= threshold
     if len(draws) != 1:
         return False
     c, d = draws[0]
@@ -1616,6 +1668,11 @@ def _yielded_draw(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.st
                 not isinstance(loop.iter.func, (ast.Name, ast.Attribute)):
             continue
         t = loop.target
+        it = loop.iter
+        if it.func.__class__ is ast.Name and it.func.id == "enumerate" and it.args and \
+                it.args[0].__class__ is ast.Call and it.args[0].func.__class__ in (ast.Name, ast.Attribute) \
+                and isinstance(t, ast.Tuple) and len(t.elts) == 2:
+            t, it = t.elts[1], it.args[0]    # ``for step, (tokens, max_len) in enumerate(batches(...))``
         if isinstance(t, ast.Name):
             pos = None if t.id == a.id else -1
         elif isinstance(t, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in t.elts):
@@ -1625,14 +1682,14 @@ def _yielded_draw(ctx: Context, a: ast.Name, scope: Function, loops: List[ast.st
             pos = -1
         if pos == -1:
             continue
-        target = m.resolve_callable(loop.iter.func, scope)
+        target = m.resolve_callable(it.func, scope)
         if target is None or target.transforms:
             return None
         g = target.function
         yields = [y for y in g.of_type(ast.Yield)]
         if not yields or g.of_type(ast.YieldFrom):
             return None
-        pairs, _ = m.bind_arguments(target, loop.iter)
+        pairs, _ = m.bind_arguments(target, it)
         generators = {p for p, arg in pairs if isinstance(arg, ast.Name) and _is_generator(m, arg.id, scope)}
         for y in yields:
             elt = y.value
