@@ -535,6 +535,8 @@ class PurityFacts:
         d = fn.node
         if any(lp.lineno <= d.lineno <= (lp.end_lineno or lp.lineno) for lp in loops):
             return False
+        if line < d.lineno:
+            return False    # changed before this definition runs: every trace of it sees the change
         if _exclusive_branches(scope, d.lineno, line):
             return False    # defined (and traced) in one branch of an ``if``, changed in the other
         _uses, cached, escapes = self.closure_uses(scope, fn)
