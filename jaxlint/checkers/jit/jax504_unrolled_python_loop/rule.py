@@ -40,7 +40,10 @@ class UnrolledPythonLoop(Rule):
     (`for row in x`). Small loops — over a model's layers, over a literal list
     of a few items, over `range(x.ndim)` — are not flagged, nor is a loop
     over a list of separate variables (`for arg in [itypes, volume, ...]`):
-    each has its own shape and type, nothing a `scan` or `vmap` could stack.
+    each has its own shape and type, nothing a `scan` or `vmap` could stack;
+    nor a loop over a literal display of strings (`for name in ("C1", "C2",
+    ...)` with `getattr(t, name)`): JAX traces no strings, so it walks
+    structure no `scan` can index.
 
     ## Why is this bad?
     In PyTorch a Python loop runs its body N times at run time. Under

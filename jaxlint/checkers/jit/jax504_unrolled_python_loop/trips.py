@@ -59,6 +59,10 @@ def for_trip(m: SemanticModel, fn: Function, loop: ast.For) -> Optional[Trip]:
             # ``for arg in [itypes, all_js, volume, ...]``: distinct values, each of its own shape
             # and type -- nothing to stack into one array a ``scan``/``vmap`` could run over
             return None
+        if any(isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes)) for e in it.elts for n in ast.walk(e)):
+            # ``for name in ("C1", "C2", ...)``: names of fields or keys (``getattr(t, name)``) -- JAX
+            # traces no strings, so no ``scan``/``fori_loop`` can run over them: a loop over structure
+            return None
         return Trip("literal", f"{len(it.elts)} literal items", len(it.elts))
     if isinstance(it, ast.Call) and m.qualname(it.func, fn) == "zip":
         for a in it.args:
