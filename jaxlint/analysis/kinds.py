@@ -655,7 +655,14 @@ class KindsMixin:
             # ``mode == "train"``, ``v.tag == MODE``: an array is never compared with a
             # string; the value is Python configuration
             return 0
-        k = operate(self.kind(e.left, fn), *[self.kind(c, fn) for c in e.comparators])
+        kinds = [self.kind(e.left, fn)] + [self.kind(c, fn) for c in e.comparators]
+        if len(kinds) == 2 and e.ops[0].__class__ in (ast.Eq, ast.NotEq) and any(
+                k & CONTAINER and not k & (JAX | NUMPY) for k in kinds) and any(
+                not k & (CONTAINER | UNSURE | ARRAYISH) for k in kinds):
+            # ``pair == ignore`` with ``pair`` a tuple of tracers and ``ignore`` a Python number:
+            # a tuple never equals a number (no element is compared) -- a Python bool
+            return 0
+        k = operate(*kinds)
         if k & CONTAINER and not k & ARRAYISH:
             return k & (TRACED | UNSURE)
         if k & TRACED:

@@ -405,6 +405,14 @@ GRAD_MAKERS = TransformTable(lambda t: t.grad_output)
 
 PARTIAL = frozenset({"functools.partial"})
 
+# lax primitives that hand their body one slice of an operand per step: (body parameter index,
+# call argument index, keyword).  The slice keeps the operand's structure: ``lax.scan(f, c,
+# (labels, preds))`` gives ``f`` a *tuple* of two tracers on every step, not an array
+SLICED_OPERANDS = {
+    "jax.lax.scan": (1, 2, "xs"),
+    "jax.lax.map": (0, 1, "xs"),
+}
+
 # array functions whose first argument is a *sequence* of arrays (a list or tuple as often as
 # one stacked array): passing a value there says nothing about whether it is an array
 SEQUENCE_FIRST = frozenset(

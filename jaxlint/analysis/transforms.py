@@ -651,6 +651,7 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
             return set(p for p in params[:arity] if p in candidates) - static
         if kind == "body":
             self._record_carry_init(fn, params, tr, call, scope)
+            self._record_sliced_container(fn, params, tr, call)
             arity = self._body_arity(tr, call)
             if arity is None:
                 return set(candidates)
@@ -676,6 +677,21 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 # same Python container (a pytree of tracers) -- ``val[1] = ...`` is a list update
                 p = params[pi]
                 fn.param_kinds[p] = fn.param_kinds.get(p, 0) | TRACED | CONTAINER
+
+    @staticmethod
+    def _record_sliced_container(fn: Function, params: List[str], tr: K.Transform,
+                                 call: Optional[ast.Call]) -> None:
+        """``lax.scan(body, init, (labels, preds))``: each step's slice is the same Python
+        container (a tuple of tracers), so ``pair == ignore`` compares a tuple -- a Python bool."""
+        spec = K.SLICED_OPERANDS.get(tr.name)
+        if spec is None or call is None:
+            return
+        pi, ai, kw = spec
+        xs = call.args[ai] if ai < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:ai + 1]) \
+            else next((k.value for k in call.keywords if k.arg == kw), None)
+        if pi < len(params) and isinstance(xs, (ast.Tuple, ast.List, ast.Dict)):
+            p = params[pi]
+            fn.param_kinds[p] = fn.param_kinds.get(p, 0) | TRACED | CONTAINER
 
     @staticmethod
     def _body_arity(tr: K.Transform, call: Optional[ast.Call]) -> Optional[int]:
