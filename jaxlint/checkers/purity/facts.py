@@ -623,7 +623,19 @@ class PurityFacts:
     def returns_name(fn: Function, name: str) -> bool:
         """Does ``fn`` return ``name`` (alone, inside a tuple/list/dict display, or
         as the object of ``name.replace(...)``/``name._replace(...)``/
-        ``dataclasses.replace(name, ...)``: a copy that shares what was mutated)?"""
+        ``dataclasses.replace(name, ...)``: a copy that shares what was mutated) -- or an alias
+        bound to it once (``out = particles``; ``out.t = ...``; ``return out``)?"""
+        names = {name}
+        binds: Dict[str, int] = {}
+        for a in fn.of_type(ast.Assign):
+            for t in a.targets:
+                for n in ast.walk(t):
+                    if n.__class__ is ast.Name and n.ctx.__class__ is ast.Store:
+                        binds[n.id] = binds.get(n.id, 0) + 1
+        for a in fn.of_type(ast.Assign):
+            if len(a.targets) == 1 and a.targets[0].__class__ is ast.Name and a.value.__class__ is ast.Name \
+                    and a.value.id == name and binds.get(a.targets[0].id) == 1:
+                names.add(a.targets[0].id)
         for r in fn.of_type(ast.Return):
             v = r.value
             if v is None:
@@ -631,7 +643,7 @@ class PurityFacts:
             stack = [v]
             while stack:
                 e = stack.pop()
-                if isinstance(e, ast.Name) and e.id == name:
+                if isinstance(e, ast.Name) and e.id in names:
                     return True
                 if isinstance(e, ast.Call):
                     f = e.func

@@ -27,7 +27,8 @@ class ArgumentMutationUnderTrace(TracedCodeRule):
 
     Not flagged: item assignment on an array (that is JAX301), a parameter
     the function rebinds first (`state = dict(state)`), a parameter the
-    function returns, an entry the function reads back and returns under the
+    function returns (also through an alias bound once: `out = particles`;
+    `out.t = t`; `return out`), an entry the function reads back and returns under the
     same key in a new dict, a `d.pop(k)` whose value is used in a function
     traced only by inference (a read; under a transform applied here it still
     empties the caller's dict in eager runs and not in jitted ones), an
