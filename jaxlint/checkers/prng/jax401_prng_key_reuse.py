@@ -164,7 +164,10 @@ class PrngKeyReuse(Rule):
     numbers*: one key given to two computations whose results are then
     compared with each other in an assertion (`ref = reference(x, key)`,
     `out = fused(x, key)`, `assert_allclose(out, ref)`), as tests of an
-    implementation against a reference do on purpose.
+    implementation against a reference do on purpose; nor a retry: the key
+    drawn from by the last statement of a `try` body and again in one of its
+    handlers, which runs only when the body failed (its numbers reached
+    nothing).
 
     ## Fix safety
     The fix inserts `key, subkey = jax.random.split(key)` (with the module's
@@ -206,6 +209,8 @@ class PrngKeyReuse(Rule):
                     r.first, r.use = pair
             if _seed(r) is not None and m.in_test_code(r.fn):
                 continue    # tests re-seed each input for reproducibility, on purpose
+            if r.reason == "again" and r.first is not None and _retry_after_failure(r):
+                continue    # ``try: s = sample(key, N=M)`` / ``except: s = sample(key, N=n)``: one of them runs to the end
             if r.reason == "again" and r.first is not None and _rebound_by_loop_between(r):
                 continue    # ``for k, rng in zip(names, keys):`` rebinds the key: only a loop run zero times repeats
             yield self._finding(ctx, r)
@@ -263,6 +268,25 @@ class PrngKeyReuse(Rule):
         fix = _split_fix(ctx, r)
         return ctx.finding(self, use.call, msg, confidence=conf, fix=fix, strict=_strict_basis(ctx, r),
                            subject=repeat_subject(r))
+
+
+_TRY_NODES = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+
+
+def _retry_after_failure(r: Reuse) -> bool:
+    """The first consumer is the last statement of a ``try`` body and the second sits in one of
+    its handlers: the handler runs only when the body failed -- at the first consumer or before it
+    --, so the first draw's numbers never reach anything; the handler draws them once."""
+    fn = getattr(r.use, "fn", None) or r.fn
+    if fn is None or getattr(r.first, "fn", None) not in (None, fn):
+        return False
+    nodes = fn.walk() if fn.is_module else ast.walk(fn.node)
+    for t in nodes:
+        if t.__class__ not in _TRY_NODES or not t.body or t.body[-1] is not r.first.stmt:
+            continue
+        if any(any(_within(r.use.call, st) for st in h.body) for h in t.handlers):
+            return True
+    return False
 
 
 def _same_call_streams(r: Reuse) -> List[str]:
