@@ -57,6 +57,13 @@ class TransformsMixin(ConfigParamsMixin, StaticArgsMixin, CustomRulesMixin):
                 # ``f = partial(f, flag=True)`` just before: the bound keywords stay static
                 return self.resolve_callable(seen, scope, _depth + 1)
             fn = self.lookup_function(expr.id, scope)
+            if fn is not None and hasattr(expr, "lineno") and expr.id in scope.defs \
+                    and len(self.bindings(expr.id, scope)) > 1:
+                # ``def f_prime(x): ...`` and later ``f_prime = jax.grad(f)`` (notebook cells
+                # re-running a name): the binding that reaches this use decides
+                seen = self.reaching_value(expr, scope)
+                if seen is not None:
+                    return self.resolve_callable(seen, scope, _depth + 1)
             if fn is not None:
                 return CallTarget(fn, 0)
             alias = self._alias(expr.id, scope)
