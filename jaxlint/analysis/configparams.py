@@ -31,6 +31,13 @@ class ConfigParamsMixin:
             got = fn.param_kinds.get(p)
             if got is None:
                 got = TRACED if fn.filtered_only else TRACED | JAX
+                if _filter_traced(fn) and not self._array_evidence(fn, p, arithmetic=False) \
+                        and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX \
+                        and not self._given_tracer(fn, p):
+                    # an Equinox filter transform traces array leaves only and keeps a Python int
+                    # static (``ctx_size`` sliced with, ``k`` of a top-k): nothing here says which
+                    # this parameter is -- unknown, also where it is handed on (``partial(f, n)``)
+                    got |= UNSURE
                 if self._module_traced_only(fn) and not self._array_evidence(fn, p) \
                         and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX \
                         and not self._given_tracer(fn, p):
@@ -61,11 +68,15 @@ class ConfigParamsMixin:
                 return True
         return False
 
-    def _array_evidence(self, fn: Function, p: str) -> bool:
-        """The body of ``fn`` uses parameter ``p`` as an array: an arithmetic operand, ``.shape``
-        and the like, or an argument of a ``jax.numpy``/``lax`` function or of a layer
-        (``nn.Dense(4)(x)``)."""
-        if self._used_as_array(fn, p):
+    def _array_evidence(self, fn: Function, p: str, arithmetic: bool = True) -> bool:
+        """The body of ``fn`` uses parameter ``p`` as an array: an arithmetic operand (unless
+        ``arithmetic`` is False: Python ints do arithmetic too), ``.shape`` and the like, or an
+        argument of a ``jax.numpy``/``lax`` function or of a layer (``nn.Dense(4)(x)``)."""
+        if arithmetic and self._used_as_array(fn, p):
+            return True
+        if not arithmetic and any(n.__class__ is ast.Attribute and n.value.__class__ is ast.Name
+                                  and n.value.id == p and n.attr in ("shape", "ndim", "dtype", "T", "at")
+                                  for n in fn.walk()):
             return True
         memo = self._memo("_array_evidence_cache")
         got = memo.get(id(fn))
@@ -81,7 +92,10 @@ class ConfigParamsMixin:
                 else:
                     array_call = False
                 if array_call:
-                    got.update(a.id for a in c.args if a.__class__ is ast.Name)
+                    q = self.qualname(f, fn) if f.__class__ in (ast.Name, ast.Attribute) else None
+                    shape = K.SHAPE_ARGUMENTS.get(q) if q is not None else None
+                    skip = () if shape is None else (range(len(c.args)) if K.ALL_POSITIONS in shape[0] else shape[0])
+                    got.update(a.id for i, a in enumerate(c.args) if a.__class__ is ast.Name and i not in skip)
             memo[id(fn)] = got
         return p in got
 
@@ -336,3 +350,12 @@ class ConfigParamsMixin:
                         and t.slice.__class__ is ast.Constant and t.slice.value == e.slice.value:
                     return True
         return False
+
+
+def _filter_traced(fn: Function) -> bool:
+    """``fn`` is traced by an Equinox filter transform and otherwise only by calls from traced
+    code or by ``vmap`` (``jax.vmap(partial(f, model, n))``, which maps arrays only): nothing
+    applies a transform that makes every argument a tracer."""
+    kinds = [getattr(K.transform_for(c.transform), "kind", None) if c.transform != "call" else "call"
+             for c in fn.contexts]
+    return "filter" in kinds and all(k in ("filter", "call", "vmap") for k in kinds)

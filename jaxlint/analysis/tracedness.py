@@ -453,11 +453,14 @@ class TracednessMixin(NarrowingMixin):
         JAX needs a static Python int (``K.SHAPE_ARGUMENTS``: ``jnp.zeros(n)``, the ``num`` of
         ``jnp.linspace``), which says the opposite."""
         key = ast.dump(e)
+        # under an Equinox filter transform a Python int stays static: arithmetic (``-ctx_size``,
+        # ``n + 1``) is what ints do too -- only array functions are evidence there
+        arith = not (fn.contexts and fn.filtered_only and e.__class__ is ast.Name and e.id in fn.param_nodes)
         for n in fn.walk():
             t = n.__class__
-            if t is ast.BinOp and n.op.__class__ is not ast.Mod:
+            if t is ast.BinOp and n.op.__class__ is not ast.Mod and arith:
                 sides = (n.left, n.right)
-            elif t is ast.UnaryOp and n.op.__class__ is ast.USub:
+            elif t is ast.UnaryOp and n.op.__class__ is ast.USub and arith:
                 sides = (n.operand,)
             elif t is ast.Call and n.func.__class__ in (ast.Name, ast.Attribute):
                 q = self.qualname(n.func, fn)
