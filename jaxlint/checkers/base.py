@@ -126,8 +126,6 @@ class Rule:
             found = unreachable_dropped(m, found)
         if self.trace_dependent:
             found = eager_module_seeds_strict(m, untraced_branches_dropped(m, found))
-            if (getattr(m.source, "path", None) or "").endswith(".ipynb"):
-                found = uncalled_in_notebook_strict(m, found)
         found = self.profiled(ctx, found)
         if m.in_legacy_code():
             found = legacy_strict(found)
@@ -230,63 +228,6 @@ def eager_module_seeds_strict(m: SemanticModel, found: Iterable[Finding]) -> Ite
             elif fn is not None and linen and fn.traced_only_by_seeds(_LINEN_EAGER_SEEDS):
                 f = replace(f, profile=STRICT_PROFILE, basis=LINEN_EAGER_BASIS)
         yield f
-
-
-def uncalled_in_notebook_strict(m: SemanticModel, found: Iterable[Finding]) -> Iterable[Finding]:
-    """A finding inside a function (or a class) of a notebook that no code the notebook runs
-    names -- not its top-level statements, nor any function they reach -- belongs to the strict
-    profile: no other module can import a notebook, so that function never runs (a cell kept for
-    reference, an abandoned variant and its helpers)."""
-    live = None
-    for f in found:
-        if f.profile == DEFAULT_PROFILE:
-            if live is None:
-                live = _live_in_notebook(m)
-            top = _top_definition(m, f.line)
-            if top is not None and top.name not in live:
-                f = replace(f, profile=STRICT_PROFILE,
-                            basis=f"nothing this notebook runs calls or names `{top.name}`: it never runs")
-        yield f
-
-
-def _top_definition(m: SemanticModel, line: int):
-    for st in m.module.node.body:
-        if st.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and \
-                st.lineno <= line <= (st.end_lineno or st.lineno):
-            return st
-    return None
-
-
-def _live_in_notebook(m: SemanticModel) -> set:
-    """The names of top-level definitions that the notebook's own statements reach (names read
-    at top level, then names read inside definitions already reached)."""
-    defs = {st.name: st for st in m.module.node.body
-            if st.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)}
-
-    def names_in(nodes) -> set:
-        out = set()
-        for node in nodes:
-            for n in ast.walk(node):
-                if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load:
-                    out.add(n.id)
-                elif n.__class__ is ast.Attribute:
-                    out.add(n.attr)
-        return out
-
-    roots = [st for st in m.module.node.body if st.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                        ast.ClassDef)]
-    # decorators and base classes run when a cell runs
-    roots += [d for st in defs.values() for d in getattr(st, "decorator_list", [])]
-    roots += [b for st in defs.values() if st.__class__ is ast.ClassDef for b in st.bases]
-    live = set()
-    todo = names_in(roots)
-    while todo:
-        name = todo.pop()
-        if name in live or name not in defs:
-            continue
-        live.add(name)
-        todo |= names_in([defs[name]]) - live
-    return live
 
 
 MODULE_SEED_BASIS = ("traced only if its NNX/Equinox module is called under a transform, which nothing in "
