@@ -540,6 +540,12 @@ class PurityFacts:
         if _exclusive_branches(scope, d.lineno, line):
             return False    # defined (and traced) in one branch of an ``if``, changed in the other
         _uses, cached, escapes = self.closure_uses(scope, fn)
+        # a later ``def`` of the same name (a script's next experiment redefining ``update``):
+        # calls after it run that function, with its own trace
+        redefs = [n.lineno for n in scope.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
+                  if n.name == fn.name and n.lineno > d.lineno and n is not d]
+        if redefs and not escapes:
+            cached = [u for u in cached if u < min(redefs)]
         if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops for u in cached):
             return True
         before = any(u < line for u in cached)
