@@ -9,6 +9,7 @@ from typing import Iterator
 from ....analysis import Function, SemanticModel, proven
 from ....analysis import knowledge as K
 from ....fixes.edits import UNSAFE
+from ....findings import Settings
 from ...base import Context, Finding, FixOffer, Rule, register, traced_functions
 from .rewrite import LoopFix, NoFix, carry_names
 from .trips import for_trip, while_trip
@@ -17,7 +18,9 @@ from .trips import for_trip, while_trip
 UNKNOWN_COUNT_BASIS = ("how many times the loop runs is not known here (a static argument or configuration "
                        "value without a default): a few unrolled iterations cost little")
 # below this many known iterations an unrolled loop is reported in the strict profile only
+# (with the default `unrolled-loop-threshold`; a threshold the user sets is used as given)
 SMALL_UNROLL = 32
+_DEFAULT_THRESHOLD = Settings().unrolled_loop_threshold
 # why a loop of a few dozen known iterations belongs to the strict profile
 SMALL_UNROLL_BASIS = ("a fixed loop of fewer than 32 iterations: compiled once, and the unrolled program "
                       "stays small (it often runs faster than a loop); blind reads of real code found such "
@@ -111,8 +114,9 @@ class UnrolledPythonLoop(Rule):
     change; 32 or more copies (a 49-step leapfrog integrator, each step a
     gradient) are reported by default. (The bound sits between the counts
     real code showed harmless and the smallest one a blind set showed as a
-    bug: a measured choice, not a rule of JAX; `unrolled-loop-threshold`
-    still sets where the strict profile starts.)
+    bug: a measured choice, not a rule of JAX. An `unrolled-loop-threshold`
+    set in the configuration is used as given: loops at or above it are
+    reported by default.)
     """
 
     trace_dependent = True
@@ -169,7 +173,8 @@ class UnrolledPythonLoop(Rule):
                     strict = UNKNOWN_LENGTH_BASIS
                 elif trip.count is None and trip.kind == "static":
                     strict = UNKNOWN_COUNT_BASIS
-                elif trip.count is not None and trip.count < SMALL_UNROLL:
+                elif trip.count is not None and trip.count < SMALL_UNROLL and threshold == _DEFAULT_THRESHOLD:
+                    # (a threshold the user set is the count they want reported: no second bound)
                     strict = SMALL_UNROLL_BASIS
                 yield ctx.finding(self, loop, msg, confidence=fn.confidence, fix=fix, end_node=loop.iter
                                   if isinstance(loop, ast.For) else loop.test, strict=strict)
