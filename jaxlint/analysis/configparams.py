@@ -33,7 +33,7 @@ class ConfigParamsMixin:
                 got = TRACED if fn.filtered_only else TRACED | JAX
                 if _filter_traced(fn) and not self._array_evidence(fn, p, arithmetic=False) \
                         and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX \
-                        and not self._given_tracer(fn, p):
+                        and not self._given_tracer(fn, p) and not self._array_passed(fn, p):
                     # an Equinox filter transform traces array leaves only and keeps a Python int
                     # static (``ctx_size`` sliced with, ``k`` of a top-k): nothing here says which
                     # this parameter is -- unknown, also where it is handed on (``partial(f, n)``)
@@ -66,6 +66,28 @@ class ConfigParamsMixin:
             a = _call_argument(c, fn, p)
             if isinstance(a, ast.expr) and proven(self.kind(a, c.caller)):
                 return True
+        return False
+
+    def _array_passed(self, fn: Function, p: str) -> bool:
+        """A call of ``fn`` in this module passes an array for ``p`` (``f(jnp.ones(()), 3)``):
+        the filter transform traces that argument."""
+        index = self.__dict__.get("_filter_call_sites")
+        if index is None:
+            index = self.__dict__["_filter_call_sites"] = {}
+            targets = {id(g) for g in self.functions if _filter_traced(g)}
+            if targets:
+                for scope in self.functions:
+                    for call in scope.of_type(ast.Call):
+                        if call.func.__class__ not in (ast.Name, ast.Attribute):
+                            continue
+                        t = self.resolve_callable(call.func, scope)
+                        if t is not None and id(t.function) in targets:
+                            index.setdefault(id(t.function), []).append((call, scope, t))
+        for call, scope, t in index.get(id(fn), ()):
+            pairs, _ = self.bind_arguments(t, call)
+            for q, a in pairs:
+                if q == p and self.kind(a, scope) & JAX:
+                    return True
         return False
 
     def _array_evidence(self, fn: Function, p: str, arithmetic: bool = True) -> bool:

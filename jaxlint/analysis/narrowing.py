@@ -418,7 +418,8 @@ class NarrowingMixin:
                 out.append((stmt.body[0].lineno, stmt.body[-1].end_lineno or stmt.body[-1].lineno))
                 if all(h.body and h.body[-1].__class__ in _EXITS for h in stmt.handlers) and any(
                         n.__class__ is ast.Call and n.func.__class__ is ast.Name
-                        and n.func.id in ("int", "float", "bool", "complex") for b in stmt.body
+                        and n.func.id in ("int", "float", "bool", "complex") and len(n.args) == 1
+                        and self.kind(n.args[0], fn) & TRACED for b in stmt.body
                         for n in ast.walk(b)):
                     # ``try: n = int(res.n_valid)`` / ``except ConcretizationTypeError: return
                     # traced_path(...)``: what follows the ``try`` runs only where the conversion

@@ -429,6 +429,9 @@ class TracednessMixin(NarrowingMixin):
                 return False  # ``env.reset()``, ``policy(x)``: no array has that attribute, nor is called
             if a is not None and fn.param_kinds.get(e.id, 0) & JAX:
                 return True   # the traced call sites pass arrays
+            if a is not None and fn.contexts and fn.filtered_only \
+                    and all(b.kind == "param" for b in self.bindings(e.id, fn)) and self._array_passed(fn, e.id):
+                return True   # ``f(jnp.ones(()), 3)``: an Equinox filter transform traces the array passed
             if a is not None and a.annotation is not None:
                 return bool(self.annotation_kind(a.annotation, fn.parent) & JAX)
             v = self.single_value(e.id, fn) if e.id in fn.locals and e.id not in fn.param_nodes else None

@@ -1570,7 +1570,7 @@ def _keys_split_in(m: SemanticModel, loop: ast.stmt, scope: Function) -> Set[str
             continue
         src = node.value.args[0]
         names = {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
-        if src.__class__ is ast.Name and (src.id in names or (q == "jax.random.fold_in")):
+        if src.__class__ is ast.Name and src.id in names:
             out |= names
     return out
 

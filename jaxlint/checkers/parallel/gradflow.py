@@ -295,8 +295,10 @@ class GradFlow:
                     # ``jax.tree.map(_pmean_unless_frozen, grads, mask)``: the callable handed to
                     # a tree map runs on every leaf; one that reduces (on any path) averages them
                     mapped = self._callee(n.args[pos])
-                    if mapped is not None and _reaches_collective(m, mapped.function, set()):
-                        return True
+                    if mapped is not None and any(
+                            r.value is not None and mentions_collective(m, r.value, mapped.function)
+                            for r in mapped.function.of_type(ast.Return)):
+                        return True   # (a helper that reduces only a norm returns the leaf unreduced)
                 if target is None and self._raw_in(n) is not None and self._unknown_reducer(n.func):
                     return True
         return False

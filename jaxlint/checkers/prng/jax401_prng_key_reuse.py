@@ -609,9 +609,30 @@ def _selection_sides(m: SemanticModel, fn, w: ast.AST) -> Optional[tuple]:
                 for other in (y.left, y.right):
                     if other.__class__ is ast.BinOp and other.op.__class__ is ast.Sub and \
                             other.left.__class__ is ast.Constant and other.left.value == 1 and \
-                            ast.dump(other.right) == ast.dump(mask):
+                            ast.dump(other.right) == ast.dump(mask) and _zero_one(m, fn, mask):
                         return mask, x, y
     return None
+
+
+def _zero_one(m: SemanticModel, fn, mask: ast.expr, depth: int = 0) -> bool:
+    """``mask`` holds only zeros and ones: a comparison (or its ``.astype(...)``), a ``bernoulli``
+    draw, or a name bound once to one -- not a blending weight (``lam * a + (1 - lam) * b`` with
+    one draw on each side repeats it everywhere)."""
+    if depth > 3:
+        return False
+    if mask.__class__ is ast.Compare:
+        return True
+    if mask.__class__ is ast.Call:
+        f = mask.func
+        if f.__class__ is ast.Attribute and f.attr == "astype":
+            return _zero_one(m, fn, f.value, depth + 1)
+        q = m.qualname(f, fn) if f.__class__ in (ast.Name, ast.Attribute) else None
+        return q in ("jax.random.bernoulli", "jax.numpy.logical_and", "jax.numpy.logical_or",
+                     "jax.numpy.logical_not", "jax.numpy.isnan", "jax.numpy.isfinite")
+    if mask.__class__ is ast.Name:
+        v = m.single_value(mask.id, fn)
+        return v is not None and _zero_one(m, fn, v[0] if isinstance(v, tuple) else v, depth + 1)
+    return False
 
 
 def _guard_of(nodes, selections, u: Use, root: ast.AST) -> Optional[frozenset]:
@@ -668,24 +689,26 @@ def _guard_of(nodes, selections, u: Use, root: ast.AST) -> Optional[frozenset]:
                     changed = True
         if not changed:
             break
-    spans = [a.value if a.__class__ is ast.Assign else a for a in steps if id(a) in used]
+    inside = {id(x) for a in steps if id(a) in used
+              for x in ast.walk(a.value if a.__class__ is ast.Assign else a)}
+    inside.update(id(x) for x in ast.walk(s.value))
+    values = None
     found = None
     for n in nodes:
         if n.__class__ is ast.Name and n.id in guards and n.ctx.__class__ is ast.Load:
-            if any(_within(n, sp) for sp in spans) or _within(n, s.value):
+            if id(n) in inside:
                 continue   # a step of the derivation itself
-            stmt_value = _statement_value(nodes, n)
+            if values is None:
+                # the value of the ``return``/expression statement holding each node
+                values = {}
+                for st in nodes:
+                    if st.__class__ in (ast.Return, ast.Expr) and st.value is not None:
+                        for x in ast.walk(st.value):
+                            values.setdefault(id(x), st.value)
+            stmt_value = values.get(id(n))
             g = guards[n.id] | (_top_guard(selections, n, stmt_value) if stmt_value is not None else frozenset())
             found = g if found is None else found & g
     return found or None
-
-
-def _statement_value(nodes, n: ast.AST) -> Optional[ast.AST]:
-    """The value of the ``return``/expression statement that holds ``n``."""
-    for st in nodes:
-        if st.__class__ in (ast.Return, ast.Expr) and st.value is not None and _within(n, st.value):
-            return st.value
-    return None
 
 
 def _top_guard(selections, node: ast.AST, value: Optional[ast.AST]) -> frozenset:
@@ -710,11 +733,17 @@ def _exclusive(m: SemanticModel, fn, a: tuple, b: tuple) -> bool:
     """No element is kept under both guards ``(condition's source, holds)``: one condition and
     its negation, or ``x == A`` and ``x == B`` (both holding) with ``A`` and ``B`` different
     constants."""
+    try:
+        na, nb = ast.parse(a[0], mode="eval").body, ast.parse(b[0], mode="eval").body
+    except SyntaxError:
+        return False   # (``*c``: no condition this can compare)
+    if any(len(m.bindings(n.id, fn)) > 1 for c in (na, nb) for n in ast.walk(c) if n.__class__ is ast.Name):
+        return False   # ``c = x > 0`` ... ``c = x > 1``: the same spelling, not the same condition
     if a[0] == b[0]:
         return a[1] != b[1]
     if not (a[1] and b[1]):
         return False
-    ca, cb = _case_of(ast.parse(a[0], mode="eval").body), _case_of(ast.parse(b[0], mode="eval").body)
+    ca, cb = _case_of(na), _case_of(nb)
     if ca is None or cb is None or ast.dump(ca[0]) != ast.dump(cb[0]):
         return False
     va, vb = _constant_value(m, fn, ca[1]), _constant_value(m, fn, cb[1])

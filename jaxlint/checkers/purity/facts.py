@@ -542,8 +542,11 @@ class PurityFacts:
         _uses, cached, escapes = self.closure_uses(scope, fn)
         # a later ``def`` of the same name (a script's next experiment redefining ``update``):
         # calls after it run that function, with its own trace
+        body = getattr(scope.node, "body", None)
+        top = {id(st) for st in body} if isinstance(body, list) else set()
         redefs = [n.lineno for n in scope.of_type(ast.FunctionDef, ast.AsyncFunctionDef)
-                  if n.name == fn.name and n.lineno > d.lineno and n is not d]
+                  if n.name == fn.name and n.lineno > d.lineno and n is not d
+                  and id(n) in top]   # (a ``def`` inside a branch may not run)
         if redefs and not escapes:
             cached = [u for u in cached if u < min(redefs)]
         if any(lp.lineno <= u <= (lp.end_lineno or lp.lineno) for lp in loops for u in cached):
