@@ -398,6 +398,20 @@ class NarrowingMixin:
             out = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno)
                    for stmt in fn.of_type(ast.If) for b in (stmt.body, stmt.orelse)
                    if b and self.untraced_branch(b[0], fn)]
+            for stmt in fn.of_type(ast.If):
+                # ``if jax_surface_scan: return traced_path(...)`` then the rest of the block: the
+                # rest is the ``else``, untaken when every traced call makes the test true
+                flag = _flag_test(stmt.test, fn) if not stmt.orelse and stmt.body \
+                    and stmt.body[-1].__class__ in _EXITS else None
+                if flag is None:
+                    continue
+                p, polarity = flag
+                ctxs = _calling_contexts(fn)
+                if ctxs and all(_call_omits(c, fn, p, truthy=polarity) for c in ctxs):
+                    block = self.block_of(stmt, fn)
+                    i = next((j for j, x in enumerate(block or []) if x is stmt), None)
+                    if i is not None and i + 1 < len(block):
+                        out.append((block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno))
         if self._has_guards(fn):
             for node in fn.of_type(ast.BoolOp):
                 # ``not contains_tracer(x) and bool(jnp.any(x))`` with x traced: the later
@@ -582,7 +596,7 @@ def _names_with_statements(stmt: ast.stmt):
                 stack.append((child, child if isinstance(child, ast.stmt) else owner))
 
 
-def _call_omits(ctx, fn: Function, p: str, truthy: bool = False) -> bool:
+def _call_omits(ctx, fn: Function, p: str, truthy: bool = False, _depth: int = 0) -> bool:
     """The traced call behind ``ctx`` leaves parameter ``p`` falsy: passes a falsy literal
     (``debug=False``), or passes nothing for it and its default is a falsy literal (``truthy``:
     the same for a truthy literal, ``use_jax=True``).  A "call" context of this module, or a
@@ -595,6 +609,15 @@ def _call_omits(ctx, fn: Function, p: str, truthy: bool = False) -> bool:
         lit_set, or_default = untaken[2:4] if truthy else untaken[0:2]
         return p in lit_set or (default_falsy and p in or_default)
     a = _call_argument(ctx, fn, p)
+    caller = ctx.caller
+    if a.__class__ is ast.Name and caller is not None and _depth < 4 and a.id in caller.param_nodes \
+            and sum(1 for x in ast.walk(caller.node)
+                                                                       if x.__class__ is ast.Name and x.id == a.id
+                                                                       and x.ctx.__class__ is ast.Store) == 0:
+        # ``run_boozer(booz, jax_surface_scan=jax_surface_scan)``: the flag forwarded from the
+        # caller's own parameter -- what every traced call of the caller passes for it
+        ctxs = _calling_contexts(caller)
+        return bool(ctxs) and all(_call_omits(c, caller, a.id, truthy, _depth + 1) for c in ctxs)
     return False if a is None else default_falsy if a is _UNPASSED else lit(a)
 
 
