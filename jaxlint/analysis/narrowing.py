@@ -17,7 +17,7 @@ import ast
 from typing import Dict, Optional
 
 from . import knowledge as K
-from .kinds import CONTAINER, NOT_ARRAY, TRACED
+from .kinds import CONTAINER, JAX, NOT_ARRAY, TRACED
 from .liveness import EXITS as _EXITS, dead_after, unreachable_spans
 from .scopes import EAGER_MODULE_SEEDS, Function
 
@@ -433,7 +433,7 @@ class NarrowingMixin:
                 if all(h.body and h.body[-1].__class__ in _EXITS for h in stmt.handlers) and any(
                         n.__class__ is ast.Call and n.func.__class__ is ast.Name
                         and n.func.id in ("int", "float", "bool", "complex") and len(n.args) == 1
-                        and self.kind(n.args[0], fn) & TRACED for b in stmt.body
+                        and self.kind(n.args[0], fn) & (TRACED | JAX) for b in stmt.body
                         for n in ast.walk(b)):
                     # ``try: n = int(res.n_valid)`` / ``except ConcretizationTypeError: return
                     # traced_path(...)``: what follows the ``try`` runs only where the conversion
