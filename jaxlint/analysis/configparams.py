@@ -31,7 +31,7 @@ class ConfigParamsMixin:
             got = fn.param_kinds.get(p)
             if got is None:
                 got = TRACED if fn.filtered_only else TRACED | JAX
-                if _filter_traced(fn) and not self._array_evidence(fn, p, arithmetic=False) \
+                if fn.filter_traced and not self._array_evidence(fn, p, arithmetic=False) \
                         and not self.annotation_kind(fn.param_nodes[p].annotation, fn.parent) & JAX \
                         and not self._given_tracer(fn, p) and not self._array_passed(fn, p):
                     # an Equinox filter transform traces array leaves only and keeps a Python int
@@ -74,7 +74,7 @@ class ConfigParamsMixin:
         index = self.__dict__.get("_filter_call_sites")
         if index is None:
             index = self.__dict__["_filter_call_sites"] = {}
-            targets = {id(g) for g in self.functions if _filter_traced(g)}
+            targets = {id(g) for g in self.functions if g.filter_traced}
             if targets:
                 for scope in self.functions:
                     for call in scope.of_type(ast.Call):
@@ -373,11 +373,3 @@ class ConfigParamsMixin:
                     return True
         return False
 
-
-def _filter_traced(fn: Function) -> bool:
-    """``fn`` is traced by an Equinox filter transform and otherwise only by calls from traced
-    code or by ``vmap`` (``jax.vmap(partial(f, model, n))``, which maps arrays only): nothing
-    applies a transform that makes every argument a tracer."""
-    kinds = [getattr(K.transform_for(c.transform), "kind", None) if c.transform != "call" else "call"
-             for c in fn.contexts]
-    return "filter" in kinds and all(k in ("filter", "call", "vmap") for k in kinds)

@@ -408,10 +408,7 @@ class NarrowingMixin:
                 p, polarity = flag
                 ctxs = _calling_contexts(fn)
                 if ctxs and all(_call_omits(c, fn, p, truthy=polarity) for c in ctxs):
-                    block = self.block_of(stmt, fn)
-                    i = next((j for j, x in enumerate(block or []) if x is stmt), None)
-                    if i is not None and i + 1 < len(block):
-                        out.append((block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno))
+                    out.extend(self._rest_of_block(stmt, fn))
         if self._has_guards(fn):
             for node in fn.of_type(ast.BoolOp):
                 # ``not contains_tracer(x) and bool(jnp.any(x))`` with x traced: the later
@@ -438,21 +435,23 @@ class NarrowingMixin:
                     # ``try: n = int(res.n_valid)`` / ``except ConcretizationTypeError: return
                     # traced_path(...)``: what follows the ``try`` runs only where the conversion
                     # succeeded -- on concrete values
-                    block = self.block_of(stmt, fn)
-                    i = next((j for j, x in enumerate(block or []) if x is stmt), None)
-                    if i is not None and i + 1 < len(block):
-                        out.append((block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno))
+                    out.extend(self._rest_of_block(stmt, fn))
         for stmt in fn.of_type(ast.Expr):
             c = stmt.value
             if c.__class__ is ast.Call and len(c.args) >= 2 and c.func.__class__ in (ast.Name, ast.Attribute) \
                     and (c.func.id if c.func.__class__ is ast.Name else c.func.attr) == "concrete_or_error" \
                     and self.qualname(c.func, fn) in K.CONCRETE_GUARDS \
                     and self.kind(c.args[1], fn) & TRACED:
-                block = self.block_of(stmt, fn)
-                i = next((j for j, x in enumerate(block or []) if x is stmt), None)
-                if i is not None and i + 1 < len(block):
-                    out.append((block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno))
+                out.extend(self._rest_of_block(stmt, fn))
         return out
+
+    def _rest_of_block(self, stmt: ast.stmt, fn: Function) -> list:
+        """``[(first line, last line)]`` of the statements after ``stmt`` in its block, or ``[]``."""
+        block = self.block_of(stmt, fn)
+        i = next((j for j, x in enumerate(block or []) if x is stmt), None)
+        if i is None or i + 1 >= len(block):
+            return []
+        return [(block[i + 1].lineno, block[-1].end_lineno or block[-1].lineno)]
 
     def in_untraced_branch(self, node: ast.AST, fn: Function) -> bool:
         """``node`` (any node of ``fn``, a call say) lies in a branch :meth:`untraced_branch`

@@ -155,6 +155,16 @@ class Function:
         return all(getattr(K.transform_for(c.transform), "kind", None) == "filter" for c in self.contexts)
 
     @property
+    def filter_traced(self) -> bool:
+        """Traced by an Equinox-style filter transform and otherwise only by calls from traced
+        code or by ``vmap`` (``jax.vmap(partial(f, model, n))``, which maps arrays only): nothing
+        applies a transform that makes every argument a tracer (``filtered_only`` is the case
+        with no other context)."""
+        kinds = [getattr(K.transform_for(c.transform), "kind", None) if c.transform != "call" else "call"
+                 for c in self.contexts]
+        return "filter" in kinds and all(k in ("filter", "call", "vmap") for k in kinds)
+
+    @property
     def is_method(self) -> bool:
         return self.cls is not None and not self.is_lambda and not self.is_staticmethod
 

@@ -360,8 +360,9 @@ class FlaxMissingRngs(Rule):
                     # return step``: every call of the product reads the one key the factory made
                     made = _loop_running(facts, outer, 0)
                     if made is not None and any(
-                            c.__class__ is ast.Call and (m.resolve_callable(c.func, made[0]) or _NO).function is owner
-                            for c in ast.walk(made[1])):
+                            t is not None and t.function is owner
+                            for t in (m.resolve_callable(c.func, made[0]) for c in ast.walk(made[1])
+                                      if c.__class__ is ast.Call)):
                         return None   # the loop makes a new step (and key) on every iteration
                     if made is not None:
                         caller, loop = made
@@ -547,10 +548,6 @@ def _param_owner(facts: FlaxFacts, name: str, scope: Function) -> Optional[Funct
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-class _NO:
-    function = None
 
 
 def _returns_function(m, factory: Function, fn: Function) -> bool:

@@ -10,6 +10,7 @@ from ...analysis import knowledge as K
 from .calls import JIT_NAMES, call_index, derived_names
 from ..base import Context, Finding, Rule, register
 from ..messages import short
+from ..prng.vocabulary import KEY_PRODUCERS, RANDOM, RANDOM_NON_CONSUMING
 from ..pytree.boundary import class_self_assignments, constructed_class, instance_class
 
 # transforms whose static arguments must be hashable and exist
@@ -1548,14 +1549,11 @@ def _drawn_in(loop: ast.stmt, m: SemanticModel, scope: Function, generators: Set
     return out
 
 
-# ``jax.random`` functions that make or derive keys rather than drawing numbers
-_KEY_MAKERS = frozenset({"split", "fold_in", "PRNGKey", "key", "key_data", "wrap_key_data", "clone",
-                         "key_impl", "default_prng_impl"})
-
-
 def _jax_draw(m: SemanticModel, c: ast.Call, scope: Function) -> bool:
+    """``c`` draws numbers from a key: a ``jax.random`` function that neither makes nor derives a
+    key nor only looks at one (the PRNG rules' vocabulary)."""
     q = m.qualname(c.func, scope) if c.func.__class__ in (ast.Name, ast.Attribute) else None
-    return q is not None and q.startswith("jax.random.") and q.rpartition(".")[2] not in _KEY_MAKERS
+    return q is not None and q.startswith(RANDOM) and q not in KEY_PRODUCERS and q not in RANDOM_NON_CONSUMING
 
 
 def _keys_split_in(m: SemanticModel, loop: ast.stmt, scope: Function) -> Set[str]:
